@@ -348,7 +348,7 @@ func (f *fsm) applyRetain(index uint64, payload []byte) any {
 				"%s has no retention rule: its rows are never removed", td.name)
 		}
 		cur := raw.(*row)
-		if err := td.retain(r, cur.Value); err != nil {
+		if err := td.retain(r, cur.Value, cur.Meta); err != nil {
 			return hookError(ReasonRejected, i, td.name, id, err)
 		}
 		if err := tx.Delete(td.name, cur); err != nil {

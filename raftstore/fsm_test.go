@@ -48,7 +48,7 @@ var (
 		Name:       "entries",
 		ID:         func(e *entry) string { return e.ID },
 		AppendOnly: true,
-		Retain: func(r *Reader, e *entry) error {
+		Retain: func(r *Reader, e *entry, _ Meta) error {
 			if !e.Expired {
 				return errors.New("entry has not expired")
 			}

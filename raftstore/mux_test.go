@@ -55,7 +55,11 @@ func TestHandshakeRefusesAnImpostorServer(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	go func() { _, _ = serverHandshake(a, []byte("impostor-secret-xxxx")) }()
+	go func() {
+		if _, err := serverHandshake(a, []byte("impostor-secret-xxxx")); err != nil {
+			a.Close() // as mux.handle does
+		}
+	}()
 	if err := clientHandshake(b, []byte("the-real-cluster-secret"), connForward); !errors.Is(err, errHandshake) {
 		t.Fatalf("client accepted a server that does not know the secret: %v", err)
 	}

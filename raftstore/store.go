@@ -215,6 +215,12 @@ func (s *Store) open() error {
 	rc.Logger = hlog
 	rc.NotifyCh = s.notifyC
 	rc.BatchApplyCh = true
+	if cfg.RaftAddr == "" {
+		// A single node has no peers to stay stable with: elect at once.
+		rc.HeartbeatTimeout = 50 * time.Millisecond
+		rc.ElectionTimeout = 50 * time.Millisecond
+		rc.LeaderLeaseTimeout = 50 * time.Millisecond
+	}
 	applyTiming(rc, cfg.Timing)
 
 	has, err := raft.HasExistingState(logs, bolt, snaps)

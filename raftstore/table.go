@@ -51,9 +51,9 @@ type Table[T any] struct {
 	// against the state after all of the command's operations; old is nil on
 	// insert and new is nil on delete. An error refuses the whole command.
 	Validate func(r *Reader, old, new *T) error
-	// Retain, if set, says whether the retention command may remove v; nil
-	// (or a nil Retain) means rows are never removed by retention.
-	Retain func(r *Reader, v *T) error
+	// Retain, if set, says whether the retention command may remove v (with
+	// its metadata m); without it, rows are never removed by retention.
+	Retain func(r *Reader, v *T, m Meta) error
 }
 
 // Def is a table declaration of any row type, as Open takes them. Only *Table
@@ -72,7 +72,7 @@ type tableDef struct {
 	decode     func([]byte) (any, error)
 	idOf       func(any) string
 	check      func(r *Reader, old, new any) error
-	retain     func(r *Reader, v any) error
+	retain     func(r *Reader, v any, m Meta) error
 }
 
 var tableNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
@@ -118,7 +118,7 @@ func (t *Table[T]) def() tableDef {
 		}
 	}
 	if t.Retain != nil {
-		d.retain = func(r *Reader, v any) error { return t.Retain(r, v.(*T)) }
+		d.retain = func(r *Reader, v any, m Meta) error { return t.Retain(r, v.(*T), m) }
 	}
 	return d
 }
@@ -196,3 +196,6 @@ func oneString(args []any) (string, error) {
 	}
 	return s, nil
 }
+
+// AppendOnly reports whether a declared table is append-only.
+func AppendOnly(d Def) bool { return d.def().appendOnly }

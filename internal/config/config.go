@@ -1,0 +1,418 @@
+// Package config owns the startup configuration of svc serve: the catalogue
+// of settings, loading them from defaults, an optional YAML file and the
+// environment (the environment wins over the file, the file over the
+// default), the origin of each value, their validation, and the host policy
+// settings fixed at startup.
+//
+// It must not touch storage or HTTP and must not start anything. Load is a
+// pure function of its arguments plus the reading of the named file: it reads
+// the environment only from LoadArgs.Env and writes nothing to disk.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/svchost/svc/internal/policy"
+)
+
+// Origin says where a setting's value came from.
+type Origin string
+
+const (
+	OriginEnvironment Origin = "environment"
+	OriginConfigFile  Origin = "config_file"
+	OriginDefault     Origin = "default"
+)
+
+// Setting is one startup setting as GET /api/v1/config lists it. Value is
+// omitted for secret settings.
+type Setting struct {
+	Name   string `json:"name"`
+	Env    string `json:"env"`
+	Value  string `json:"value,omitempty"`
+	Origin Origin `json:"origin"`
+	Secret bool   `json:"secret,omitempty"`
+}
+
+// Peer is a member of the Raft cluster.
+type Peer struct {
+	ID   string
+	Addr string
+}
+
+// Config is the loaded startup configuration.
+type Config struct {
+	Database struct {
+		// URL is where the store keeps its data: empty for the bundled store
+		// under <work_dir>/raft, or file:///path or /path for a directory.
+		URL string
+	}
+	Server struct {
+		Addr            string
+		BaseDomain      string
+		RoutingMode     string // port, subdomain or path
+		Issuer          string // derived when not set, see Load
+		ExternalURL     string
+		ProxyUpstream   string
+		WorkDir         string
+		ShutdownTimeout time.Duration
+	}
+	App struct {
+		PortStart, PortEnd int
+	}
+	Admin struct {
+		Password string // empty: the identity code generates one
+	}
+	Log struct {
+		Level  slog.Level
+		Format string // text or json
+	}
+	Reconciler struct {
+		Backoff []time.Duration
+	}
+	Cluster struct {
+		// NodeID names this node. Empty on a single node means the id
+		// generated once and kept in the store directory (see SetNodeID);
+		// a cluster node must be given one, since cluster.peers names it.
+		NodeID   string
+		RaftAddr string // empty: a single node without a network transport
+		Peers    []Peer // includes this node
+		Secret   string
+	}
+	Policy   policy.Fixed
+	Settings []Setting // every setting with its value and origin, sorted by Name
+	Warnings []string
+	File     string // the config file's path, "" if none
+}
+
+// LoadArgs are the inputs of Load.
+type LoadArgs struct {
+	Env  []string // KEY=VALUE entries, as os.Environ returns them
+	File string   // the --config path, or "" for none
+}
+
+// ShippedBackoff is the reconciler's shipped retry schedule. Treat it as
+// read-only; Load hands out copies.
+var ShippedBackoff = []time.Duration{5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute}
+
+// source is where one raw value came from.
+type source struct {
+	origin Origin
+	value  string
+	label  string // the prefix of an error about this value
+}
+
+// Load builds the configuration from the defaults, the file args.File (when
+// not empty) and the environment args.Env.
+//
+// Environment variables are SVC_ plus the setting name uppercased with dots
+// turned into underscores; the file nests by the dots. An empty environment
+// value (or a null in the file) sets a setting only where empty means unset:
+// database.url, server.issuer, server.external_url, server.proxy_upstream,
+// admin.password, cluster.node_id, cluster.raft_addr, cluster.peers and
+// cluster.secret. For
+// every other setting an empty value is an error. When several entries of
+// args.Env have the same name, the last one wins.
+//
+// SVC_POLICY_<NAME> and the file's policy section fix host policy settings;
+// SVC_PORT is ignored; any other unknown SVC_ variable is a warning.
+//
+// All problems are reported together, one per line, each naming the variable
+// or file key. No secret is ever part of an error, a warning or Settings.
+func Load(args LoadArgs) (*Config, error) {
+	l := &loader{args: args, c: &Config{File: args.File}, sources: map[string]source{}, fileSources: map[string]source{}}
+	l.readEnv()
+	if args.File != "" {
+		l.readFile()
+	}
+	l.mergeSources()
+	l.applyDefaults()
+	l.parseSettings()
+	l.fixPolicy()
+	l.crossCheck()
+	if len(l.errs) > 0 {
+		return nil, errors.Join(l.errs...)
+	}
+	l.warnBackoff()
+	l.c.Warnings = append(l.c.Warnings, l.unknownEnv...)
+	l.c.Settings = l.settings()
+	return l.c, nil
+}
+
+// RaftDir returns the store's data directory: the directory named by
+// database.url, or <work_dir>/raft when it is empty. It assumes a Config that
+// Load has validated.
+func (c *Config) RaftDir() string {
+	if dir, err := storeDir(c.Database.URL); err == nil && dir != "" {
+		return dir
+	}
+	return filepath.Join(c.Server.WorkDir, "raft")
+}
+
+// loader carries the state of one Load.
+type loader struct {
+	args LoadArgs
+	c    *Config
+
+	env        map[string]string // every SVC_ variable
+	unknownEnv []string          // warnings about unknown variables
+	envPolicy  []string          // SVC_POLICY_ variable names, sorted
+
+	filePolicy  []filePolicyValue
+	fileSources map[string]source // by setting name: the file's values
+	sources     map[string]source // by setting name: the value that wins
+	failed      map[string]bool   // settings whose value was refused
+	errs        []error
+}
+
+// readEnv collects the SVC_ variables and sorts them into known settings,
+// policy settings and unknown ones.
+func (l *loader) readEnv() {
+	l.env = map[string]string{}
+	for _, kv := range l.args.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, "SVC_") {
+			continue
+		}
+		l.env[k] = v
+	}
+	for k := range l.env {
+		switch {
+		case k == "SVC_PORT":
+			// Read only by a packaging file, never by the service.
+		case strings.HasPrefix(k, "SVC_POLICY_"):
+			l.envPolicy = append(l.envPolicy, k)
+		case defByEnv(k) == nil:
+			l.unknownEnv = append(l.unknownEnv, fmt.Sprintf("unknown environment variable %s ignored", k))
+		}
+	}
+	slices.Sort(l.envPolicy)
+	slices.Sort(l.unknownEnv)
+}
+
+func (l *loader) errorf(format string, a ...any) {
+	l.errs = append(l.errs, fmt.Errorf(format, a...))
+}
+
+// mergeSources records the values of the file and then those of the
+// environment, which win.
+func (l *loader) mergeSources() {
+	for name, src := range l.fileSources {
+		l.sources[name] = src
+	}
+	for _, d := range defs {
+		if v, ok := l.env[d.env()]; ok {
+			l.sources[d.name] = source{origin: OriginEnvironment, value: v, label: d.env()}
+		}
+	}
+}
+
+// applyDefaults sets the default of every setting.
+func (l *loader) applyDefaults() {
+	c := l.c
+	c.Server.Addr = ":8080"
+	c.Server.BaseDomain = "svc.localhost"
+	c.Server.RoutingMode = "port"
+	c.Server.WorkDir = "/var/lib/svc"
+	c.Server.ShutdownTimeout = 30 * time.Second
+	c.App.PortStart, c.App.PortEnd = 9000, 9019
+	c.Log.Level = slog.LevelInfo
+	c.Log.Format = "text"
+	c.Reconciler.Backoff = slices.Clone(ShippedBackoff)
+}
+
+// parseSettings parses every value given in the file or the environment. A
+// bad value in the file is reported even when the environment overrides it:
+// an unreadable value stops the service wherever it is.
+func (l *loader) parseSettings() {
+	l.failed = map[string]bool{}
+	for i := range defs {
+		d := &defs[i]
+		if fsrc, ok := l.fileSources[d.name]; ok && l.sources[d.name].origin != OriginConfigFile {
+			if fsrc.value != "" || !d.emptyUnset {
+				if err := d.parse(&Config{}, fsrc.value, fsrc.origin); err != nil {
+					l.errorf("%s: %w", fsrc.label, err)
+				}
+			}
+		}
+		src, ok := l.sources[d.name]
+		if !ok {
+			continue
+		}
+		if src.value == "" && d.emptyUnset {
+			continue
+		}
+		if err := d.parse(l.c, src.value, src.origin); err != nil {
+			l.failed[d.name] = true
+			l.errorf("%s: %w", src.label, err)
+		}
+	}
+}
+
+// fixPolicy fixes the policy settings of the file, then those of the
+// environment, which win.
+func (l *loader) fixPolicy() {
+	for _, fv := range l.filePolicy {
+		v, err := policy.ParseYAML(fv.name, fv.value)
+		if err == nil {
+			err = l.c.Policy.Set(fv.name, v, policy.OriginConfigFile)
+		}
+		if err != nil {
+			l.errorf("config file %s: policy.%s: %w", l.args.File, keyText(fv.name), policyReason(err))
+		}
+	}
+	for _, k := range l.envPolicy {
+		name := strings.ToLower(strings.TrimPrefix(k, "SVC_POLICY_"))
+		v, err := policy.ParseEnv(name, l.env[k])
+		if err == nil {
+			err = l.c.Policy.Set(name, v, policy.OriginEnvironment)
+		}
+		if err != nil {
+			l.errorf("%s: %w", k, policyReason(err))
+		}
+	}
+}
+
+// policyReason drops the policy package's "policy setting <name>: " prefix,
+// which the caller replaces by the variable or key.
+func policyReason(err error) error {
+	var se *policy.SettingError
+	if errors.As(err, &se) {
+		return se.Err
+	}
+	return err
+}
+
+// ref names a setting in an error that involves more than one setting.
+func (l *loader) ref(name string) string {
+	d := defByName(name)
+	src, ok := l.sources[name]
+	switch {
+	case !ok:
+		return d.env() + " (default)"
+	case src.origin == OriginConfigFile:
+		return name + " (config file " + l.args.File + ")"
+	default:
+		return d.env()
+	}
+}
+
+// crossCheck validates what involves several settings and derives the
+// issuer.
+func (l *loader) crossCheck() {
+	c := l.c
+	ok := func(names ...string) bool {
+		for _, n := range names {
+			if l.failed[n] {
+				return false
+			}
+		}
+		return true
+	}
+	if ok("app.port_start", "app.port_end") && c.App.PortStart > c.App.PortEnd {
+		l.errorf("%s (%d) is greater than %s (%d); the app port range must not be empty",
+			l.ref("app.port_start"), c.App.PortStart, l.ref("app.port_end"), c.App.PortEnd)
+	}
+	if ok("cluster.raft_addr", "cluster.secret", "cluster.peers", "cluster.node_id") {
+		l.checkCluster()
+	}
+	if _, set := l.sources["server.issuer"]; (!set || c.Server.Issuer == "") && ok("server.addr", "server.external_url") {
+		c.Server.Issuer = deriveIssuer(c.Server.ExternalURL, c.Server.Addr)
+	}
+}
+
+func (l *loader) checkCluster() {
+	c := l.c
+	if c.Cluster.RaftAddr != "" && c.Cluster.NodeID == "" {
+		l.errorf("%s is set but %s is not; every node of a cluster needs an id, the one %s names it by",
+			l.ref("cluster.raft_addr"), defByName("cluster.node_id").env(), defByName("cluster.peers").env())
+		return
+	}
+	if c.Cluster.RaftAddr == "" {
+		if len(c.Cluster.Peers) > 0 {
+			l.errorf("%s is set but %s is not; a cluster needs this node's raft address", l.ref("cluster.peers"), l.ref("cluster.raft_addr"))
+		}
+		return
+	}
+	if n := len([]rune(c.Cluster.Secret)); n < minSecretLen {
+		what := "is not set"
+		if n > 0 {
+			what = fmt.Sprintf("has %d characters", n)
+		}
+		l.errorf("%s %s; it must have at least %d characters when %s is set", l.ref("cluster.secret"), what, minSecretLen, l.ref("cluster.raft_addr"))
+	}
+	if len(c.Cluster.Peers) == 0 {
+		return
+	}
+	for _, p := range c.Cluster.Peers {
+		if p.ID != c.Cluster.NodeID {
+			continue
+		}
+		if canonicalAddr(p.Addr) != canonicalAddr(c.Cluster.RaftAddr) {
+			l.errorf("%s lists this node %s at %s, but %s is %s; they must be the same",
+				l.ref("cluster.peers"), quote(p.ID), quote(p.Addr), l.ref("cluster.raft_addr"), quote(c.Cluster.RaftAddr))
+		}
+		return
+	}
+	l.errorf("%s does not list this node %s (from %s); the peers must include it as %s=%s",
+		l.ref("cluster.peers"), quote(c.Cluster.NodeID), l.ref("cluster.node_id"), c.Cluster.NodeID, c.Cluster.RaftAddr)
+}
+
+// warnBackoff warns when the retry schedule is faster than the shipped one.
+func (l *loader) warnBackoff() {
+	src, ok := l.sources["reconciler.backoff"]
+	if !ok || !fasterThanShipped(l.c.Reconciler.Backoff) {
+		return
+	}
+	l.c.Warnings = append(l.c.Warnings, fmt.Sprintf(
+		"SVC_RECONCILER_BACKOFF (%s) is faster than the shipped schedule %s; a failing app will be retried more aggressively",
+		src.origin, formatBackoff(ShippedBackoff)))
+}
+
+// fasterThanShipped reports whether any step is shorter than the shipped
+// step at the same position (or the last shipped step beyond its end).
+func fasterThanShipped(b []time.Duration) bool {
+	for i, d := range b {
+		if d < ShippedBackoff[min(i, len(ShippedBackoff)-1)] {
+			return true
+		}
+	}
+	return false
+}
+
+// settings lists every setting with its value and origin, sorted by name.
+func (l *loader) settings() []Setting {
+	out := make([]Setting, 0, len(defs))
+	for _, d := range defs {
+		s := Setting{Name: d.name, Env: d.env(), Origin: OriginDefault, Secret: d.secret}
+		if src, ok := l.sources[d.name]; ok {
+			s.Origin = src.origin
+		}
+		if !d.secret {
+			s.Value = d.format(l.c)
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Setting) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// SetNodeID records the node id resolved at startup for a single node that
+// was not given one, so that Settings shows it (with its origin default).
+func (c *Config) SetNodeID(id string) {
+	if c.Cluster.NodeID != "" {
+		return
+	}
+	c.Cluster.NodeID = id
+	for i := range c.Settings {
+		if c.Settings[i].Name == "cluster.node_id" {
+			c.Settings[i].Value = id
+		}
+	}
+}

@@ -1,0 +1,274 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// def describes one startup setting.
+type def struct {
+	name       string // dotted, as in the file
+	secret     bool   // never listed or repeated in errors
+	emptyUnset bool   // an empty value means unset
+	list       bool   // the file may give a sequence
+	// parse checks a non-empty value (or an empty one when !emptyUnset) and
+	// stores it in c. Its error does not name the setting.
+	parse func(c *Config, v string, origin Origin) error
+	// format renders the setting's value in c for Settings.
+	format func(c *Config) string
+}
+
+// env returns the setting's environment variable.
+func (d *def) env() string {
+	return "SVC_" + strings.ToUpper(strings.ReplaceAll(d.name, ".", "_"))
+}
+
+// minSecretLen is the shortest accepted cluster secret.
+const minSecretLen = 16
+
+// defs is the catalogue of startup settings.
+var defs = [...]def{
+	{
+		name: "database.url", emptyUnset: true,
+		parse: func(c *Config, v string, origin Origin) error {
+			if _, err := storeDirFrom(v, origin); err != nil {
+				return err
+			}
+			c.Database.URL = v
+			return nil
+		},
+		format: func(c *Config) string { return redact(c.Database.URL) },
+	},
+	{
+		name: "server.addr",
+		parse: func(c *Config, v string, _ Origin) error {
+			if err := checkListenAddr(v); err != nil {
+				return err
+			}
+			c.Server.Addr = v
+			return nil
+		},
+		format: func(c *Config) string { return c.Server.Addr },
+	},
+	{
+		name: "server.base_domain",
+		parse: func(c *Config, v string, _ Origin) error {
+			if !isHostname(v) {
+				return fmt.Errorf("%s is not a domain name (e.g. svc.example.com)", quote(v))
+			}
+			c.Server.BaseDomain = v
+			return nil
+		},
+		format: func(c *Config) string { return c.Server.BaseDomain },
+	},
+	{
+		name: "server.routing_mode",
+		parse: func(c *Config, v string, _ Origin) error {
+			switch v {
+			case "port", "subdomain", "path":
+				c.Server.RoutingMode = v
+				return nil
+			}
+			return fmt.Errorf("%s is not a routing mode (accepted: port, subdomain, path)", quote(v))
+		},
+		format: func(c *Config) string { return c.Server.RoutingMode },
+	},
+	{
+		name: "server.issuer", emptyUnset: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			if strings.IndexFunc(v, isSpaceOrControl) >= 0 {
+				return fmt.Errorf("%s contains whitespace or a control character", quote(redact(v)))
+			}
+			c.Server.Issuer = v
+			return nil
+		},
+		format: func(c *Config) string { return redact(c.Server.Issuer) },
+	},
+	{
+		name: "server.external_url", emptyUnset: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			if err := checkHTTPURL(v, "https://svc.example.com"); err != nil {
+				return err
+			}
+			c.Server.ExternalURL = v
+			return nil
+		},
+		format: func(c *Config) string { return redact(c.Server.ExternalURL) },
+	},
+	{
+		name: "server.proxy_upstream", emptyUnset: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			if err := checkHTTPURL(v, "http://127.0.0.1:8081"); err != nil {
+				return err
+			}
+			c.Server.ProxyUpstream = v
+			return nil
+		},
+		format: func(c *Config) string { return redact(c.Server.ProxyUpstream) },
+	},
+	{
+		name: "server.work_dir",
+		parse: func(c *Config, v string, _ Origin) error {
+			if v == "" || strings.ContainsRune(v, 0) {
+				return fmt.Errorf("%s is not a directory path (e.g. /var/lib/svc)", quote(v))
+			}
+			c.Server.WorkDir = v
+			return nil
+		},
+		format: func(c *Config) string { return c.Server.WorkDir },
+	},
+	{
+		name: "server.shutdown_timeout",
+		parse: func(c *Config, v string, _ Origin) error {
+			d, err := parseDuration(v)
+			if err != nil {
+				return err
+			}
+			c.Server.ShutdownTimeout = d
+			return nil
+		},
+		format: func(c *Config) string { return c.Server.ShutdownTimeout.String() },
+	},
+	{
+		name: "app.port_start",
+		parse: func(c *Config, v string, _ Origin) (err error) {
+			c.App.PortStart, err = parsePort(v, 1)
+			return err
+		},
+		format: func(c *Config) string { return strconv.Itoa(c.App.PortStart) },
+	},
+	{
+		name: "app.port_end",
+		parse: func(c *Config, v string, _ Origin) (err error) {
+			c.App.PortEnd, err = parsePort(v, 1)
+			return err
+		},
+		format: func(c *Config) string { return strconv.Itoa(c.App.PortEnd) },
+	},
+	{
+		name: "admin.password", secret: true, emptyUnset: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			c.Admin.Password = v
+			return nil
+		},
+	},
+	{
+		name: "log.level",
+		parse: func(c *Config, v string, _ Origin) error {
+			levels := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+			l, ok := levels[strings.ToLower(v)]
+			if !ok {
+				return fmt.Errorf("%s is not a log level (accepted: debug, info, warn, error)", quote(v))
+			}
+			c.Log.Level = l
+			return nil
+		},
+		format: func(c *Config) string { return strings.ToLower(c.Log.Level.String()) },
+	},
+	{
+		name: "log.format",
+		parse: func(c *Config, v string, _ Origin) error {
+			if v != "text" && v != "json" {
+				return fmt.Errorf("%s is not a log format (accepted: text, json)", quote(v))
+			}
+			c.Log.Format = v
+			return nil
+		},
+		format: func(c *Config) string { return c.Log.Format },
+	},
+	{
+		name: "reconciler.backoff", list: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			b, err := parseBackoff(v)
+			if err != nil {
+				return err
+			}
+			c.Reconciler.Backoff = b
+			return nil
+		},
+		format: func(c *Config) string { return formatBackoff(c.Reconciler.Backoff) },
+	},
+	{
+		name: "cluster.node_id", emptyUnset: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			if err := checkNodeID(v); err != nil {
+				return err
+			}
+			c.Cluster.NodeID = v
+			return nil
+		},
+		format: func(c *Config) string { return c.Cluster.NodeID },
+	},
+	{
+		name: "cluster.raft_addr", emptyUnset: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			if err := checkRaftAddr(v); err != nil {
+				return err
+			}
+			c.Cluster.RaftAddr = v
+			return nil
+		},
+		format: func(c *Config) string { return c.Cluster.RaftAddr },
+	},
+	{
+		name: "cluster.peers", list: true, emptyUnset: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			p, err := parsePeers(v)
+			if err != nil {
+				return err
+			}
+			c.Cluster.Peers = p
+			return nil
+		},
+		format: func(c *Config) string { return formatPeers(c.Cluster.Peers) },
+	},
+	{
+		name: "cluster.secret", secret: true, emptyUnset: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			c.Cluster.Secret = v
+			return nil
+		},
+	},
+}
+
+func defByName(name string) *def {
+	for i := range defs {
+		if defs[i].name == name {
+			return &defs[i]
+		}
+	}
+	return nil
+}
+
+func defByEnv(env string) *def {
+	for i := range defs {
+		if defs[i].env() == env {
+			return &defs[i]
+		}
+	}
+	return nil
+}
+
+// parseDuration reads a Go duration greater than zero.
+func parseDuration(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s is not a duration (accepted: a Go duration such as 30s or 1m30s)", quote(v))
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%s is not greater than zero", quote(v))
+	}
+	return d, nil
+}
+
+// parsePort reads a decimal port number from lo to 65535.
+func parsePort(v string, lo int) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > 65535 || v[0] == '+' || v[0] == '-' {
+		return 0, fmt.Errorf("%s is not a port number (%d-65535)", quote(v), lo)
+	}
+	return n, nil
+}

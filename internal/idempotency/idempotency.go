@@ -1,0 +1,217 @@
+// Package idempotency owns Idempotency-Key records: the first answer to a POST
+// that creates infrastructure, kept in the replicated store so that a retry
+// with the same key (on any node, after a restart or a leader change) replays
+// it instead of repeating the action.
+//
+// A request first reserves its key with a pending record (compare-and-set, so
+// two concurrent requests cannot both act); when the handler answers, the
+// record is completed with the answer, or released if the answer was a server
+// error. This package must not touch HTTP: the server's middleware calls it.
+package idempotency
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/raftstore"
+)
+
+// Record states.
+const (
+	StatePending = "pending"
+	StateDone    = "done"
+)
+
+// Limits.
+const (
+	// TTL is how long an answer is kept for replay (the contract says at
+	// least 24 hours).
+	TTL = 24 * time.Hour
+	// PendingTTL is how long a reservation blocks others before it is
+	// considered abandoned (its holder crashed) and may be taken over.
+	PendingTTL = 2 * time.Minute
+	// MaxKeyLength bounds the header value.
+	MaxKeyLength = 255
+	// MaxBody bounds the stored answer; a larger answer is not kept.
+	MaxBody = 1 << 20
+)
+
+// Record is one key's reservation or answer.
+type Record struct {
+	ID          string    `json:"id"`
+	State       string    `json:"state"`
+	RequestHash string    `json:"request_hash"`
+	Status      int       `json:"status,omitempty"`
+	ContentType string    `json:"content_type,omitempty"`
+	Location    string    `json:"location,omitempty"`
+	Body        []byte    `json:"body,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	ExpiresAt   time.Time `json:"expires_at"`
+	LockedUntil time.Time `json:"locked_until"`
+}
+
+// Records is the table of idempotency records.
+var Records = &raftstore.Table[Record]{
+	Name: "idempotency",
+	ID:   func(r *Record) string { return r.ID },
+}
+
+// Store is what the service needs of the replicated store.
+type Store interface {
+	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Read() *raftstore.Reader
+	ConsistentRead(ctx context.Context) (*raftstore.Reader, error)
+}
+
+var _ Store = (*raftstore.Store)(nil)
+
+// Service reserves, completes and replays idempotency records.
+type Service struct {
+	store Store
+	now   func() time.Time
+}
+
+// New returns a service over store reading the given clock.
+func New(store Store, now func() time.Time) *Service {
+	return &Service{store: store, now: now}
+}
+
+// ID derives a record's ID from the scope of a key: the principal, the
+// method, the path and the key itself.
+func ID(principal, method, path, key string) string {
+	h := sha256.New()
+	for _, part := range []string{principal, method, path, key} {
+		fmt.Fprintf(h, "%d:%s;", len(part), part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ValidKey checks an Idempotency-Key header value.
+func ValidKey(key string) error {
+	if key == "" || len(key) > MaxKeyLength {
+		return errcode.Invalid("Idempotency-Key", "Idempotency-Key must be 1 to %d characters", MaxKeyLength)
+	}
+	for _, r := range key {
+		if r < 0x21 || r > 0x7e {
+			return errcode.Invalid("Idempotency-Key", "Idempotency-Key must be printable ASCII without spaces")
+		}
+	}
+	return nil
+}
+
+// Reservation is a key reserved for one request.
+type Reservation struct {
+	rec   Record
+	index uint64
+}
+
+// Begin reserves the key for a request whose body hashes to requestHash. It
+// returns either a completed record to replay, or a reservation that the
+// caller must Complete or Release.
+func (s *Service) Begin(ctx context.Context, id, requestHash string) (*Record, *Reservation, error) {
+	r := s.store.Read()
+	for attempt := 0; ; attempt++ {
+		now := s.now()
+		rec, meta, ok := Records.Get(r, id)
+		live := ok && now.Before(rec.ExpiresAt)
+		if live {
+			if rec.RequestHash != requestHash {
+				return nil, nil, errcode.New(errcode.StateInvalid,
+					"this Idempotency-Key was already used with a different request").
+					WithRemedy("use a new key for a different request")
+			}
+			if rec.State == StateDone {
+				return &rec, nil, nil
+			}
+			if now.Before(rec.LockedUntil) {
+				e := errcode.New(errcode.StateInvalid, "a request with this Idempotency-Key is still in progress").
+					WithRemedy("retry once the first request has answered")
+				e.RetryAfter = 1
+				return nil, nil, e
+			}
+		}
+		res := Record{
+			ID: id, State: StatePending, RequestHash: requestHash,
+			CreatedAt: now, ExpiresAt: now.Add(TTL), LockedUntil: now.Add(PendingTTL),
+		}
+		index, err := s.store.Apply(ctx, Records.PutIf(&res, meta.ModifyIndex))
+		if err == nil {
+			return nil, &Reservation{rec: res, index: index}, nil
+		}
+		if attempt > 0 || !(raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound)) {
+			return nil, nil, fmt.Errorf("reserve idempotency key: %w", err)
+		}
+		// Another request (perhaps on another node) got there first, or
+		// this node's view was behind: look again at the latest state.
+		if r, err = s.store.ConsistentRead(ctx); err != nil {
+			return nil, nil, fmt.Errorf("reserve idempotency key: %w", err)
+		}
+	}
+}
+
+// Complete records the answer to replay. An answer over MaxBody is not kept:
+// the reservation is released instead.
+func (s *Service) Complete(ctx context.Context, res *Reservation, status int, contentType, location string, body []byte) error {
+	if len(body) > MaxBody {
+		return s.Release(ctx, res)
+	}
+	rec := res.rec
+	rec.State, rec.Status, rec.ContentType, rec.Location, rec.Body = StateDone, status, contentType, location, body
+	if _, err := s.store.Apply(ctx, Records.PutIf(&rec, res.index)); err != nil {
+		return fmt.Errorf("complete idempotency record: %w", err)
+	}
+	return nil
+}
+
+// Release drops a reservation so that a retry runs the request again.
+func (s *Service) Release(ctx context.Context, res *Reservation) error {
+	if _, err := s.store.Apply(ctx, Records.DeleteIf(res.rec.ID, res.index)); err != nil {
+		return fmt.Errorf("release idempotency record: %w", err)
+	}
+	return nil
+}
+
+// gcBatch bounds the rows one expiry command removes.
+const gcBatch = 500
+
+// Expire deletes records past their expiry and returns how many it removed.
+func (s *Service) Expire(ctx context.Context) (int, error) {
+	now := s.now()
+	items, _ := Records.List(s.store.Read(), raftstore.Query{
+		Filter: func(v any) bool { return !now.Before(v.(*Record).ExpiresAt) },
+		Limit:  gcBatch,
+	})
+	if len(items) == 0 {
+		return 0, nil
+	}
+	ops := make([]raftstore.Op, 0, len(items))
+	for _, it := range items {
+		ops = append(ops, Records.DeleteIf(it.Value.ID, it.Meta.ModifyIndex))
+	}
+	if _, err := s.store.Apply(ctx, ops...); err != nil {
+		return 0, fmt.Errorf("expire idempotency records: %w", err)
+	}
+	return len(items), nil
+}
+
+// ExpiryLoop runs Expire every interval until ctx ends. It is a leader loop.
+func (s *Service) ExpiryLoop(interval time.Duration) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				if _, err := s.Expire(ctx); err != nil && ctx.Err() == nil {
+					return err
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,155 @@
+// Package operator owns the installation's self-checks for operators: the
+// state of the replicated store as this node sees it, and write probes, small
+// records written through the real replicated write path (as etcd's "check
+// perf" does) to prove and time that writes commit, from any node.
+//
+// It must not touch HTTP or adapters. Probes are removed by a leader loop an
+// hour after they are written.
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/raftstore"
+)
+
+// Probe is one write probe.
+type Probe struct {
+	ID        string    `json:"id"`
+	Node      string    `json:"node"`
+	WrittenAt time.Time `json:"written_at"`
+	Payload   []byte    `json:"payload,omitempty"`
+}
+
+// Probes is the table of write probes.
+var Probes = &raftstore.Table[Probe]{
+	Name: "probes",
+	ID:   func(p *Probe) string { return p.ID },
+}
+
+// Limits.
+const (
+	MaxProbePayload = 64 << 10
+	ProbeTTL        = time.Hour
+	gcBatch         = 1000
+)
+
+// Store is what the service needs of the replicated store.
+type Store interface {
+	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Read() *raftstore.Reader
+	Status() raftstore.Status
+	Digest() (string, error)
+}
+
+var _ Store = (*raftstore.Store)(nil)
+
+// Service answers operator requests.
+type Service struct {
+	store Store
+	node  string
+	now   func() time.Time
+}
+
+// New returns the service of the node named node.
+func New(store Store, node string, now func() time.Time) *Service {
+	return &Service{store: store, node: node, now: now}
+}
+
+// RaftStatus is the store's state as this node sees it.
+type RaftStatus struct {
+	raftstore.Status
+	Digest string `json:"digest,omitempty"`
+}
+
+// Status returns this node's view of the store, with a digest of the whole
+// state when asked (a walk of every row; nodes that applied the same index
+// have the same digest).
+func (s *Service) Status(withDigest bool) (RaftStatus, error) {
+	st := RaftStatus{Status: s.store.Status()}
+	if withDigest {
+		d, err := s.store.Digest()
+		if err != nil {
+			return st, fmt.Errorf("digest: %w", err)
+		}
+		st.Digest = d
+	}
+	return st, nil
+}
+
+// ProbeResult is the outcome of a write probe.
+type ProbeResult struct {
+	ID         string  `json:"id"`
+	Index      uint64  `json:"index"`
+	Node       string  `json:"node"`
+	Leader     string  `json:"leader"`
+	DurationMS float64 `json:"duration_ms"`
+}
+
+// WriteProbe writes one probe with payloadBytes of payload through the
+// replicated write path and reports how long the commit took.
+func (s *Service) WriteProbe(ctx context.Context, payloadBytes int) (ProbeResult, error) {
+	if payloadBytes < 0 || payloadBytes > MaxProbePayload {
+		return ProbeResult{}, errcode.Invalid("payload_bytes", "payload_bytes must be 0 to %d", MaxProbePayload)
+	}
+	p := Probe{ID: ids.New(ids.Probe), Node: s.node, WrittenAt: s.now().UTC(), Payload: make([]byte, payloadBytes)}
+	start := time.Now()
+	index, err := s.store.Apply(ctx, Probes.Insert(&p))
+	if err != nil {
+		return ProbeResult{}, fmt.Errorf("write probe: %w", err)
+	}
+	leader := s.store.Status().LeaderID
+	return ProbeResult{ID: p.ID, Index: index, Node: s.node, Leader: leader, DurationMS: float64(time.Since(start).Microseconds()) / 1000}, nil
+}
+
+// Probe returns a probe as this node's state holds it.
+func (s *Service) Probe(id string) (Probe, raftstore.Meta, error) {
+	p, m, ok := Probes.Get(s.store.Read(), id)
+	if !ok {
+		return Probe{}, m, errcode.New(errcode.NotFound, "no probe %s on this node", id)
+	}
+	p.Payload = nil
+	return p, m, nil
+}
+
+// Expire deletes probes older than ProbeTTL.
+func (s *Service) Expire(ctx context.Context) (int, error) {
+	cutoff := s.now().Add(-ProbeTTL)
+	items, _ := Probes.List(s.store.Read(), raftstore.Query{
+		Filter: func(v any) bool { return v.(*Probe).WrittenAt.Before(cutoff) },
+		Limit:  gcBatch,
+	})
+	if len(items) == 0 {
+		return 0, nil
+	}
+	ops := make([]raftstore.Op, 0, len(items))
+	for _, it := range items {
+		ops = append(ops, Probes.DeleteIf(it.Value.ID, it.Meta.ModifyIndex))
+	}
+	if _, err := s.store.Apply(ctx, ops...); err != nil {
+		return 0, fmt.Errorf("expire probes: %w", err)
+	}
+	return len(items), nil
+}
+
+// ExpiryLoop runs Expire every interval until ctx ends. It is a leader loop.
+func (s *Service) ExpiryLoop(interval time.Duration) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				if _, err := s.Expire(ctx); err != nil && ctx.Err() == nil {
+					return err
+				}
+			}
+		}
+	}
+}

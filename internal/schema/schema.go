@@ -1,0 +1,31 @@
+// Package schema lists every table of the replicated store, in one place, so
+// that every node of a cluster declares the same tables. Adding a table here
+// is how a capability gets storage.
+//
+// It must not hold logic: each table's rules belong to the package that
+// declares it.
+package schema
+
+import (
+	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/idempotency"
+	"github.com/svchost/svc/internal/identity"
+	"github.com/svchost/svc/internal/operator"
+	"github.com/svchost/svc/internal/spec"
+	"github.com/svchost/svc/raftstore"
+)
+
+// Tables returns every table of the store.
+func Tables() []raftstore.Def {
+	return []raftstore.Def{
+		audit.Entries,
+		events.Events,
+		events.Cursors,
+		identity.Users,
+		idempotency.Records,
+		operator.Probes,
+		spec.Revisions,
+		spec.Heads,
+	}
+}
