@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -40,7 +41,19 @@ func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	if level == hclog.Off || level == hclog.NoLevel && msg == "" {
 		return
 	}
-	a.l.Log(context.Background(), slogLevel(level), msg, args...)
+	a.l.Log(context.Background(), slogLevel(level), msg, hclogArgs(args)...)
+}
+
+// hclogArgs renders hclog's deferred formats (hclog.Fmt) as strings.
+func hclogArgs(args []any) []any {
+	for i, a := range args {
+		if f, ok := a.(hclog.Format); ok && len(f) > 0 {
+			if format, ok := f[0].(string); ok {
+				args[i] = fmt.Sprintf(format, f[1:]...)
+			}
+		}
+	}
+	return args
 }
 
 func (a *hclogAdapter) Trace(msg string, args ...any) { a.Log(hclog.Trace, msg, args...) }

@@ -91,6 +91,31 @@ func TestSingleNodePersistsAcrossRestarts(t *testing.T) {
 	}
 }
 
+func TestNodeIDIsKeptInTheStore(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Config{Dir: dir, Tables: testTables, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.NodeID()
+	if !strings.HasPrefix(id, "node-") {
+		t.Errorf("generated node id %q", id)
+	}
+	s.Close()
+	s, err = Open(Config{Dir: dir, Tables: testTables, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.NodeID() != id {
+		t.Errorf("node id after restart = %q, want %q", s.NodeID(), id)
+	}
+	s.Close()
+	_, err = Open(Config{NodeID: "someone-else", Dir: dir, Tables: testTables, Logger: testLogger(t)})
+	if err == nil || !strings.Contains(err.Error(), "belongs to node") {
+		t.Errorf("open under another id = %v, want refusal", err)
+	}
+}
+
 func TestSecondProcessOnSameDirIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	s := openSingle(t, dir)

@@ -116,6 +116,18 @@ func (s *Service) Probe(id string) (Probe, raftstore.Meta, error) {
 	return p, m, nil
 }
 
+// Probes lists the probes this node holds after the given ID, oldest first,
+// and whether more follow.
+func (s *Service) Probes(after string, limit int) ([]Probe, bool) {
+	items, more := Probes.List(s.store.Read(), raftstore.Query{After: after, Limit: limit})
+	out := make([]Probe, len(items))
+	for i, it := range items {
+		out[i] = it.Value
+		out[i].Payload = nil
+	}
+	return out, more
+}
+
 // Expire deletes probes older than ProbeTTL.
 func (s *Service) Expire(ctx context.Context) (int, error) {
 	cutoff := s.now().Add(-ProbeTTL)

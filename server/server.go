@@ -1,0 +1,187 @@
+// Package server owns the HTTP API on echo v4: the route table (which also
+// generates the reference and the OpenAPI document), the middleware that
+// gives every answer a request id, a size-limited body and the error
+// envelope, Idempotency-Key replay, and thin handlers that bind a request,
+// call a service and return.
+//
+// It must not hold business rules, build store commands, or talk to any
+// adapter: it reaches services through the small interfaces declared in this
+// package. It is the only package that imports echo.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/svchost/svc/internal/config"
+	"github.com/svchost/svc/internal/idempotency"
+	"github.com/svchost/svc/internal/operator"
+	"github.com/svchost/svc/raftstore"
+)
+
+// The services the server calls, declared where they are used.
+type (
+	setupStatus interface {
+		SetupRequired() bool
+	}
+	operatorService interface {
+		Status(withDigest bool) (operator.RaftStatus, error)
+		WriteProbe(ctx context.Context, payloadBytes int) (operator.ProbeResult, error)
+		Probe(id string) (operator.Probe, raftstore.Meta, error)
+		Probes(after string, limit int) ([]operator.Probe, bool)
+	}
+	idempotencyService interface {
+		Begin(ctx context.Context, id, requestHash string) (*idempotency.Record, *idempotency.Reservation, error)
+		Complete(ctx context.Context, res *idempotency.Reservation, status int, contentType, location string, body []byte) error
+		Release(ctx context.Context, res *idempotency.Reservation) error
+	}
+	requestObserver interface {
+		ObserveRequest(route, method string, status int, d time.Duration)
+	}
+	// readiness reports whether this node can serve: it knows a leader.
+	readiness interface {
+		Leader() (id, addr string)
+	}
+)
+
+// CommandRef describes one CLI command for the reference.
+type CommandRef struct {
+	Command string `json:"command"`
+	Summary string `json:"summary"`
+	Usage   string `json:"usage"`
+}
+
+// Deps are the server's collaborators.
+type Deps struct {
+	Logger      *slog.Logger
+	Version     string
+	Config      *config.Config
+	Setup       setupStatus
+	Operator    operatorService
+	Idempotency idempotencyService
+	Ready       readiness
+	Metrics     requestObserver
+	// MetricsHandler serves /metrics.
+	MetricsHandler http.Handler
+	// Commands are the CLI's commands, for the reference.
+	Commands []CommandRef
+}
+
+// Server is the HTTP API.
+type Server struct {
+	d      Deps
+	log    *slog.Logger
+	echo   *echo.Echo
+	routes []route
+}
+
+// New builds the API with its routes.
+func New(d Deps) (*Server, error) {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Config == nil || d.Setup == nil || d.Operator == nil || d.Idempotency == nil || d.Ready == nil || d.Metrics == nil || d.MetricsHandler == nil {
+		return nil, errors.New("server: missing dependencies")
+	}
+	s := &Server{d: d, log: d.Logger, echo: echo.New()}
+	e := s.echo
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(s.requestID, s.observe, s.recoverPanic)
+	for _, r := range s.routeTable() {
+		if err := s.register(r); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Handler returns the API as an http.Handler.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Serve answers requests on ln until ctx ends, then stops accepting, lets
+// requests in flight finish for up to drain, and returns.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	srv := &http.Server{
+		Handler:           s.echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: finishing requests in flight", "drain", drain)
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// access says who may call a route.
+type access int
+
+const (
+	accessSignedIn access = iota // any signed-in caller (the spec's blank verb)
+	accessPublic                 // no credential
+	accessVerb                   // a caller holding the route's verb
+)
+
+func (a access) String() string {
+	switch a {
+	case accessPublic:
+		return "public"
+	case accessVerb:
+		return "verb"
+	}
+	return "signed_in"
+}
+
+// register adds a route to echo, wrapped in its own middleware.
+func (s *Server) register(r route) error {
+	if (r.verb != "") != (r.access == accessVerb) {
+		return fmt.Errorf("route %s %s: access %s and verb %q disagree", r.method, r.path, r.access, r.verb)
+	}
+	h := r.handler
+	if r.idempotent {
+		h = s.idempotent(h)
+	}
+	limit := r.bodyLimit
+	if limit == 0 {
+		limit = defaultBodyLimit
+	}
+	h = limitBody(limit, h)
+	s.echo.Add(r.method, echoPath(r.path), h)
+	s.routes = append(s.routes, r)
+	return nil
+}
+
+// echoPath turns the specification's {name} parameters into echo's :name.
+func echoPath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, part := range parts {
+		if strings.HasPrefix(part, "{") && strings.HasSuffix(part, "}") {
+			parts[i] = ":" + part[1:len(part)-1]
+		}
+	}
+	return strings.Join(parts, "/")
+}
