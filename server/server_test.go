@@ -22,8 +22,8 @@ import (
 
 	"github.com/svchost/svc/internal/config"
 	"github.com/svchost/svc/internal/errcode"
-	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/idempotency"
+	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/operator"
 	"github.com/svchost/svc/internal/schema"
 	"github.com/svchost/svc/internal/telemetry"
