@@ -152,10 +152,11 @@ func (s *Store) answerReadIndex() fwdResponse {
 	if !s.IsLeader() {
 		return fwdResponse{Retry: true}
 	}
-	if err := s.raft.VerifyLeader().Error(); err != nil {
+	index, ok := s.readIndex()
+	if !ok {
 		return fwdResponse{Retry: true}
 	}
-	return fwdResponse{Index: s.raft.CommitIndex()}
+	return fwdResponse{Index: index}
 }
 
 // forwarder sends requests to the leader over pooled connections.

@@ -364,7 +364,7 @@ func (f *fsm) applyRetain(index uint64, payload []byte) any {
 // Snapshot captures a read view of the database; Persist streams it later
 // without blocking Apply.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	return &fsmSnapshot{f: f, tx: f.db.Load().Txn(false)}, nil
+	return &fsmSnapshot{f: f, tx: f.db.Load().Txn(false), applied: f.applied.Load()}, nil
 }
 
 // snapshotFormat versions the snapshot stream. A record is one JSON line.
@@ -372,6 +372,9 @@ const snapshotFormat = 1
 
 type snapshotHeader struct {
 	Format int `json:"format"`
+	// Applied is the last command the snapshot includes; a node restored
+	// from it has applied that far.
+	Applied uint64 `json:"applied"`
 }
 
 type snapshotRecord struct {
@@ -386,8 +389,9 @@ type snapshotRecord struct {
 }
 
 type fsmSnapshot struct {
-	f  *fsm
-	tx *memdb.Txn
+	f       *fsm
+	tx      *memdb.Txn
+	applied uint64
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
@@ -401,7 +405,7 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 func (s *fsmSnapshot) write(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	enc := json.NewEncoder(bw)
-	if err := enc.Encode(snapshotHeader{Format: snapshotFormat}); err != nil {
+	if err := enc.Encode(snapshotHeader{Format: snapshotFormat, Applied: s.applied}); err != nil {
 		return err
 	}
 	err := eachRow(s.tx, s.f.names, func(table string, r *row, value []byte) error {
@@ -490,6 +494,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	tx.Commit()
 	f.db.Store(db)
+	f.setApplied(hdr.Applied)
 	return nil
 }
 

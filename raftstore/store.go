@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -92,6 +93,10 @@ type Store struct {
 
 	leaders *leaderLoops
 	notifyC chan bool
+	// readyReads is set once this node, as leader, has applied everything
+	// earlier leaders committed (its leadership barrier), and cleared when
+	// it loses leadership. Consistent reads are served only then.
+	readyReads atomic.Bool
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -458,11 +463,12 @@ func (s *Store) ConsistentRead(ctx context.Context) (*Reader, error) {
 		}
 		var index uint64
 		if s.IsLeader() {
-			if err := s.raft.VerifyLeader().Error(); err != nil {
+			i, ok := s.readIndex()
+			if !ok {
 				s.pause(ctx)
 				continue
 			}
-			index = s.raft.CommitIndex()
+			index = i
 		} else {
 			addr, _ := s.raft.LeaderWithID()
 			if addr == "" || s.fwd == nil {
@@ -481,6 +487,22 @@ func (s *Store) ConsistentRead(ctx context.Context) (*Reader, error) {
 		}
 		return s.Read(), nil
 	}
+}
+
+// readIndex is the index a consistent read must see, as this node (the
+// leader) knows it: the last command its FSM applied. Every write that was
+// acknowledged anywhere is at or below it, because a write is acknowledged
+// only once applied, and a new leader serves reads only after its barrier
+// applied everything earlier leaders committed. (Raft's own commit index
+// will not do: it counts no-op and barrier entries the FSM never sees.)
+func (s *Store) readIndex() (uint64, bool) {
+	if !s.readyReads.Load() {
+		return 0, false
+	}
+	if err := s.raft.VerifyLeader().Error(); err != nil {
+		return 0, false
+	}
+	return s.fsm.applied.Load(), true
 }
 
 // WaitIndex waits until this node has applied the given index.
@@ -594,6 +616,7 @@ func (s *Store) watchLeadership() {
 		case leader := <-s.notifyC:
 			s.obs.ObserveLeadership(leader)
 			if !leader {
+				s.readyReads.Store(false)
 				s.log.Info("lost leadership; stopping leader loops")
 				s.leaders.stop()
 				continue
@@ -604,6 +627,7 @@ func (s *Store) watchLeadership() {
 				s.log.Warn("gained leadership but the barrier failed", "err", err)
 				continue
 			}
+			s.readyReads.Store(true)
 			s.log.Info("gained leadership; starting leader loops")
 			s.leaders.start()
 		}

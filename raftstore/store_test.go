@@ -150,6 +150,58 @@ func TestApplyReportsRefusalsAndEncodingErrors(t *testing.T) {
 	}
 }
 
+// TestConsistentReadOnAQuietStore: after an election the last committed
+// entries are a no-op and a barrier, which the FSM never sees; a consistent
+// read must not wait for them (nor for the next write).
+func TestConsistentReadOnAQuietStore(t *testing.T) {
+	t.Run("single node", func(t *testing.T) {
+		s := openSingle(t, t.TempDir())
+		defer s.Close()
+		time.Sleep(200 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := s.ConsistentRead(ctx); err != nil {
+			t.Fatalf("consistent read on a quiet store: %v (status %+v)", err, s.Status())
+		}
+	})
+	t.Run("cluster", func(t *testing.T) {
+		c := newCluster(t, 3)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		lead := c.leader(ctx)
+		for i := range c.nodes {
+			rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := c.nodes[i].ConsistentRead(rctx)
+			rcancel()
+			if err != nil {
+				t.Errorf("consistent read on %s (leader %s): %v", c.peers[i].ID, c.peers[lead].ID, err)
+			}
+		}
+	})
+	t.Run("restored from its own snapshot", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openSingle(t, dir)
+		if _, err := s.Apply(context.Background(), things.Insert(&thing{ID: "a"})); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+		applied := s.Status().AppliedIndex
+		s.Close()
+		s = openSingle(t, dir)
+		defer s.Close()
+		if got := s.Status().AppliedIndex; got < applied {
+			t.Errorf("applied index after restoring the snapshot = %d, want %d", got, applied)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := s.ConsistentRead(ctx); err != nil {
+			t.Fatalf("consistent read after a restart: %v", err)
+		}
+	})
+}
+
 func TestReaderWaitSeesChanges(t *testing.T) {
 	s := openSingle(t, t.TempDir())
 	defer s.Close()
@@ -175,6 +227,7 @@ func TestReaderWaitSeesChanges(t *testing.T) {
 // cluster is an in-process cluster of store nodes on loopback TCP.
 type cluster struct {
 	t      testing.TB
+	timing Timing
 	peers  []Peer
 	dirs   []string
 	secret []byte
@@ -184,7 +237,7 @@ type cluster struct {
 
 func newCluster(t testing.TB, n int) *cluster {
 	t.Helper()
-	c := &cluster{t: t, secret: []byte("a-test-cluster-secret")}
+	c := &cluster{t: t, secret: []byte("a-test-cluster-secret"), timing: fastTiming}
 	lns := make([]net.Listener, n)
 	for i := range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -229,7 +282,7 @@ func (c *cluster) start(i int, ln net.Listener) {
 	}
 	s, err := Open(Config{
 		NodeID: c.peers[i].ID, Dir: c.dirs[i], RaftAddr: c.peers[i].Addr, Listener: ln,
-		Peers: c.peers, Secret: c.secret, Tables: testTables, Logger: testLogger(c.t), Timing: fastTiming,
+		Peers: c.peers, Secret: c.secret, Tables: testTables, Logger: testLogger(c.t), Timing: c.timing,
 	})
 	if err != nil {
 		c.t.Fatalf("open %s: %v", c.peers[i].ID, err)
@@ -451,6 +504,49 @@ func TestClusterKeepsAcknowledgedWrites(t *testing.T) {
 		}
 	}
 	t.Logf("%d writes acknowledged, %d refused or unconfirmed", len(acked), fails.Load())
+}
+
+// TestClusterCatchesUpAFollowerFromASnapshot stops a follower, writes
+// enough that the leader compacts its log past what the follower has, and
+// restarts the follower: it can only catch up by installing the leader's
+// snapshot, which exercises Persist and Restore across nodes.
+func TestClusterCatchesUpAFollowerFromASnapshot(t *testing.T) {
+	c := newCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lead := c.leader(ctx)
+	behind := c.follower(lead)
+	c.stop(behind)
+	c.timing.TrailingLogs = 5
+	// Restart the other nodes with few trailing logs kept after a snapshot.
+	for i := range c.nodes {
+		if i != behind {
+			c.stop(i)
+			c.start(i, nil)
+		}
+	}
+	lead = c.leader(ctx)
+	for i := range 200 {
+		if _, err := c.nodes[lead].Apply(ctx, things.Insert(&thing{ID: fmt.Sprintf("s%03d", i), Name: fmt.Sprintf("n%03d", i)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.nodes[lead].Snapshot(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	first, _ := c.nodes[lead].raft.LastIndex(), 0
+	c.start(behind, nil)
+	c.converged(ctx)
+	r := c.nodes[behind].Read()
+	if n := things.Count(r); n != 200 {
+		t.Errorf("the follower has %d rows after catching up, want 200", n)
+	}
+	if _, _, ok := things.First(r, "name", "n150"); !ok {
+		t.Errorf("indexes were not rebuilt from the snapshot")
+	}
+	if got := c.nodes[behind].Status().AppliedIndex; got < first {
+		t.Errorf("follower applied %d, leader was at %d", got, first)
+	}
 }
 
 func TestClusterRefusesANodeWithTheWrongSecret(t *testing.T) {

@@ -35,7 +35,7 @@ const canary = "canary-5e3f7a1c-secret"
 // harness is a server over a real single-node store in a temporary
 // directory, with the real services.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	store *raftstore.Store
 	srv   *Server
@@ -59,7 +59,7 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: t.TempDir(), logs: &syncBuffer{}}
 	h.open()
@@ -68,7 +68,11 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) open() {
 	h.t.Helper()
-	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var logw io.Writer = h.logs
+	if _, bench := h.t.(*testing.B); bench {
+		logw = io.Discard // the log lines are still formatted, not kept
+	}
+	log := slog.New(slog.NewJSONHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	metrics := telemetry.New()
 	store, err := raftstore.Open(raftstore.Config{NodeID: "n1", Dir: h.dir, Tables: schema.Tables(), Logger: log, Metrics: metrics})
 	if err != nil {

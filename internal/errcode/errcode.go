@@ -211,7 +211,7 @@ func (e *Error) WithStatus(status int) *Error {
 // callers can compare against a bare &Error{Code: X}.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	return ok && t.Message == "" && t.Code == e.Code
+	return ok && t != nil && t.Message == "" && t.Code == e.Code
 }
 
 // As returns the first *Error in err's chain.

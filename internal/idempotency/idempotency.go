@@ -192,10 +192,22 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 	for _, it := range items {
 		ops = append(ops, Records.DeleteIf(it.Value.ID, it.Meta.ModifyIndex))
 	}
-	if _, err := s.store.Apply(ctx, ops...); err != nil {
+	if _, err := s.store.Apply(ctx, ops...); err == nil {
+		return len(items), nil
+	} else if !raftstore.IsReason(err, raftstore.ReasonStale) && !raftstore.IsReason(err, raftstore.ReasonNotFound) {
 		return 0, fmt.Errorf("expire idempotency records: %w", err)
 	}
-	return len(items), nil
+	// A record changed since it was read (a retry reserved its key again):
+	// delete the others one by one and leave that one.
+	n := 0
+	for _, op := range ops {
+		if _, err := s.store.Apply(ctx, op); err == nil {
+			n++
+		} else if !raftstore.IsReason(err, raftstore.ReasonStale) && !raftstore.IsReason(err, raftstore.ReasonNotFound) {
+			return n, fmt.Errorf("expire idempotency records: %w", err)
+		}
+	}
+	return n, nil
 }
 
 // ExpiryLoop runs Expire every interval until ctx ends. It is a leader loop.

@@ -51,7 +51,9 @@ type Generator struct {
 }
 
 // NewGenerator returns a generator reading the given clock and entropy.
-// Tests pass a fixed clock and a deterministic reader.
+// Tests pass a fixed clock and a deterministic reader; it must not yield
+// only zero bytes (ulid's monotonic entropy then draws the same value again
+// and again, and IDs repeat), so use a seeded generator such as ChaCha8.
 func NewGenerator(now func() time.Time, entropy io.Reader) *Generator {
 	return &Generator{now: now, entropy: ulid.Monotonic(entropy, 0)}
 }

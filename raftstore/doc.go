@@ -1,0 +1,25 @@
+// Package raftstore owns the replicated state of svc: a hashicorp/raft node
+// (bolt log store, file snapshots) whose state machine is a go-memdb
+// database of tables that other packages declare with Table.
+//
+// A write is a command: a transaction of operations on tables (Insert, Put,
+// Delete, and the preconditions PutIf, DeleteIf, Check, CheckTable) that
+// commits on every node or on none, or the retention command, the only way
+// rows of an append-only table are ever removed. The FSM enforces what the
+// tables declare (append-only, unique indexes, Validate and Retain rules)
+// deterministically, refuses with a *TxnError that carries the public error,
+// and panics on an entry it cannot decode rather than diverge. The list of
+// command types is append-only.
+//
+// A node alone uses an in-memory transport and opens no port; nodes of a
+// cluster share one TCP port for Raft and for forwarding, behind a mutual
+// HMAC handshake under the cluster secret. Writes on a follower are
+// forwarded to the leader; reads come from the local state, or through
+// ConsistentRead when they must include every acknowledged write. Loops
+// registered with RunWhileLeader run only while the node leads.
+//
+// It must not import any product package but internal/errcode, and knows no
+// domain type: the tables' owners declare them, internal/schema lists them.
+// It is the only package that imports raft, raft-boltdb, bbolt, go-memdb and
+// go-hclog.
+package raftstore
