@@ -88,3 +88,23 @@ func (l *leaderLoops) stop() {
 	run.cancel()
 	run.wg.Wait()
 }
+
+// Every returns a leader loop that runs fn every interval until its context
+// ends; an error from fn ends the loop (RunWhileLeader restarts it after a
+// pause).
+func Every(interval time.Duration, fn func(ctx context.Context) error) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				if err := fn(ctx); err != nil && ctx.Err() == nil {
+					return err
+				}
+			}
+		}
+	}
+}

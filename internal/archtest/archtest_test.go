@@ -98,10 +98,22 @@ var rules = []rule{
 		exceptImports: []pattern{"./internal/errcode"},
 	},
 	{
+		name: "pure domain packages start no process and use no database, syscall or vendor library",
+		from: []pattern{"./internal/config", "./internal/policy", "./internal/errcode", "./internal/ids",
+			"./internal/authz", "./internal/events", "./internal/audit", "./internal/spec"},
+		imports: []pattern{"os/exec", "database/sql/...", "syscall",
+			"github.com/hashicorp/...", "github.com/labstack/...", "github.com/prometheus/..."},
+	},
+	{
+		name:    "the public client imports nothing of the module",
+		from:    []pattern{"./api/..."},
+		imports: []pattern{"./..."},
+	},
+	{
 		name:    "production packages never link fakes or the test agent",
 		from:    []pattern{"./..."},
 		notFrom: []pattern{"*/fake*", "./internal/testagent/..."},
-		imports: []pattern{"*/fake*", "./internal/testagent/..."},
+		imports: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest"},
 	},
 }
 
@@ -313,6 +325,8 @@ func TestRulesCatchViolations(t *testing.T) {
 			Imports: []string{"github.com/spf13/cobra", "github.com/hashicorp/vault/api", mod + "/internal/testagent"}},
 		{ImportPath: mod + "/jobs-templates", Name: "utils", GoFiles: []string{"a.go"}},
 		{ImportPath: mod + "/e2e", Name: "e2e", XTestImports: []string{"github.com/hashicorp/raft"}},
+		{ImportPath: mod + "/api", Name: "api", Doc: "x", GoFiles: []string{"a.go"},
+			Imports: []string{"net/http", mod + "/internal/errcode"}},
 	}
 	var got []string
 	for _, r := range rules {
@@ -337,6 +351,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		"internal packages never use the server, commands or echo: internal/audit imports server",
 		"internal packages never use the server, commands or echo: internal/audit imports github.com/labstack/echo/v4",
 		"raftstore uses nothing of internal but errcode: raftstore imports internal/ids",
+		"pure domain packages start no process and use no database, syscall or vendor library: internal/audit imports github.com/hashicorp/raft-boltdb/v2",
+		"pure domain packages start no process and use no database, syscall or vendor library: internal/audit imports github.com/labstack/echo/v4",
+		"the public client imports nothing of the module: api imports internal/errcode",
 		"production packages never link fakes or the test agent: cmd/svc imports internal/testagent",
 		"production packages never link fakes or the test agent: server/api imports internal/fakeagent",
 		"doc: internal/audit",

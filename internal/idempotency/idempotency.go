@@ -210,20 +210,10 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// ExpiryLoop runs Expire every interval until ctx ends. It is a leader loop.
+// ExpiryLoop runs Expire every interval. It is a leader loop.
 func (s *Service) ExpiryLoop(interval time.Duration) func(ctx context.Context) error {
-	return func(ctx context.Context) error {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
-				if _, err := s.Expire(ctx); err != nil && ctx.Err() == nil {
-					return err
-				}
-			}
-		}
-	}
+	return raftstore.Every(interval, func(ctx context.Context) error {
+		_, err := s.Expire(ctx)
+		return err
+	})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/raftstore/raftstoretest"
 )
 
 // clock is a controllable clock, safe for concurrent use.
@@ -39,45 +40,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// openStore opens a real single-node store holding the records table and
-// waits until it leads and has finished taking up leadership.
-//
-// Waiting for IsLeader alone is not enough: on gaining leadership the store
-// appends a Raft barrier, which its FSM never sees, and ConsistentRead waits
-// for the FSM to reach the commit index. If that barrier is the last entry
-// when Begin falls back to ConsistentRead, the read blocks until another
-// write arrives (a raftstore bug, reported separately). Leader loops start
-// only once the barrier has applied, so a loop that signals readiness tells
-// us the barrier is behind us.
-func openStore(t *testing.T) *raftstore.Store {
-	t.Helper()
-	s, err := raftstore.Open(raftstore.Config{NodeID: "n1", Dir: t.TempDir(), Tables: []raftstore.Def{Records}})
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-	ready := make(chan struct{})
-	var once sync.Once
-	s.RunWhileLeader("test-ready", func(ctx context.Context) error {
-		once.Do(func() { close(ready) })
-		<-ctx.Done()
-		return nil
-	})
-	timeout := time.After(10 * time.Second)
-	select {
-	case <-ready:
-	case <-timeout:
-		t.Fatal("the single node did not take up leadership within 10s")
-	}
-	if !s.IsLeader() {
-		t.Fatal("leader loops run but IsLeader() = false")
-	}
-	return s
-}
+func openStore(t *testing.T) *raftstore.Store { return raftstoretest.Open(t, Records) }
 
 // testContext returns a context that ends with the test or after a minute,
 // so that a blocked store call fails the test instead of hanging it.

@@ -9,6 +9,7 @@ import (
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/ids"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/raftstore/raftstoretest"
 )
 
 // clock is a controllable clock, safe for concurrent use.
@@ -29,37 +30,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// openStore opens a real single-node store with the probes table and waits
-// until it leads and its leader loops run (that is, the barrier it appends
-// on gaining leadership has applied).
-func openStore(t *testing.T) *raftstore.Store {
-	t.Helper()
-	s, err := raftstore.Open(raftstore.Config{NodeID: "n1", Dir: t.TempDir(), Tables: []raftstore.Def{Probes}})
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
-	ready := make(chan struct{})
-	var once sync.Once
-	s.RunWhileLeader("test-ready", func(ctx context.Context) error {
-		once.Do(func() { close(ready) })
-		<-ctx.Done()
-		return nil
-	})
-	select {
-	case <-ready:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the single node did not take up leadership within 10s")
-	}
-	if !s.IsLeader() {
-		t.Fatal("leader loops run but IsLeader() = false")
-	}
-	return s
-}
+func openStore(t *testing.T) *raftstore.Store { return raftstoretest.Open(t, Probes) }
 
 func newService(t *testing.T) (*Service, *clock) {
 	t.Helper()

@@ -12,25 +12,10 @@ import (
 	"github.com/svchost/svc/internal/schema"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/raftstore/raftstoretest"
 )
 
-func openStore(t *testing.T) *raftstore.Store {
-	t.Helper()
-	s, err := raftstore.Open(raftstore.Config{NodeID: "n1", Dir: t.TempDir(), Tables: schema.Tables()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for !s.IsLeader() {
-		if ctx.Err() != nil {
-			t.Fatal("no leader")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return s
-}
+func openStore(t *testing.T) *raftstore.Store { return raftstoretest.Open(t, schema.Tables()...) }
 
 func TestTheAppendOnlyTables(t *testing.T) {
 	var got []string
