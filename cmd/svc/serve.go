@@ -73,6 +73,11 @@ func serve(ctx context.Context, cfg *config.Config, logw io.Writer, commands []s
 		Tables:   schema.Tables(),
 		Logger:   log,
 		Metrics:  metrics,
+		Timing: raftstore.Timing{
+			SnapshotThreshold: cfg.Cluster.SnapshotThreshold,
+			SnapshotInterval:  cfg.Cluster.SnapshotInterval,
+			TrailingLogs:      cfg.Cluster.TrailingLogs,
+		},
 	})
 	if err != nil {
 		return &exitError{code: 1, err: err}

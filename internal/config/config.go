@@ -84,6 +84,13 @@ type Config struct {
 		RaftAddr string // empty: a single node without a network transport
 		Peers    []Peer // includes this node
 		Secret   string
+		// SnapshotThreshold is how many log entries are written before the
+		// store snapshots its state, checked every SnapshotInterval (at a
+		// random point of it); TrailingLogs is how many entries it keeps
+		// after a snapshot, for followers that fall behind. Raft's defaults.
+		SnapshotThreshold uint64
+		SnapshotInterval  time.Duration
+		TrailingLogs      uint64
 	}
 	Policy   policy.Fixed
 	Settings []Setting // every setting with its value and origin, sorted by Name
@@ -225,6 +232,7 @@ func (l *loader) applyDefaults() {
 	c.Log.Level = slog.LevelInfo
 	c.Log.Format = "text"
 	c.Reconciler.Backoff = slices.Clone(ShippedBackoff)
+	c.Cluster.SnapshotThreshold, c.Cluster.SnapshotInterval, c.Cluster.TrailingLogs = 8192, 2*time.Minute, 10240
 }
 
 // parseSettings parses every value given in the file or the environment. A

@@ -232,6 +232,43 @@ var defs = [...]def{
 			return nil
 		},
 	},
+	{
+		name: "cluster.snapshot_threshold",
+		parse: func(c *Config, v string, _ Origin) (err error) {
+			c.Cluster.SnapshotThreshold, err = parseCount(v, 16, 1<<30)
+			return err
+		},
+		format: func(c *Config) string { return strconv.FormatUint(c.Cluster.SnapshotThreshold, 10) },
+	},
+	{
+		name: "cluster.snapshot_interval",
+		parse: func(c *Config, v string, _ Origin) error {
+			d, err := parseDuration(v)
+			if err != nil {
+				return err
+			}
+			c.Cluster.SnapshotInterval = d
+			return nil
+		},
+		format: func(c *Config) string { return c.Cluster.SnapshotInterval.String() },
+	},
+	{
+		name: "cluster.trailing_logs",
+		parse: func(c *Config, v string, _ Origin) (err error) {
+			c.Cluster.TrailingLogs, err = parseCount(v, 1, 1<<30)
+			return err
+		},
+		format: func(c *Config) string { return strconv.FormatUint(c.Cluster.TrailingLogs, 10) },
+	},
+}
+
+// parseCount reads a decimal count from lo to hi.
+func parseCount(v string, lo, hi uint64) (uint64, error) {
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("%s is not a whole number from %d to %d", quote(v), lo, hi)
+	}
+	return n, nil
 }
 
 func defByName(name string) *def {

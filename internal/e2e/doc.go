@@ -1,0 +1,19 @@
+// Package e2e runs the real svc binary as separate processes and checks what
+// an operator sees: the configuration it refuses, the state it keeps across
+// crashes, and a cluster that keeps every acknowledged write while its
+// leaders are killed.
+//
+// It holds only tests. It must not import the server, the store or any
+// internal package of svc: it talks to svc only through the api client and
+// the process boundary (environment variables, flags, signals, exit codes,
+// logs and the files of the work directory). TestMain builds ./cmd/svc once
+// into a temporary directory.
+//
+// Environment knobs:
+//
+//	SVC_E2E_RACE=1          build the binary with -race (and fail on a race report)
+//	SVC_SOAK_DURATION=10m   keep killing cluster leaders for that long instead of 3 rounds
+//	SVC_E2E_LOG_DIR=dir     keep the processes' logs in dir instead of the test's temp dir
+//
+// go test -short runs one leader kill instead of three.
+package e2e
