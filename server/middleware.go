@@ -145,25 +145,34 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return c.Blob(rec.Status, rec.ContentType, rec.Body)
 		}
-		rec2 := &recorder{ResponseWriter: c.Response().Writer}
-		c.Response().Writer = rec2
+		captured := &recorder{ResponseWriter: c.Response().Writer}
+		c.Response().Writer = captured
+		// Settle the key however the handler ends: with its answer, or
+		// released if it failed on the server's side or panicked. The
+		// request's own context may be gone by then.
+		settle := func(release bool) {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(req.Context()), idempotencyCommit)
+			defer cancel()
+			var err error
+			if h := c.Response().Header(); release {
+				err = s.d.Idempotency.Release(ctx, res)
+			} else {
+				err = s.d.Idempotency.Complete(ctx, res, c.Response().Status, h.Get(echo.HeaderContentType), h.Get("Location"), captured.buf.Bytes())
+			}
+			if err != nil {
+				s.reqLog(c).Warn("could not settle the idempotency key", "err", err)
+			}
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				settle(true)
+				panic(r)
+			}
+		}()
 		if err := next(c); err != nil {
 			s.handleError(err, c)
 		}
-		// The request's own context may be gone; the key must still be
-		// settled.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(req.Context()), idempotencyCommit)
-		defer cancel()
-		status := c.Response().Status
-		h := c.Response().Header()
-		if status >= 500 {
-			err = s.d.Idempotency.Release(ctx, res)
-		} else {
-			err = s.d.Idempotency.Complete(ctx, res, status, h.Get(echo.HeaderContentType), h.Get("Location"), rec2.buf.Bytes())
-		}
-		if err != nil {
-			s.reqLog(c).Warn("could not settle the idempotency key", "err", err)
-		}
+		settle(c.Response().Status >= 500)
 		return nil
 	}
 }

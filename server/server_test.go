@@ -391,6 +391,26 @@ func TestIdempotencyKeyIsReleasedOnServerErrors(t *testing.T) {
 	}
 }
 
+func TestIdempotencyKeyIsReleasedWhenTheHandlerPanics(t *testing.T) {
+	h := newHarness(t)
+	var runs atomic.Int64
+	h.srv.register(route{method: http.MethodPost, path: "/api/v1/test/panics", idempotent: true, handler: func(c echo.Context) error {
+		if runs.Add(1) == 1 {
+			panic("first run fails")
+		}
+		return c.JSON(http.StatusCreated, map[string]int64{"run": runs.Load()})
+	}})
+	post := func() answer {
+		return h.do("POST", "/api/v1/test/panics", strings.NewReader(`{}`), "Content-Type", "application/json", "Idempotency-Key", "k")
+	}
+	if a := post(); a.status != 500 || a.envelope(t).Code != errcode.Internal {
+		t.Fatalf("panicking handler: %d %s", a.status, a.body)
+	}
+	if a := post(); a.status != http.StatusCreated || runs.Load() != 2 {
+		t.Errorf("the retry after a panic: %d %s (runs %d); want it run again, not refused as in progress", a.status, a.body, runs.Load())
+	}
+}
+
 func TestPaging(t *testing.T) {
 	h := newHarness(t)
 	var want []string
