@@ -623,13 +623,33 @@ func (s *Store) watchLeadership() {
 			}
 			// Before acting as leader, make sure the FSM has applied
 			// everything earlier leaders committed.
-			if err := s.raft.Barrier(s.cfg.ApplyTimeout).Error(); err != nil {
-				s.log.Warn("gained leadership but the barrier failed", "err", err)
+			if !s.leadershipBarrier() {
 				continue
 			}
 			s.readyReads.Store(true)
 			s.log.Info("gained leadership; starting leader loops")
 			s.leaders.start()
+		}
+	}
+}
+
+// leadershipBarrier runs a barrier, again and again while this node still
+// leads, until it succeeds; it reports whether it did. Giving up early would
+// leave a leader that never serves consistent reads nor runs its loops.
+func (s *Store) leadershipBarrier() bool {
+	for attempt := 1; ; attempt++ {
+		err := s.raft.Barrier(s.cfg.ApplyTimeout).Error()
+		if err == nil {
+			return true
+		}
+		s.log.Warn("gained leadership but the barrier failed", "attempt", attempt, "err", err)
+		select {
+		case <-s.closed:
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+		if !s.IsLeader() {
+			return false
 		}
 	}
 }
