@@ -70,7 +70,8 @@ func TestSingleNodePersistsAcrossRestarts(t *testing.T) {
 		t.Fatalf("snapshot: %v", err)
 	}
 	// Writes after the snapshot live only in the log.
-	if _, err := s.Apply(ctx, things.Put(&thing{ID: "t00", N: 100}), entries.Insert(&entry{ID: "e"})); err != nil {
+	last, err := s.Apply(ctx, things.Put(&thing{ID: "t00", N: 100}), entries.Insert(&entry{ID: "e"}))
+	if err != nil {
 		t.Fatal(err)
 	}
 	want, _ := s.Digest()
@@ -80,7 +81,7 @@ func TestSingleNodePersistsAcrossRestarts(t *testing.T) {
 
 	s = openSingle(t, dir)
 	defer s.Close()
-	if err := s.WaitIndex(ctx, 22); err != nil {
+	if err := s.WaitIndex(ctx, last); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.Digest(); got != want {
@@ -534,7 +535,7 @@ func TestClusterCatchesUpAFollowerFromASnapshot(t *testing.T) {
 	if err := c.nodes[lead].Snapshot(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
-	first, _ := c.nodes[lead].raft.LastIndex(), 0
+	leaderApplied := c.nodes[lead].Status().AppliedIndex
 	c.start(behind, nil)
 	c.converged(ctx)
 	r := c.nodes[behind].Read()
@@ -544,8 +545,8 @@ func TestClusterCatchesUpAFollowerFromASnapshot(t *testing.T) {
 	if _, _, ok := things.First(r, "name", "n150"); !ok {
 		t.Errorf("indexes were not rebuilt from the snapshot")
 	}
-	if got := c.nodes[behind].Status().AppliedIndex; got < first {
-		t.Errorf("follower applied %d, leader was at %d", got, first)
+	if got := c.nodes[behind].Status().AppliedIndex; got < leaderApplied {
+		t.Errorf("follower applied %d, leader was at %d", got, leaderApplied)
 	}
 }
 
