@@ -23,9 +23,10 @@ import (
 
 // Client calls the API of one svc server.
 type Client struct {
-	base  *url.URL
-	http  *http.Client
-	token string
+	base    *url.URL
+	http    *http.Client
+	token   string
+	session string // the session cookie's value after SignIn
 }
 
 // Option configures a Client.
@@ -88,6 +89,7 @@ type Response struct {
 	Status    int
 	RequestID string
 	Replayed  bool // Idempotent-Replayed: the answer of an earlier request
+	session   string
 }
 
 func (c *Client) do(ctx context.Context, r request, out any) (Response, error) {
@@ -116,12 +118,20 @@ func (c *Client) do(ctx context.Context, r request, out any) (Response, error) {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	if c.session != "" {
+		req.AddCookie(&http.Cookie{Name: "svc_session", Value: c.session})
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return Response{}, fmt.Errorf("api: %s %s: %w", r.method, r.path, err)
 	}
 	defer resp.Body.Close()
 	meta := Response{Status: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id"), Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "svc_session" {
+			meta.session = ck.Value
+		}
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return meta, fmt.Errorf("api: %s %s: read answer: %w", r.method, r.path, err)

@@ -164,8 +164,30 @@ func (f *fsm) applyTxn(index uint64, payload []byte) any {
 			return hookError(ReasonRejected, -1, w.table, w.id, err)
 		}
 	}
+	if err := f.checkInvariants(tx, writes); err != nil {
+		return err
+	}
 	f.bumpIndexes(tx, index, writes)
 	tx.Commit()
+	return nil
+}
+
+// checkInvariants runs, once each, the invariants of the tables written.
+func (f *fsm) checkInvariants(tx *memdb.Txn, writes []touched) *TxnError {
+	done := map[*Invariant]bool{}
+	r := &Reader{tx: tx}
+	for _, w := range writes {
+		inv := f.tables[w.table].invariant
+		if inv == nil || done[inv] {
+			continue
+		}
+		done[inv] = true
+		if err := inv.Check(r); err != nil {
+			te := hookError(ReasonRejected, -1, w.table, "", err)
+			te.Index = inv.Name
+			return te
+		}
+	}
 	return nil
 }
 
@@ -355,6 +377,9 @@ func (f *fsm) applyRetain(index uint64, payload []byte) any {
 			panic(fmt.Sprintf("raftstore: memdb delete %s/%s: %v", td.name, id, err))
 		}
 		writes = append(writes, touched{table: td.name, id: id})
+	}
+	if err := f.checkInvariants(tx, writes); err != nil {
+		return err
 	}
 	f.bumpIndexes(tx, index, writes)
 	tx.Commit()

@@ -263,6 +263,38 @@ func TestTxnIsAtomic(t *testing.T) {
 	}
 }
 
+func TestInvariantRunsOncePerCommand(t *testing.T) {
+	runs := 0
+	inv := &Invariant{Name: "at most three things", Check: func(r *Reader) error {
+		runs++
+		if things.Count(r) > 3 {
+			return errcode.New(errcode.StateInvalid, "too many things")
+		}
+		return nil
+	}}
+	tbl := &Table[thing]{Name: "things", ID: func(t *thing) string { return t.ID }, Invariant: inv}
+	other := &Table[entry]{Name: "others", ID: func(e *entry) string { return e.ID }, Invariant: inv}
+	f, err := newFSM([]Def{tbl, other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &applier{t: t, f: f}
+	if err := a.txn(tbl.Insert(&thing{ID: "a"}), tbl.Insert(&thing{ID: "b"}), other.Insert(&entry{ID: "x"})); err != nil {
+		t.Fatal(err)
+	}
+	if runs != 1 {
+		t.Errorf("the invariant ran %d times for one command, want 1", runs)
+	}
+	err = a.txn(tbl.Insert(&thing{ID: "c"}), tbl.Insert(&thing{ID: "d"}))
+	var te *TxnError
+	if !errors.As(err, &te) || te.Reason != ReasonRejected || te.Index != "at most three things" || errcode.CodeOf(err) != errcode.StateInvalid {
+		t.Fatalf("breaking the invariant = %#v", err)
+	}
+	if n := things.Count(readFSM(f)); n != 2 {
+		t.Errorf("a refused command left %d things", n)
+	}
+}
+
 func TestRetention(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -549,12 +581,47 @@ func TestListAndIndexes(t *testing.T) {
 	}
 }
 
+func TestMultiKeyIndex(t *testing.T) {
+	type group struct {
+		ID      string   `json:"id"`
+		Members []string `json:"members"`
+	}
+	groups := &Table[group]{Name: "groups", ID: func(g *group) string { return g.ID },
+		Indexes: []Index[group]{{Name: "member", Keys: func(g *group) []string { return g.Members }}}}
+	f, err := newFSM([]Def{groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &applier{t: t, f: f}
+	if err := a.txn(groups.Insert(&group{ID: "g1", Members: []string{"u1", "u2"}}), groups.Insert(&group{ID: "g2", Members: []string{"u2"}}), groups.Insert(&group{ID: "g3"})); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(u string) []string {
+		items, _ := groups.List(readFSM(f), Query{Index: "member", Key: u})
+		var out []string
+		for _, it := range items {
+			out = append(out, it.Value.ID)
+		}
+		return out
+	}
+	if got := ids("u2"); strings.Join(got, ",") != "g1,g2" {
+		t.Errorf("groups of u2 = %v", got)
+	}
+	if err := a.txn(groups.Put(&group{ID: "g1", Members: []string{"u1"}})); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids("u2"); strings.Join(got, ",") != "g2" {
+		t.Errorf("groups of u2 after removal = %v", got)
+	}
+}
+
 func TestTableDeclarationsAreChecked(t *testing.T) {
 	bad := []Def{
 		&Table[thing]{Name: "Bad-Name", ID: func(t *thing) string { return t.ID }},
 		&Table[thing]{Name: "noid"},
 		&Table[thing]{Name: "dupindex", ID: func(t *thing) string { return t.ID }, Indexes: []Index[thing]{{Name: "id", Key: func(*thing) (string, bool) { return "", false }}}},
 		&Table[thing]{Name: "nokey", ID: func(t *thing) string { return t.ID }, Indexes: []Index[thing]{{Name: "k"}}},
+		&Table[thing]{Name: "uniquemulti", ID: func(t *thing) string { return t.ID }, Indexes: []Index[thing]{{Name: "k", Unique: true, Keys: func(*thing) []string { return nil }}}},
 	}
 	for _, d := range bad {
 		if _, err := newFSM([]Def{d}); err == nil {

@@ -25,13 +25,16 @@ type row struct {
 }
 
 // Index is a secondary index of a table. Key returns the index key of a row
-// and false when the row is not indexed. Build compound keys with Key.
+// and false when the row is not indexed; Keys, used instead, returns several
+// (a group indexed by each of its members). Build compound keys with Key.
 type Index[T any] struct {
 	Name string
 	// Unique makes the FSM refuse a write that would give two rows the same
-	// key (go-memdb itself silently overwrites unique index entries).
+	// key (go-memdb itself silently overwrites unique index entries). Only
+	// single-key indexes may be unique.
 	Unique bool
 	Key    func(*T) (string, bool)
+	Keys   func(*T) []string
 }
 
 // Table declares one table of the store. Domain packages declare their
@@ -54,6 +57,17 @@ type Table[T any] struct {
 	// Retain, if set, says whether the retention command may remove v (with
 	// its metadata m); without it, rows are never removed by retention.
 	Retain func(r *Reader, v *T, m Meta) error
+	// Invariant, if set, checks a property of the whole state once for every
+	// command that writes to this table, after all its operations; an error
+	// refuses the command. Several tables may share one invariant (it runs
+	// once per command however many of them were written).
+	Invariant *Invariant
+}
+
+// Invariant is a named check of the whole state, run inside Apply.
+type Invariant struct {
+	Name  string
+	Check func(r *Reader) error
 }
 
 // Def is a table declaration of any row type, as Open takes them. Only *Table
@@ -73,6 +87,7 @@ type tableDef struct {
 	idOf       func(any) string
 	check      func(r *Reader, old, new any) error
 	retain     func(r *Reader, v any, m Meta) error
+	invariant  *Invariant
 }
 
 var tableNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
@@ -97,14 +112,19 @@ func (t *Table[T]) def() tableDef {
 			}
 			return v, nil
 		},
-		idOf: func(v any) string { return t.ID(v.(*T)) },
+		idOf:      func(v any) string { return t.ID(v.(*T)) },
+		invariant: t.Invariant,
 	}
 	for _, ix := range t.Indexes {
+		var indexer memdb.Indexer = funcIndexer[T]{key: ix.Key}
+		if ix.Keys != nil {
+			indexer = multiIndexer[T]{keys: ix.Keys}
+		}
 		d.schema.Indexes[ix.Name] = &memdb.IndexSchema{
 			Name:         ix.Name,
 			Unique:       ix.Unique,
 			AllowMissing: true,
-			Indexer:      funcIndexer[T]{key: ix.Key},
+			Indexer:      indexer,
 		}
 		if ix.Unique {
 			d.unique = append(d.unique, ix.Name)
@@ -135,8 +155,11 @@ func (t *Table[T]) validate() error {
 		if seen[ix.Name] || ix.Name == "" || strings.HasSuffix(ix.Name, "_prefix") {
 			return fmt.Errorf("table %s: bad or duplicate index name %q", t.Name, ix.Name)
 		}
-		if ix.Key == nil {
-			return fmt.Errorf("table %s: index %s has no Key function", t.Name, ix.Name)
+		if (ix.Key == nil) == (ix.Keys == nil) {
+			return fmt.Errorf("table %s: index %s needs exactly one of Key and Keys", t.Name, ix.Name)
+		}
+		if ix.Keys != nil && ix.Unique {
+			return fmt.Errorf("table %s: index %s: a multi-key index cannot be unique", t.Name, ix.Name)
 		}
 		seen[ix.Name] = true
 	}
@@ -184,6 +207,36 @@ func (f funcIndexer[T]) FromArgs(args ...any) ([]byte, error) {
 func (f funcIndexer[T]) PrefixFromArgs(args ...any) ([]byte, error) {
 	k, err := oneString(args)
 	return []byte(k), err
+}
+
+// multiIndexer indexes a row under several keys.
+type multiIndexer[T any] struct {
+	keys func(*T) []string
+}
+
+var (
+	_ memdb.MultiIndexer  = multiIndexer[struct{}]{}
+	_ memdb.PrefixIndexer = multiIndexer[struct{}]{}
+)
+
+func (m multiIndexer[T]) FromObject(obj any) (bool, [][]byte, error) {
+	r, ok := obj.(*row)
+	if !ok {
+		return false, nil, fmt.Errorf("index: object is %T, not a row", obj)
+	}
+	var out [][]byte
+	for _, k := range m.keys(r.Value.(*T)) {
+		out = append(out, append([]byte(k), 0))
+	}
+	return len(out) > 0, out, nil
+}
+
+func (m multiIndexer[T]) FromArgs(args ...any) ([]byte, error) {
+	return funcIndexer[T]{}.FromArgs(args...)
+}
+
+func (m multiIndexer[T]) PrefixFromArgs(args ...any) ([]byte, error) {
+	return funcIndexer[T]{}.PrefixFromArgs(args...)
 }
 
 func oneString(args []any) (string, error) {

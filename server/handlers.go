@@ -21,7 +21,7 @@ type setupStatusDTO struct {
 }
 
 func (s *Server) getSetup(c echo.Context) error {
-	return c.JSON(http.StatusOK, setupStatusDTO{SetupRequired: s.d.Setup.SetupRequired()})
+	return c.JSON(http.StatusOK, setupStatusDTO{SetupRequired: s.d.Identity.SetupRequired()})
 }
 
 type configDTO struct {

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/operator"
 )
 
@@ -19,6 +20,12 @@ type route struct {
 	verb    authz.Verb
 	summary string
 	handler echo.HandlerFunc
+	// action is the audit action a successful state-changing request of
+	// this route writes (exactly one entry).
+	action string
+	// beforePasswordChange routes stay open to an account that must change
+	// its password first.
+	beforePasswordChange bool
 	// idempotent routes honour Idempotency-Key.
 	idempotent bool
 	// bodyLimit overrides the default request body cap.
@@ -34,19 +41,73 @@ type route struct {
 
 const basePath = "/api/v1"
 
+// Shorthands for the table.
+const (
+	get, post, put, patch, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete
+	api                        = basePath
+)
+
 // routeTable lists every endpoint the server answers. One line per route.
 func (s *Server) routeTable() []route {
 	return []route{
-		{method: http.MethodGet, path: basePath + "/setup", access: accessPublic, summary: "Says whether the installation waits for its first administrator", handler: s.getSetup, response: setupStatusDTO{}},
-		{method: http.MethodGet, path: basePath + "/config", access: accessVerb, verb: authz.InstallView, summary: "Startup configuration: every non-secret setting with value and origin, and the policy fields fixed at startup", handler: s.getConfig, response: configDTO{}},
-		{method: http.MethodGet, path: basePath + "/reference", access: accessSignedIn, summary: "Generated reference of endpoints, CLI commands, tool names and error codes", handler: s.getReference, response: referenceDTO{}},
-		{method: http.MethodGet, path: basePath + "/openapi.json", access: accessSignedIn, summary: "OpenAPI 3.1 document of the API", handler: s.getOpenAPI, response: map[string]any{}},
-		{method: http.MethodGet, path: basePath + "/operator/raft", access: accessVerb, verb: authz.InstallView, summary: "The replicated store as this node sees it; digest=true adds a hash of the whole state", handler: s.getRaft, response: raftStatusDTO{}},
-		{method: http.MethodPost, path: basePath + "/operator/raft/probes", access: accessVerb, verb: authz.InstallAdaptersMgmt, summary: "Write a probe through the replicated write path and time its commit", handler: s.postProbe, request: probeRequestDTO{}, response: probeResultDTO{}, status: http.StatusCreated},
-		{method: http.MethodGet, path: basePath + "/operator/raft/probes", access: accessVerb, verb: authz.InstallView, summary: "Probes this node holds, oldest first; paged with limit and cursor", handler: s.listProbes, response: list[operator.Probe]{}},
-		{method: http.MethodGet, path: basePath + "/operator/raft/probes/{probeID}", access: accessVerb, verb: authz.InstallView, summary: "A probe as this node's state holds it", handler: s.getProbe, response: probeDTO{}},
-		{method: http.MethodGet, path: "/healthz", access: accessPublic, summary: "Liveness: the process answers", handler: s.getHealth, response: healthDTO{}, operational: true},
-		{method: http.MethodGet, path: "/readyz", access: accessPublic, summary: "Readiness: this node knows a leader of the replicated store", handler: s.getReady, response: healthDTO{}, operational: true},
-		{method: http.MethodGet, path: "/metrics", access: accessPublic, summary: "Prometheus metrics", handler: echo.WrapHandler(s.d.MetricsHandler), operational: true},
+		// Setup, sessions and personal.
+		{method: get, path: api + "/setup", access: accessPublic, summary: "Says whether the installation waits for its first administrator", handler: s.getSetup, response: setupStatusDTO{}},
+		{method: post, path: api + "/setup", access: accessPublic, summary: "Creates the first account as administrator and signs it in; refused once any account exists", handler: s.postSetup, action: "user.create", request: setupRequest{}, response: userAnswer{}, status: 201},
+		{method: post, path: api + "/sessions", access: accessPublic, summary: "Sign in with a username and password; sets the session cookie", handler: s.postSession, action: "session.create", request: signInRequest{}, response: userAnswer{}},
+		{method: del, path: api + "/sessions", access: accessSignedIn, summary: "Sign out, ending this session", handler: s.deleteSession, action: "session.delete", beforePasswordChange: true, status: 204},
+		{method: get, path: api + "/me", access: accessSignedIn, summary: "The caller and the installation-level verbs held", handler: s.getMe, beforePasswordChange: true, response: meDTO{}},
+		{method: post, path: api + "/me/password", access: accessSignedIn, summary: "Change own password; ends every other session", handler: s.postMyPassword, action: "user.password.change", beforePasswordChange: true, request: changePasswordRequest{}, status: 204},
+
+		// Tokens.
+		{method: get, path: api + "/tokens", access: accessSignedIn, summary: "The caller's own tokens", handler: s.listTokens, response: list[tokenDTO]{}},
+		{method: post, path: api + "/tokens", access: accessSignedIn, summary: "Mint a delegated token; the secret is returned once", handler: s.postToken, action: "token.create", request: tokenRequest{}, response: tokenAnswer{}, status: 201},
+		{method: get, path: api + "/tokens/service", access: accessVerb, verb: authz.InstallTokensManage, summary: "List service tokens", handler: s.listServiceTokens, response: list[tokenDTO]{}},
+		{method: post, path: api + "/tokens/service", access: accessVerb, verb: authz.InstallTokensManage, summary: "Mint a service token; the secret is returned once", handler: s.postServiceToken, action: "token.create", request: tokenRequest{}, response: tokenAnswer{}, status: 201},
+		{method: del, path: api + "/tokens/{tokenID}", access: accessSelf, verb: authz.InstallUsersManage, summary: "Revoke a token: own, no verb; a service token, install.tokens.manage; anyone else's, install.users.manage", handler: s.deleteToken, action: "token.revoke", status: 204},
+
+		// Accounts.
+		{method: get, path: api + "/users", access: accessVerb, verb: authz.InstallView, summary: "Accounts", handler: s.listUsers, response: list[userDTO]{}},
+		{method: post, path: api + "/users", access: accessVerb, verb: authz.InstallUsersManage, summary: "Create an account; without a password one is generated and returned once", handler: s.postUser, action: "user.create", request: createUserRequest{}, response: userAnswer{}, status: 201},
+		{method: get, path: api + "/users/{userID}", access: accessSelf, verb: authz.InstallView, summary: "One account; own account needs no verb", handler: s.getUser, beforePasswordChange: true, response: userAnswer{}},
+		{method: patch, path: api + "/users/{userID}", access: accessSelf, verb: authz.InstallUsersManage, summary: "Change username, display name, email or status; own display name and email need no verb", handler: s.patchUser, action: "user.update", request: patchUserRequest{}, response: userAnswer{}},
+		{method: del, path: api + "/users/{userID}", access: accessVerb, verb: authz.InstallUsersManage, summary: "Delete an account, its sessions, delegated tokens, memberships and grants", handler: s.deleteUser, action: "user.delete", status: 204},
+		{method: put, path: api + "/users/{userID}/role", access: accessVerb, verb: authz.InstallUsersManage, summary: "Give an installation role", handler: s.putUserRole, action: "user.role.set", request: roleRequest{}, response: userAnswer{}},
+		{method: del, path: api + "/users/{userID}/role", access: accessVerb, verb: authz.InstallUsersManage, summary: "Remove the installation role; the last administrator cannot be demoted", handler: s.deleteUserRole, action: "user.role.remove", status: 204},
+		{method: post, path: api + "/users/{userID}/password", access: accessVerb, verb: authz.InstallUsersManage, summary: "Reset another local account's password; ends all its sessions", handler: s.postUserPassword, action: "user.password.reset", request: resetPasswordRequest{}, status: 204},
+		{method: post, path: api + "/passwords/generate", access: accessVerb, verb: authz.InstallUsersManage, summary: "A random password of 18 to 22 characters; stores nothing", handler: s.postGeneratePassword, response: passwordDTO{}},
+
+		// Groups, roles, verbs.
+		{method: get, path: api + "/groups", access: accessVerb, verb: authz.InstallView, summary: "Groups", handler: s.listGroups, response: list[identity.Group]{}},
+		{method: post, path: api + "/groups", access: accessVerb, verb: authz.InstallUsersManage, summary: "Create a group", handler: s.postGroup, action: "group.create", request: groupRequest{}, response: groupDTO{}, status: 201},
+		{method: put, path: api + "/groups/{groupID}/members", access: accessVerb, verb: authz.InstallUsersManage, summary: "Set the whole member list", handler: s.putMembers, action: "group.members.set", request: membersRequest{}, response: groupDTO{}},
+		{method: put, path: api + "/groups/{groupID}/members/{userID}", access: accessVerb, verb: authz.InstallUsersManage, summary: "Add one member", handler: s.putMember, action: "group.member.add", response: groupDTO{}},
+		{method: del, path: api + "/groups/{groupID}/members/{userID}", access: accessVerb, verb: authz.InstallUsersManage, summary: "Remove one member; refused if nobody would remain able to manage accounts", handler: s.deleteMember, action: "group.member.remove", response: groupDTO{}},
+		{method: put, path: api + "/groups/{groupID}/role", access: accessVerb, verb: authz.InstallUsersManage, summary: "Give every member an installation role", handler: s.putGroupRole, action: "group.role.set", request: roleRequest{}, response: groupDTO{}},
+		{method: del, path: api + "/groups/{groupID}/role", access: accessVerb, verb: authz.InstallUsersManage, summary: "Remove the group's role; refused if nobody would remain able to manage accounts", handler: s.deleteGroupRole, action: "group.role.remove", response: groupDTO{}},
+		{method: del, path: api + "/groups/{groupID}", access: accessVerb, verb: authz.InstallUsersManage, summary: "Delete a group and everything shared with it", handler: s.deleteGroup, action: "group.delete", status: 204},
+		{method: get, path: api + "/roles", access: accessVerb, verb: authz.InstallView, summary: "Built-in and custom roles; scope install (default), app or all", handler: s.listRoles, response: list[authz.Role]{}},
+		{method: post, path: api + "/roles", access: accessVerb, verb: authz.InstallUsersManage, summary: "Compose a custom role from verbs", handler: s.postRole, action: "role.create", request: createRoleRequest{}, response: roleDTO{}, status: 201},
+		{method: del, path: api + "/roles/{roleID}", access: accessVerb, verb: authz.InstallUsersManage, summary: "Delete a custom role and every grant of it", handler: s.deleteRole, action: "role.delete", status: 204},
+		{method: get, path: api + "/verbs", access: accessVerb, verb: authz.InstallView, summary: "Every verb by scope", handler: s.getVerbs, response: verbsDTO{}},
+
+		// Installation.
+		{method: get, path: api + "/policy", access: accessVerb, verb: authz.InstallView, summary: "Host policy, and the settings fixed at startup", handler: s.getPolicy, response: policyDTO{}},
+		{method: put, path: api + "/policy", access: accessVerb, verb: authz.InstallPolicyManage, summary: "Replace host policy; a setting fixed at startup is refused", handler: s.putPolicy, action: "policy.update", request: policyRequest{}, response: policyDTO{}},
+		{method: post, path: api + "/policy/preview", access: accessVerb, verb: authz.InstallPolicyManage, summary: "Which apps a candidate policy would block", handler: s.postPolicyPreview, request: policyRequest{}, response: previewDTO{}},
+		{method: get, path: api + "/config", access: accessVerb, verb: authz.InstallView, summary: "Startup configuration: every non-secret setting with value and origin, and the policy fields fixed at startup", handler: s.getConfig, response: configDTO{}},
+		{method: get, path: api + "/audit", access: accessVerb, verb: authz.InstallAuditRead, summary: "Audit log, newest first; filters action, principal_id, principal_kind, app_id, target_kind, target_id, involving, since, until; pages with before", handler: s.getAudit, response: auditDTO{}},
+		{method: get, path: api + "/reference", access: accessSignedIn, summary: "Generated reference of endpoints, CLI commands, tool names and error codes", handler: s.getReference, response: referenceDTO{}},
+		{method: get, path: api + "/openapi.json", access: accessSignedIn, summary: "OpenAPI 3.1 document of the API", handler: s.getOpenAPI, response: map[string]any{}},
+
+		// Operator.
+		{method: get, path: api + "/operator/raft", access: accessVerb, verb: authz.InstallView, summary: "The replicated store as this node sees it; digest=true adds a hash of the whole state", handler: s.getRaft, response: raftStatusDTO{}},
+		{method: post, path: api + "/operator/raft/probes", access: accessVerb, verb: authz.InstallAdaptersMgmt, summary: "Write a probe through the replicated write path and time its commit", handler: s.postProbe, action: "operator.probe.create", request: probeRequestDTO{}, response: probeResultDTO{}, status: 201},
+		{method: get, path: api + "/operator/raft/probes", access: accessVerb, verb: authz.InstallView, summary: "Probes this node holds, oldest first; paged with limit and cursor", handler: s.listProbes, response: list[operator.Probe]{}},
+		{method: get, path: api + "/operator/raft/probes/{probeID}", access: accessVerb, verb: authz.InstallView, summary: "A probe as this node's state holds it", handler: s.getProbe, response: probeDTO{}},
+
+		// Operations.
+		{method: get, path: "/healthz", access: accessPublic, summary: "Liveness: the process answers", handler: s.getHealth, response: healthDTO{}, operational: true},
+		{method: get, path: "/readyz", access: accessPublic, summary: "Readiness: this node knows a leader of the replicated store", handler: s.getReady, response: healthDTO{}, operational: true},
+		{method: get, path: "/metrics", access: accessPublic, summary: "Prometheus metrics", handler: echo.WrapHandler(s.d.MetricsHandler), operational: true},
 	}
 }

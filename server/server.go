@@ -29,9 +29,6 @@ import (
 
 // The services the server calls, declared where they are used.
 type (
-	setupStatus interface {
-		SetupRequired() bool
-	}
 	operatorService interface {
 		Status(withDigest bool) (operator.RaftStatus, error)
 		WriteProbe(ctx context.Context, payloadBytes int) (operator.ProbeResult, error)
@@ -61,10 +58,13 @@ type CommandRef struct {
 
 // Deps are the server's collaborators.
 type Deps struct {
-	Logger      *slog.Logger
-	Version     string
-	Config      *config.Config
-	Setup       setupStatus
+	Logger   *slog.Logger
+	Version  string
+	Config   *config.Config
+	Identity identityService
+	Policy   policyService
+	// Facts reads the state authorization decisions are made on.
+	Facts       factsSource
 	Operator    operatorService
 	Idempotency idempotencyService
 	Ready       readiness
@@ -80,6 +80,7 @@ type Server struct {
 	d      Deps
 	log    *slog.Logger
 	echo   *echo.Echo
+	cop    *http.CrossOriginProtection
 	routes []route
 }
 
@@ -88,14 +89,22 @@ func New(d Deps) (*Server, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	if d.Config == nil || d.Setup == nil || d.Operator == nil || d.Idempotency == nil || d.Ready == nil || d.Metrics == nil || d.MetricsHandler == nil {
+	if d.Config == nil || d.Identity == nil || d.Policy == nil || d.Facts == nil || d.Operator == nil || d.Idempotency == nil || d.Ready == nil || d.Metrics == nil || d.MetricsHandler == nil {
 		return nil, errors.New("server: missing dependencies")
 	}
-	s := &Server{d: d, log: d.Logger, echo: echo.New()}
+	s := &Server{d: d, log: d.Logger, echo: echo.New(), cop: http.NewCrossOriginProtection()}
+	if u := d.Config.Server.ExternalURL; u != "" {
+		if err := s.cop.AddTrustedOrigin(strings.TrimRight(u, "/")); err != nil {
+			return nil, fmt.Errorf("server: external URL as a trusted origin: %w", err)
+		}
+	}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.requestID, s.observe, s.recoverPanic)
+	// Throttling is keyed by the connection's address: a client cannot
+	// choose its own X-Forwarded-For.
+	e.IPExtractor = echo.ExtractIPDirect()
+	e.Use(s.requestID, s.observe, s.recoverPanic, s.authenticate)
 	for _, r := range s.routeTable() {
 		if err := s.register(r); err != nil {
 			return nil, err
@@ -144,6 +153,9 @@ const (
 	accessSignedIn access = iota // any signed-in caller (the spec's blank verb)
 	accessPublic                 // no credential
 	accessVerb                   // a caller holding the route's verb
+	// accessSelf routes need the verb only when the caller acts on what is
+	// not its own (its account, its token); the service decides.
+	accessSelf
 )
 
 func (a access) String() string {
@@ -152,13 +164,15 @@ func (a access) String() string {
 		return "public"
 	case accessVerb:
 		return "verb"
+	case accessSelf:
+		return "verb_unless_own"
 	}
 	return "signed_in"
 }
 
 // register adds a route to echo, wrapped in its own middleware.
 func (s *Server) register(r route) error {
-	if (r.verb != "") != (r.access == accessVerb) {
+	if (r.verb != "") != (r.access == accessVerb || r.access == accessSelf) {
 		return fmt.Errorf("route %s %s: access %s and verb %q disagree", r.method, r.path, r.access, r.verb)
 	}
 	h := r.handler
@@ -169,7 +183,7 @@ func (s *Server) register(r route) error {
 	if limit == 0 {
 		limit = defaultBodyLimit
 	}
-	h = limitBody(limit, h)
+	h = limitBody(limit, s.authorize(r, h))
 	s.echo.Add(r.method, echoPath(r.path), h)
 	s.routes = append(s.routes, r)
 	return nil

@@ -20,13 +20,17 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/svchost/svc/internal/authz"
 	"github.com/svchost/svc/internal/config"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/idempotency"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/operator"
+	"github.com/svchost/svc/internal/password"
+	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/schema"
 	"github.com/svchost/svc/internal/telemetry"
+	"github.com/svchost/svc/internal/throttle"
 	"github.com/svchost/svc/raftstore"
 )
 
@@ -35,12 +39,22 @@ const canary = "canary-5e3f7a1c-secret"
 // harness is a server over a real single-node store in a temporary
 // directory, with the real services.
 type harness struct {
-	t     testing.TB
-	dir   string
-	store *raftstore.Store
-	srv   *Server
-	logs  *syncBuffer
+	t       testing.TB
+	dir     string
+	store   *raftstore.Store
+	srv     *Server
+	ident   *identity.Service
+	pol     *policy.Service
+	logs    *syncBuffer
+	token   string // an administrator's token, sent unless a request says otherwise
+	adminID string
 }
+
+// adminPassword is the harness administrator's password.
+const adminPassword = "correct-horse-battery-staple"
+
+// testHasher keeps Argon2id cheap in tests; production uses DefaultParams.
+var testHasher = password.NewHasher(password.Params{Memory: 1024, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}, 4)
 
 type syncBuffer struct {
 	mu  sync.Mutex
@@ -91,14 +105,34 @@ func (h *harness) open() {
 		h.t.Fatal(err)
 	}
 	now := func() time.Time { return time.Now().UTC() }
+	pol := policy.NewService(store, cfg.Policy, now)
+	ident := identity.New(identity.Deps{
+		Store: store, Hasher: testHasher, Policy: pol,
+		AccountLimit: throttle.New(10, 15*time.Minute, now, 1000),
+		ClientLimit:  throttle.New(50, 15*time.Minute, now, 1000),
+		Now:          now, Logger: log,
+	})
 	srv, err := New(Deps{
 		Logger: log, Version: "test", Config: cfg,
-		Setup: identity.New(store), Operator: operator.New(store, "n1", now), Idempotency: idempotency.New(store, now),
+		Identity: ident, Policy: pol, Facts: store,
+		Operator: operator.New(store, "n1", now), Idempotency: idempotency.New(store, now),
 		Ready: store, Metrics: metrics, MetricsHandler: metrics.Handler(),
 		Commands: []CommandRef{{Command: "svc serve", Summary: "Run a server", Usage: "svc serve [flags]"}},
 	})
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	h.ident, h.pol = ident, pol
+	if _, err := ident.FirstRun(ctx, adminPassword); err != nil {
+		h.t.Fatal(err)
+	}
+	if h.token == "" {
+		admin, _, _ := identity.Users.First(store.Read(), "username", "admin")
+		_, secret, err := ident.CreateToken(ctx, authz.Caller{Principal: authz.Principal{Kind: authz.KindUser, ID: admin.ID, UserID: admin.ID}}, identity.TokenDelegated, identity.NewToken{Name: "harness"})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.token, h.adminID = secret, admin.ID
 	}
 	h.store, h.srv = store, srv
 	h.t.Cleanup(func() { _ = store.Close() })
@@ -128,11 +162,19 @@ func (a answer) envelope(t *testing.T) envelope {
 	return e
 }
 
+// do sends a request as the harness administrator (set an Authorization
+// header, or "Authorization", "" for none, to send as someone else).
 func (h *harness) do(method, path string, body io.Reader, header ...string) answer {
 	h.t.Helper()
 	req := httptest.NewRequest(method, path, body)
+	if h.token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.token)
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
+		if header[i+1] == "" {
+			req.Header.Del(header[i])
+		}
 	}
 	rec := httptest.NewRecorder()
 	h.srv.Handler().ServeHTTP(rec, req)
@@ -248,6 +290,7 @@ func TestMalformedBodies(t *testing.T) {
 		req := httptest.NewRequest("POST", "/api/v1/operator/raft/probes", io.MultiReader(strings.NewReader(huge)))
 		req.ContentLength = -1
 		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+h.token)
 		rec := httptest.NewRecorder()
 		h.srv.Handler().ServeHTTP(rec, req)
 		if rec.Code != http.StatusRequestEntityTooLarge {
@@ -641,7 +684,9 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 	}
 	slow := make(chan result, 1)
 	go func() {
-		resp, err := http.Get(url + "/api/v1/test/slow")
+		req, _ := http.NewRequest(http.MethodGet, url+"/api/v1/test/slow", nil)
+		req.Header.Set("Authorization", "Bearer "+h.token)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			slow <- result{err: err}
 			return

@@ -8,17 +8,22 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/svchost/svc/internal/config"
+	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/idempotency"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/operator"
+	"github.com/svchost/svc/internal/password"
+	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/schema"
 	"github.com/svchost/svc/internal/telemetry"
+	"github.com/svchost/svc/internal/throttle"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/server"
 )
@@ -92,14 +97,30 @@ func serve(ctx context.Context, cfg *config.Config, logw io.Writer, commands []s
 
 	ops := operator.New(store, store.NodeID(), now)
 	idem := idempotency.New(store, now)
+	pol := policy.NewService(store, cfg.Policy, now)
+	ident := identity.New(identity.Deps{
+		Store:  store,
+		Hasher: password.NewHasher(password.DefaultParams, 2*runtime.GOMAXPROCS(0)),
+		Policy: pol,
+		// Ten wrong passwords per account, and fifty per client address,
+		// in fifteen minutes; then the caller waits.
+		AccountLimit: throttle.New(10, 15*time.Minute, now, 100_000),
+		ClientLimit:  throttle.New(50, 15*time.Minute, now, 100_000),
+		Now:          now,
+		Logger:       log,
+	})
 	store.RunWhileLeader("idempotency-expiry", idem.ExpiryLoop(10*time.Minute))
 	store.RunWhileLeader("probe-expiry", ops.ExpiryLoop(5*time.Minute))
+	store.RunWhileLeader("session-expiry", raftstore.Every(10*time.Minute, ident.ExpireSessions))
+	firstRun(ctx, ident, cfg.Admin.Password, log)
 
 	api, err := server.New(server.Deps{
 		Logger:         log,
 		Version:        version,
 		Config:         cfg,
-		Setup:          identity.New(store),
+		Identity:       ident,
+		Policy:         pol,
+		Facts:          store,
 		Operator:       ops,
 		Idempotency:    idem,
 		Ready:          store,
@@ -122,6 +143,39 @@ func serve(ctx context.Context, cfg *config.Config, logw io.Writer, commands []s
 	}
 	log.Info("stopped serving; shutting the store down")
 	return nil
+}
+
+// firstRun creates the administrator "admin" with SVC_ADMIN_PASSWORD when no
+// account has ever existed; otherwise the installation waits for setup. The
+// variable is read on the first run only. It runs in the background, trying
+// again until the store has a leader, so that a cluster's nodes can start
+// one at a time.
+func firstRun(ctx context.Context, ident *identity.Service, pw string, log *slog.Logger) {
+	if pw == "" {
+		return
+	}
+	go func() {
+		for attempt := 1; ; attempt++ {
+			created, err := ident.FirstRun(ctx, pw)
+			switch {
+			case err == nil && created:
+				log.Info("created the administrator account \"admin\" with the password in SVC_ADMIN_PASSWORD")
+				return
+			case err == nil:
+				return
+			case errcode.CodeOf(err) != errcode.StoreUnavailable:
+				log.Error("SVC_ADMIN_PASSWORD: the administrator account could not be created", "err", err)
+				return
+			case attempt%10 == 0:
+				log.Warn("waiting for a leader to create the administrator account", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
 }
 
 func peers(ps []config.Peer) []raftstore.Peer {

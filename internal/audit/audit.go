@@ -52,5 +52,8 @@ var Entries = &raftstore.Table[Entry]{
 		{Name: "principal", Key: func(e *Entry) (string, bool) { return e.PrincipalID, e.PrincipalID != "" }},
 		{Name: "app", Key: func(e *Entry) (string, bool) { return deref(e.AppID) }},
 		{Name: "target", Key: func(e *Entry) (string, bool) { return deref(e.TargetID) }},
+		// action serves the action prefix filter of Query. Actions are
+		// dotted names from the code, never containing a NUL byte.
+		{Name: "action", Key: func(e *Entry) (string, bool) { return e.Action, e.Action != "" }},
 	},
 }

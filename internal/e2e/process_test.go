@@ -40,6 +40,7 @@ type proc struct {
 	client *api.Client // nil when not serving
 	tr     *http.Transport
 	starts int
+	token  string // sent by the client, once signIn gave one
 }
 
 // run is one process of a proc.
@@ -112,8 +113,57 @@ func childEnv(env []string) []string {
 			out = append(out, kv)
 		}
 	}
-	out = append(out, "SVC_LOG_FORMAT=text", "SVC_LOG_LEVEL=info")
+	out = append(out, "SVC_LOG_FORMAT=text", "SVC_LOG_LEVEL=info", "SVC_ADMIN_PASSWORD="+adminPassword)
 	return append(out, env...) // exec uses the last of duplicate keys
+}
+
+// adminPassword is the password of the "admin" account every server of
+// these tests creates on its first run (SVC_ADMIN_PASSWORD).
+const adminPassword = "e2e-admin-password-7f3c1a"
+
+// signIn signs in as admin on one of the processes (trying until the first
+// run has created the account), mints a token and gives it to every
+// process, so that their clients authenticate with it.
+func signIn(t *testing.T, timeout time.Duration, procs ...*proc) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		for _, p := range procs {
+			c := p.Client()
+			if c == nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err := c.SignIn(ctx, "admin", adminPassword)
+			if err == nil {
+				var secret string
+				_, secret, err = c.CreateToken(ctx, api.NewToken{Name: "e2e"}, false)
+				if err == nil {
+					cancel()
+					for _, q := range procs {
+						q.setToken(secret)
+					}
+					return
+				}
+			}
+			cancel()
+			last = err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("could not sign in as admin within %s: %v", timeout, last)
+}
+
+// setToken makes the process's client (now and after restarts) send token.
+func (p *proc) setToken(token string) {
+	p.mu.Lock()
+	p.token = token
+	base := p.base
+	p.mu.Unlock()
+	if base != "" {
+		p.serveAt(base)
+	}
 }
 
 func (p *proc) current() *run {
@@ -232,7 +282,7 @@ func (p *proc) serveAt(base string) {
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     30 * time.Second,
 	}
-	c, err := api.New(base, api.WithHTTPClient(&http.Client{Transport: p.tr, Timeout: 60 * time.Second}))
+	c, err := api.New(base, api.WithHTTPClient(&http.Client{Transport: p.tr, Timeout: 60 * time.Second}), api.WithToken(p.token))
 	if err != nil {
 		p.t.Errorf("%s: api.New(%q): %v", p.name, base, err)
 		return

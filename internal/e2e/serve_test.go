@@ -53,6 +53,7 @@ func TestServeAnswersOnEmbeddedDefaults(t *testing.T) {
 		"SVC_SERVER_ADDR=127.0.0.1:0",
 		"SVC_SERVER_WORK_DIR=" + work,
 		"SVC_SERVER_SHUTDOWN_TIMEOUT=" + shutdownTimeout.String(),
+		"SVC_ADMIN_PASSWORD=", // a fresh installation that waits for setup
 	})
 	base := p.startServing()
 	c := p.Client()
@@ -63,6 +64,16 @@ func TestServeAnswersOnEmbeddedDefaults(t *testing.T) {
 	}
 	if !setup.SetupRequired {
 		t.Errorf("GET /api/v1/setup on a fresh work dir: setup_required = false, want true")
+	}
+	// The newcomer's path: create the first administrator, signed in.
+	if u, err := c.CompleteSetup(ctxTimeout(t, 15*time.Second), "first", "First Admin", "first-admin-password-1"); err != nil || u.RoleID == nil || *u.RoleID != "role_admin" {
+		t.Fatalf("POST /api/v1/setup: %+v, %v", u, err)
+	}
+	if again, err := c.Setup(ctxTimeout(t, 10*time.Second)); err != nil || again.SetupRequired {
+		t.Errorf("GET /api/v1/setup after setup: %+v, %v", again, err)
+	}
+	if _, err := c.CompleteSetup(ctxTimeout(t, 10*time.Second), "second", "Second", "second-admin-password"); !api.IsCode(err, "STATE_INVALID") {
+		t.Errorf("a second setup: %v, want STATE_INVALID", err)
 	}
 
 	// An unknown route: the error envelope, by hand.
@@ -235,6 +246,7 @@ func TestBadConfigurationStopsTheServer(t *testing.T) {
 			"SVC_PORT=1234",
 		})
 		p.startServing()
+		signIn(t, scaled(30*time.Second), p)
 		cfg, err := p.Client().Config(ctxTimeout(t, 10*time.Second))
 		if err != nil {
 			t.Fatalf("GET /api/v1/config: %v", err)
@@ -292,6 +304,7 @@ func TestRestartKeepsStateAndIdentity(t *testing.T) {
 	})
 	p.startServing()
 	p.waitReady(scaled(15 * time.Second))
+	signIn(t, scaled(30*time.Second), p)
 
 	var written []api.ProbeResult
 	for i := range 5 {

@@ -56,6 +56,11 @@ const (
 	AdapterFailed         Code = "ADAPTER_FAILED"
 	AdapterUnavailable    Code = "ADAPTER_UNAVAILABLE"
 
+	// PolicyTokenLifetime is not in the specification's table: the API
+	// contract asks for a POLICY_ code of our choosing when a token would
+	// outlive host policy's max_token_lifetime_days.
+	PolicyTokenLifetime Code = "POLICY_TOKEN_LIFETIME_EXCEEDED"
+
 	// StoreUnavailable is not in the specification's table: the replicated
 	// store has no leader (quorum lost, election under way) or a write's
 	// outcome could not be learned. It answers 503 with Retry-After so that
@@ -109,6 +114,7 @@ var catalogue = []Entry{
 	{RateLimited, http.StatusInternalServerError, "too many attempts in a short time, for example at a passcode"},
 	{AdapterFailed, http.StatusBadGateway, "adapter reached and failed"},
 	{AdapterUnavailable, http.StatusBadGateway, "needed adapter not configured or not reachable"},
+	{PolicyTokenLifetime, http.StatusForbidden, "policy caps token lifetime and the token asked for longer"},
 	{StoreUnavailable, http.StatusServiceUnavailable, "the replicated store has no leader or could not confirm a write; retry"},
 }
 

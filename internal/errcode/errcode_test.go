@@ -11,7 +11,7 @@ import (
 )
 
 // specTable is the specification's catalogue, in its order, plus our one
-// addition (STORE_UNAVAILABLE) at the end.
+// additions (POLICY_TOKEN_LIFETIME_EXCEEDED, STORE_UNAVAILABLE) at the end.
 var specTable = []struct {
 	Code   Code
 	Status int
@@ -53,6 +53,7 @@ var specTable = []struct {
 	{"RATE_LIMITED", 500},
 	{"ADAPTER_FAILED", 502},
 	{"ADAPTER_UNAVAILABLE", 502},
+	{"POLICY_TOKEN_LIFETIME_EXCEEDED", 403},
 	{"STORE_UNAVAILABLE", 503},
 }
 

@@ -1,20 +1,35 @@
-// Package identity owns accounts: who can sign in, and whether the
-// installation still waits for its first administrator. Sessions, groups,
-// roles and tokens join it with the identity capability.
+// Package identity owns who may use the installation and what they hold:
+// accounts (with Argon2id password hashes), browser sessions, API tokens,
+// groups, custom roles and the management grants on apps; the first
+// administrator (setup or SVC_ADMIN_PASSWORD); sign-in with throttling; and
+// the rule that someone must always remain able to manage accounts, which
+// the store's FSM enforces.
 //
-// It must not touch HTTP or adapters; it declares its tables and answers
-// questions about them.
+// It must not touch HTTP or adapters: the server authenticates requests and
+// calls this package's services with the authenticated principal. Secrets
+// (passwords, token and session secrets) are stored only as hashes and never
+// appear in an audit entry, an event or a log line.
 package identity
 
 import (
 	"strings"
 	"time"
 
+	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/raftstore"
 )
 
-// User is an account. It never holds a password or its hash in a field that
-// is returned by the API.
+// Account states.
+const (
+	StatusActive    = "active"
+	StatusSuspended = "suspended"
+	SourceLocal     = "local"
+)
+
+// User is an account as the store keeps it. PasswordHash is an Argon2id PHC
+// string and never leaves this package's callers' control: API answers are
+// built from User without it.
 type User struct {
 	ID                 string    `json:"id"`
 	Username           string    `json:"username"`
@@ -24,38 +39,222 @@ type User struct {
 	MustChangePassword bool      `json:"must_change_password"`
 	RoleID             *string   `json:"role_id"`
 	Source             string    `json:"source"`
+	PasswordHash       string    `json:"password_hash,omitempty"`
 	CreatedAt          time.Time `json:"created_at"`
+	UpdatedAt          time.Time `json:"updated_at"`
 }
 
-// Users is the account table; usernames are unique regardless of case.
-var Users = &raftstore.Table[User]{
-	Name: "users",
-	ID:   func(u *User) string { return u.ID },
-	Indexes: []raftstore.Index[User]{
-		{Name: "username", Unique: true, Key: func(u *User) (string, bool) {
-			return strings.ToLower(u.Username), u.Username != ""
-		}},
-	},
+// Session is a browser session. Only a SHA-256 hash of the cookie's secret
+// part is kept.
+type Session struct {
+	ID          string    `json:"id"`
+	UserID      string    `json:"user_id"`
+	SecretHash  []byte    `json:"secret_hash"`
+	CreatedAt   time.Time `json:"created_at"`
+	RefreshedAt time.Time `json:"refreshed_at"`
+	ExpiresAt   time.Time `json:"expires_at"`
+	ClientIP    string    `json:"client_ip,omitempty"`
+	UserAgent   string    `json:"user_agent,omitempty"`
 }
 
-// Reader is what the service needs of the store to answer questions.
-type Reader interface {
-	Read() *raftstore.Reader
+// Token kinds.
+const (
+	TokenDelegated = "delegated"
+	TokenService   = "service"
+)
+
+// Token is an API token. Only a SHA-256 hash of its secret is kept.
+type Token struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Kind       string     `json:"kind"`
+	Agent      bool       `json:"agent"`
+	OwnerID    string     `json:"owner_id"`
+	SecretHash []byte     `json:"secret_hash"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
 }
 
-var _ Reader = (*raftstore.Store)(nil)
-
-// Service answers identity questions.
-type Service struct {
-	store Reader
+// Group is a set of accounts that may carry an installation role.
+type Group struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Source    string    `json:"source"`
+	RoleID    *string   `json:"role_id"`
+	MemberIDs []string  `json:"member_ids"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
-// New returns a service over store.
-func New(store Reader) *Service { return &Service{store: store} }
+// Grant planes and principal kinds.
+const (
+	PlaneControl = "control"
+	PlaneData    = "data"
+)
 
-// SetupRequired reports whether the installation waits for its first
-// administrator: true until any account exists.
-func (s *Service) SetupRequired() bool {
-	items, _ := Users.List(s.store.Read(), raftstore.Query{Limit: 1})
-	return len(items) == 0
+// Grant shares an app with a principal: on the control plane with a role
+// (managing the app), on the data plane to open it.
+type Grant struct {
+	ID            string    `json:"id"`
+	AppID         string    `json:"app_id"`
+	Plane         string    `json:"plane"`
+	PrincipalKind string    `json:"principal_kind"`
+	PrincipalID   string    `json:"principal_id,omitempty"`
+	RoleID        *string   `json:"role_id"`
+	Passcode      bool      `json:"passcode"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+func lower(s string) (string, bool) { return strings.ToLower(s), s != "" }
+
+func deref(p *string) (string, bool) {
+	if p == nil || *p == "" {
+		return "", false
+	}
+	return *p, true
+}
+
+// The tables. Their rules and the accounts invariant are attached in init,
+// because they read each other.
+var (
+	Users = &raftstore.Table[User]{
+		Name: "users",
+		ID:   func(u *User) string { return u.ID },
+		Indexes: []raftstore.Index[User]{
+			{Name: "username", Unique: true, Key: func(u *User) (string, bool) { return lower(u.Username) }},
+			{Name: "role", Key: func(u *User) (string, bool) { return deref(u.RoleID) }},
+		},
+	}
+	Sessions = &raftstore.Table[Session]{
+		Name: "sessions",
+		ID:   func(s *Session) string { return s.ID },
+		Indexes: []raftstore.Index[Session]{
+			{Name: "user", Key: func(s *Session) (string, bool) { return s.UserID, true }},
+		},
+	}
+	Tokens = &raftstore.Table[Token]{
+		Name: "tokens",
+		ID:   func(t *Token) string { return t.ID },
+		Indexes: []raftstore.Index[Token]{
+			{Name: "owner", Key: func(t *Token) (string, bool) { return t.OwnerID, t.OwnerID != "" }},
+			{Name: "kind", Key: func(t *Token) (string, bool) { return t.Kind, true }},
+		},
+	}
+	Groups = &raftstore.Table[Group]{
+		Name: "groups",
+		ID:   func(g *Group) string { return g.ID },
+		Indexes: []raftstore.Index[Group]{
+			{Name: "name", Unique: true, Key: func(g *Group) (string, bool) { return lower(g.Name) }},
+			{Name: "member", Keys: func(g *Group) []string { return g.MemberIDs }},
+			{Name: "role", Key: func(g *Group) (string, bool) { return deref(g.RoleID) }},
+		},
+	}
+	Roles = &raftstore.Table[authz.Role]{
+		Name: "roles",
+		ID:   func(r *authz.Role) string { return r.ID },
+		Indexes: []raftstore.Index[authz.Role]{
+			{Name: "name", Unique: true, Key: func(r *authz.Role) (string, bool) { return lower(r.Name) }},
+		},
+	}
+	Grants = &raftstore.Table[Grant]{
+		Name: "grants",
+		ID:   func(g *Grant) string { return g.ID },
+		Indexes: []raftstore.Index[Grant]{
+			{Name: "app", Key: func(g *Grant) (string, bool) { return g.AppID, true }},
+			{Name: "principal", Key: func(g *Grant) (string, bool) {
+				return raftstore.Key(g.PrincipalKind, g.PrincipalID), g.PrincipalID != ""
+			}},
+			{Name: "role", Key: func(g *Grant) (string, bool) { return deref(g.RoleID) }},
+		},
+	}
+)
+
+// Tables lists the tables this package declares.
+func Tables() []raftstore.Def { return []raftstore.Def{Users, Sessions, Tokens, Groups, Roles, Grants} }
+
+// accountsManageable is the invariant that the installation is never left
+// with no active account able to manage accounts (holding
+// install.users.manage through its own role, a group's role, or a custom
+// role). It holds trivially before the first account exists.
+var accountsManageable = &raftstore.Invariant{Name: "accounts_manageable", Check: func(r *raftstore.Reader) error {
+	if Users.Count(r) == 0 {
+		return nil
+	}
+	if len(accountManagers(r, 1)) > 0 {
+		return nil
+	}
+	return errcode.New(errcode.StateInvalid, "nobody would remain able to manage accounts").
+		WithRemedy("give install.users.manage (for example the admin role) to another active account first").
+		WithDetail("protected", "install.users.manage")
+}}
+
+func init() {
+	Users.Invariant = accountsManageable
+	Groups.Invariant = accountsManageable
+	Roles.Invariant = accountsManageable
+	Roles.Validate = validateRole
+	Users.Validate = validateUserRole
+	Groups.Validate = validateGroupRole
+}
+
+// accountManagers returns up to max active accounts holding
+// install.users.manage.
+func accountManagers(r *raftstore.Reader, max int) []string {
+	f := facts{r: r}
+	var out []string
+	items, _ := Users.List(r, raftstore.Query{Filter: func(v any) bool { return v.(*User).Status == StatusActive }})
+	for _, it := range items {
+		if authz.InstallVerbs(f, authz.Principal{Kind: authz.KindUser, ID: it.Value.ID, UserID: it.Value.ID}, authz.Floor{}).Has(authz.InstallUsersManage) {
+			out = append(out, it.Value.ID)
+			if len(out) == max {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// validateRole keeps custom roles custom: a stored role is never built in,
+// never reuses a built-in ID, and holds only verbs its scope allows.
+func validateRole(_ *raftstore.Reader, _, r *authz.Role) error {
+	if r == nil {
+		return nil
+	}
+	if _, builtin := authz.BuiltinRole(r.ID); builtin || r.Builtin {
+		return errcode.New(errcode.StateInvalid, "built-in roles cannot be changed")
+	}
+	if v, ok := authz.ValidVerbsForScope(r.Scope, r.Verbs); !ok {
+		return errcode.Invalid("verbs", "a role of scope %s cannot hold %q", r.Scope, v)
+	}
+	return nil
+}
+
+// An installation role given to an account or group must exist and be an
+// installation role.
+func checkInstallRole(r *raftstore.Reader, id *string) error {
+	if id == nil {
+		return nil
+	}
+	role, ok := facts{r: r}.Role(*id)
+	if !ok {
+		return errcode.New(errcode.NotFound, "no role %s", *id)
+	}
+	if role.Scope != authz.ScopeInstall {
+		return errcode.Invalid("role_id", "%s is an app role; only installation roles apply here", *id)
+	}
+	return nil
+}
+
+func validateUserRole(r *raftstore.Reader, _, u *User) error {
+	if u == nil {
+		return nil
+	}
+	return checkInstallRole(r, u.RoleID)
+}
+
+func validateGroupRole(r *raftstore.Reader, _, g *Group) error {
+	if g == nil {
+		return nil
+	}
+	return checkInstallRole(r, g.RoleID)
 }

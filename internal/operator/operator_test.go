@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"github.com/svchost/svc/internal/audit"
 	"sync"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func openStore(t *testing.T) *raftstore.Store { return raftstoretest.Open(t, Probes) }
+func openStore(t *testing.T) *raftstore.Store { return raftstoretest.Open(t, Probes, audit.Entries) }
 
 func newService(t *testing.T) (*Service, *clock) {
 	t.Helper()

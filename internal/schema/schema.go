@@ -12,20 +12,22 @@ import (
 	"github.com/svchost/svc/internal/idempotency"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/operator"
+	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/raftstore"
 )
 
 // Tables returns every table of the store.
 func Tables() []raftstore.Def {
-	return []raftstore.Def{
+	tables := []raftstore.Def{
 		audit.Entries,
 		events.Events,
 		events.Cursors,
-		identity.Users,
 		idempotency.Records,
 		operator.Probes,
+		policy.Table,
 		spec.Revisions,
 		spec.Heads,
 	}
+	return append(tables, identity.Tables()...)
 }

@@ -1,0 +1,377 @@
+package identity
+
+import (
+	"context"
+	"fmt"
+	"net/mail"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/internal/password"
+	"github.com/svchost/svc/raftstore"
+)
+
+var usernameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+func checkUsername(u string) error {
+	if !usernameRE.MatchString(u) {
+		return errcode.Invalid("username", "a username is 1 to 64 letters, digits, dots, dashes or underscores, starting with a letter or digit")
+	}
+	return nil
+}
+
+func checkDisplayName(n string) error {
+	if n == "" || utf8.RuneCountInString(n) > 128 || !utf8.ValidString(n) || strings.IndexFunc(n, unicode.IsControl) >= 0 || strings.TrimSpace(n) == "" {
+		return errcode.Invalid("display_name", "a display name is 1 to 128 characters without control characters")
+	}
+	return nil
+}
+
+func checkEmail(e string) error {
+	if e == "" {
+		return nil
+	}
+	a, err := mail.ParseAddress(e)
+	if err != nil || a.Address != e || len(e) > 254 {
+		return errcode.Invalid("email", "not an email address (name@example.com)")
+	}
+	return nil
+}
+
+func checkPassword(pw, username string) error {
+	if err := password.Check(pw, username); err != nil {
+		return errcode.Invalid("password", "%s", err.Error())
+	}
+	return nil
+}
+
+// NewUser is an account to create.
+type NewUser struct {
+	Username           string
+	DisplayName        string
+	Email              string
+	Password           string // empty: one is generated and returned
+	MustChangePassword bool
+	RoleID             *string
+}
+
+// buildUser validates a new local account and hashes its password. It
+// returns the account and the generated password, if one was generated.
+func (s *Service) buildUser(ctx context.Context, n NewUser) (User, string, error) {
+	if n.DisplayName == "" {
+		n.DisplayName = n.Username
+	}
+	for _, err := range []error{checkUsername(n.Username), checkDisplayName(n.DisplayName), checkEmail(n.Email)} {
+		if err != nil {
+			return User{}, "", err
+		}
+	}
+	generated := ""
+	if n.Password == "" {
+		pw, err := password.Generate()
+		if err != nil {
+			return User{}, "", fmt.Errorf("generate a password: %w", err)
+		}
+		n.Password, generated = pw, pw
+		n.MustChangePassword = true
+	}
+	if err := checkPassword(n.Password, n.Username); err != nil {
+		return User{}, "", err
+	}
+	hash, err := s.d.Hasher.Hash(ctx, n.Password)
+	if err != nil {
+		return User{}, "", fmt.Errorf("hash password: %w", err)
+	}
+	now := s.now()
+	return User{
+		ID: ids.New(ids.User), Username: n.Username, DisplayName: n.DisplayName, Email: n.Email,
+		Status: StatusActive, MustChangePassword: n.MustChangePassword, RoleID: n.RoleID,
+		Source: SourceLocal, PasswordHash: hash, CreatedAt: now, UpdatedAt: now,
+	}, generated, nil
+}
+
+func (s *Service) userCreatedOps(ctx context.Context, u *User, via string) []raftstore.Op {
+	now := s.now()
+	target := audit.Target{Kind: "user", ID: u.ID}
+	ops := []raftstore.Op{
+		Users.Insert(u),
+		audit.Entries.Insert(audit.New(ctx, now, "user.create", "", target, map[string]any{"username": u.Username, "via": via})),
+		events.Events.Insert(events.New(ctx, now, "user.created", nil, "user", u.ID, map[string]any{"via": via, "adapter_id": nil})),
+	}
+	if u.RoleID != nil {
+		ops = append(ops, events.Events.Insert(events.New(ctx, now, "grant.created", nil, "user", u.ID, map[string]any{
+			"plane": PlaneControl, "role_id": *u.RoleID, "principal_kind": authz.KindUser, "principal_id": u.ID, "passcode": false,
+		})))
+	}
+	return ops
+}
+
+// CreateUser creates a local account; it holds no installation role. Without
+// a password one is generated, returned once, and must be changed at first
+// sign-in.
+func (s *Service) CreateUser(ctx context.Context, n NewUser) (User, string, error) {
+	n.RoleID = nil
+	u, generated, err := s.buildUser(ctx, n)
+	if err != nil {
+		return User{}, "", err
+	}
+	if err := s.apply(ctx, s.userCreatedOps(ctx, &u, "api")...); err != nil {
+		return User{}, "", err
+	}
+	return u, generated, nil
+}
+
+// User returns an account. A caller may read its own account without a verb;
+// anyone else's needs install.view.
+func (s *Service) User(c authz.Caller, id string) (User, error) {
+	if !c.IsUser(id) && !c.Has(authz.InstallView) {
+		return User{}, verbRequired(authz.InstallView)
+	}
+	u, _, ok := Users.Get(s.d.Store.Read(), id)
+	if !ok {
+		return User{}, errcode.New(errcode.NotFound, "no account %s", id)
+	}
+	return u, nil
+}
+
+// Users lists accounts by ID after the cursor.
+func (s *Service) Users(after string, limit int) ([]User, bool) {
+	items, more := Users.List(s.d.Store.Read(), raftstore.Query{After: after, Limit: limit})
+	out := make([]User, len(items))
+	for i, it := range items {
+		out[i] = it.Value
+	}
+	return out, more
+}
+
+// UserPatch holds the fields of PATCH /users/{id}; nil means unchanged.
+type UserPatch struct {
+	Username    *string
+	DisplayName *string
+	Email       *string
+	Status      *string
+}
+
+// UpdateUser changes an account. Own display name and email need no verb;
+// a username (even one's own) and a status need install.users.manage;
+// username and email exist only on local accounts. Suspension keeps the
+// account and ends its sessions; it is refused when nobody would remain able
+// to manage accounts.
+func (s *Service) UpdateUser(ctx context.Context, c authz.Caller, id string, p UserPatch) (User, error) {
+	r := s.d.Store.Read()
+	u, meta, ok := Users.Get(r, id)
+	if !ok || (!c.IsUser(id) && !c.Has(authz.InstallView) && !c.Has(authz.InstallUsersManage)) {
+		return User{}, errcode.New(errcode.NotFound, "no account %s", id)
+	}
+	manage := c.Has(authz.InstallUsersManage)
+	if !manage && (!c.IsUser(id) || p.Username != nil || p.Status != nil) {
+		return User{}, verbRequired(authz.InstallUsersManage)
+	}
+	changed := map[string]any{}
+	if p.Username != nil && *p.Username != u.Username {
+		if u.Source != SourceLocal {
+			return User{}, errcode.Invalid("username", "the username of an account from an identity adapter is set by the adapter")
+		}
+		if err := checkUsername(*p.Username); err != nil {
+			return User{}, err
+		}
+		changed["username"] = map[string]any{"from": u.Username, "to": *p.Username}
+		u.Username = *p.Username
+	}
+	if p.DisplayName != nil && *p.DisplayName != u.DisplayName {
+		if err := checkDisplayName(*p.DisplayName); err != nil {
+			return User{}, err
+		}
+		changed["display_name"] = true
+		u.DisplayName = *p.DisplayName
+	}
+	if p.Email != nil && *p.Email != u.Email {
+		if u.Source != SourceLocal {
+			return User{}, errcode.Invalid("email", "the email of an account from an identity adapter is set by the adapter")
+		}
+		if err := checkEmail(*p.Email); err != nil {
+			return User{}, err
+		}
+		changed["email"] = true
+		u.Email = *p.Email
+	}
+	var endSessions []raftstore.Op
+	if p.Status != nil && *p.Status != u.Status {
+		if *p.Status != StatusActive && *p.Status != StatusSuspended {
+			return User{}, errcode.Invalid("status", "status is active or suspended")
+		}
+		changed["status"] = map[string]any{"from": u.Status, "to": *p.Status}
+		u.Status = *p.Status
+		if u.Status == StatusSuspended {
+			endSessions = s.sessionDeletes(r, id, "")
+		}
+	}
+	if len(changed) == 0 {
+		return u, nil
+	}
+	u.UpdatedAt = s.now()
+	ops := append([]raftstore.Op{
+		Users.PutIf(&u, meta.ModifyIndex),
+		audit.Entries.Insert(audit.New(ctx, s.now(), "user.update", "", audit.Target{Kind: "user", ID: id}, changed)),
+	}, endSessions...)
+	if err := s.apply(ctx, ops...); err != nil {
+		return User{}, err
+	}
+	return u, nil
+}
+
+// DeleteUser deletes an account with everything that exists only for it:
+// its sessions, its delegated tokens, its group memberships and what was
+// shared with it. Service tokens it created outlive it. Refused when nobody
+// would remain able to manage accounts.
+func (s *Service) DeleteUser(ctx context.Context, id string) error {
+	r := s.d.Store.Read()
+	u, meta, ok := Users.Get(r, id)
+	if !ok {
+		return errcode.New(errcode.NotFound, "no account %s", id)
+	}
+	now := s.now()
+	ops := []raftstore.Op{Users.DeleteIf(id, meta.ModifyIndex)}
+	ops = append(ops, s.sessionDeletes(r, id, "")...)
+	tokens, _ := Tokens.List(r, raftstore.Query{Index: "owner", Key: id})
+	for _, t := range tokens {
+		if t.Value.Kind == TokenDelegated {
+			ops = append(ops, Tokens.Delete(t.Value.ID))
+		}
+	}
+	groups, _ := Groups.List(r, raftstore.Query{Index: "member", Key: id})
+	for _, g := range groups {
+		gv := g.Value
+		gv.MemberIDs = slices.DeleteFunc(slices.Clone(gv.MemberIDs), func(m string) bool { return m == id })
+		ops = append(ops, Groups.PutIf(&gv, g.Meta.ModifyIndex))
+	}
+	grants, _ := Grants.List(r, raftstore.Query{Index: "principal", Key: raftstore.Key(authz.KindUser, id)})
+	for _, g := range grants {
+		ops = append(ops, Grants.Delete(g.Value.ID))
+	}
+	ops = append(ops,
+		audit.Entries.Insert(audit.New(ctx, now, "user.delete", "", audit.Target{Kind: "user", ID: id}, map[string]any{"username": u.Username})),
+		events.Events.Insert(events.New(ctx, now, "user.deleted", nil, "user", id, map[string]any{"username": u.Username})),
+	)
+	return s.apply(ctx, ops...)
+}
+
+// SetUserRole gives an account an installation role (or, with roleID nil,
+// removes it). The last administrator cannot be demoted: refused when nobody
+// would remain able to manage accounts.
+func (s *Service) SetUserRole(ctx context.Context, id string, roleID *string) (User, error) {
+	r := s.d.Store.Read()
+	u, meta, ok := Users.Get(r, id)
+	if !ok {
+		return User{}, errcode.New(errcode.NotFound, "no account %s", id)
+	}
+	if err := checkInstallRole(r, roleID); err != nil {
+		return User{}, err
+	}
+	if ptrEq(u.RoleID, roleID) {
+		return u, nil
+	}
+	old := u.RoleID
+	u.RoleID, u.UpdatedAt = roleID, s.now()
+	now := s.now()
+	action, ev, data := "user.role.set", "grant.role_changed", map[string]any{"role_id": deref0(roleID)}
+	switch {
+	case old == nil:
+		ev, data = "grant.created", map[string]any{"plane": PlaneControl, "role_id": *roleID, "principal_kind": authz.KindUser, "principal_id": id, "passcode": false}
+	case roleID == nil:
+		action, ev, data = "user.role.remove", "grant.deleted", map[string]any{"scope": "install"}
+	}
+	err := s.apply(ctx,
+		Users.PutIf(&u, meta.ModifyIndex),
+		audit.Entries.Insert(audit.New(ctx, now, action, "", audit.Target{Kind: "user", ID: id}, map[string]any{"role_id": deref0(roleID), "previous_role_id": deref0(old)})),
+		events.Events.Insert(events.New(ctx, now, ev, nil, "user", id, data)),
+	)
+	if err != nil {
+		return User{}, err
+	}
+	return u, nil
+}
+
+// ResetPassword sets another local account's password and ends all its
+// sessions; by default the account must change it at next sign-in.
+func (s *Service) ResetPassword(ctx context.Context, id, pw string, mustChange bool) error {
+	r := s.d.Store.Read()
+	u, meta, ok := Users.Get(r, id)
+	if !ok {
+		return errcode.New(errcode.NotFound, "no account %s", id)
+	}
+	if u.Source != SourceLocal {
+		return errcode.New(errcode.StateInvalid, "the password of an account from an identity adapter is kept by the adapter")
+	}
+	if err := checkPassword(pw, u.Username); err != nil {
+		return err
+	}
+	hash, err := s.d.Hasher.Hash(ctx, pw)
+	if err != nil {
+		return fmt.Errorf("hash password: %w", err)
+	}
+	u.PasswordHash, u.MustChangePassword, u.UpdatedAt = hash, mustChange, s.now()
+	ops := append([]raftstore.Op{
+		Users.PutIf(&u, meta.ModifyIndex),
+		audit.Entries.Insert(audit.New(ctx, s.now(), "user.password.reset", "", audit.Target{Kind: "user", ID: id}, map[string]any{"must_change_password": mustChange})),
+	}, s.sessionDeletes(r, id, "")...)
+	return s.apply(ctx, ops...)
+}
+
+// ChangeOwnPassword changes the caller's own password after checking the
+// current one, clears must_change_password and ends every other session of
+// the account.
+func (s *Service) ChangeOwnPassword(ctx context.Context, c authz.Caller, currentSession, current, next string) error {
+	id := c.Principal.UserID
+	r := s.d.Store.Read()
+	u, meta, ok := Users.Get(r, id)
+	if !ok || id == "" {
+		return errcode.New(errcode.PermDenied, "only an account can change its password")
+	}
+	if u.Source != SourceLocal {
+		return errcode.New(errcode.StateInvalid, "the password of an account from an identity adapter is kept by the adapter")
+	}
+	good, _, err := s.d.Hasher.Verify(ctx, u.PasswordHash, current)
+	if err != nil || !good {
+		return errcode.New(errcode.PermDenied, "the current password is wrong")
+	}
+	if err := checkPassword(next, u.Username); err != nil {
+		return err
+	}
+	if next == current {
+		return errcode.Invalid("new_password", "the new password must differ from the current one")
+	}
+	hash, err := s.d.Hasher.Hash(ctx, next)
+	if err != nil {
+		return fmt.Errorf("hash password: %w", err)
+	}
+	u.PasswordHash, u.MustChangePassword, u.UpdatedAt = hash, false, s.now()
+	ops := append([]raftstore.Op{
+		Users.PutIf(&u, meta.ModifyIndex),
+		audit.Entries.Insert(audit.New(ctx, s.now(), "user.password.change", "", audit.Target{Kind: "user", ID: id}, nil)),
+	}, s.sessionDeletes(r, id, currentSession)...)
+	return s.apply(ctx, ops...)
+}
+
+func verbRequired(v authz.Verb) *errcode.Error {
+	return errcode.New(errcode.PermVerbRequired, "this needs the verb %s", v).WithDetail("verb", string(v))
+}
+
+func ptrEq(a, b *string) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+func deref0(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

@@ -1,0 +1,270 @@
+package identity
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/raftstore"
+)
+
+// MaxGroupMembers bounds a group's member list.
+const MaxGroupMembers = 10_000
+
+func checkName(field, n string) error {
+	if n == "" || utf8.RuneCountInString(n) > 100 || !utf8.ValidString(n) || strings.TrimSpace(n) != n || strings.IndexFunc(n, unicode.IsControl) >= 0 {
+		return errcode.Invalid(field, "a name is 1 to 100 characters, without control characters or surrounding spaces")
+	}
+	return nil
+}
+
+// Groups lists groups by ID after the cursor.
+func (s *Service) Groups(after string, limit int) ([]Group, bool) {
+	items, more := Groups.List(s.d.Store.Read(), raftstore.Query{After: after, Limit: limit})
+	out := make([]Group, len(items))
+	for i, it := range items {
+		out[i] = it.Value
+	}
+	return out, more
+}
+
+// CreateGroup creates an empty group of our own.
+func (s *Service) CreateGroup(ctx context.Context, name string) (Group, error) {
+	if err := checkName("name", name); err != nil {
+		return Group{}, err
+	}
+	now := s.now()
+	g := Group{ID: ids.New(ids.Group), Name: name, Source: SourceLocal, MemberIDs: []string{}, CreatedAt: now}
+	err := s.apply(ctx,
+		Groups.Insert(&g),
+		audit.Entries.Insert(audit.New(ctx, now, "group.create", "", audit.Target{Kind: "group", ID: g.ID}, map[string]any{"name": name})),
+	)
+	return g, err
+}
+
+// changeGroup applies fn to a group and writes it with its audit entry and
+// events. The store refuses a change that would leave nobody able to manage
+// accounts.
+func (s *Service) changeGroup(ctx context.Context, id, action string, details map[string]any, fn func(r *raftstore.Reader, g *Group) ([]*events.Event, error)) (Group, error) {
+	r := s.d.Store.Read()
+	g, meta, ok := Groups.Get(r, id)
+	if !ok {
+		return Group{}, errcode.New(errcode.NotFound, "no group %s", id)
+	}
+	g.MemberIDs = slices.Clone(g.MemberIDs)
+	evs, err := fn(r, &g)
+	if err != nil {
+		return Group{}, err
+	}
+	ops := []raftstore.Op{
+		Groups.PutIf(&g, meta.ModifyIndex),
+		audit.Entries.Insert(audit.New(ctx, s.now(), action, "", audit.Target{Kind: "group", ID: id}, details)),
+	}
+	for _, ev := range evs {
+		ops = append(ops, events.Events.Insert(ev))
+	}
+	// The members must exist when the write commits.
+	for _, m := range g.MemberIDs {
+		if _, mm, ok := Users.Get(r, m); ok {
+			ops = append(ops, Users.Check(m, mm.ModifyIndex))
+		}
+	}
+	return g, s.apply(ctx, ops...)
+}
+
+func (s *Service) checkMembers(r *raftstore.Reader, userIDs []string) ([]string, error) {
+	if len(userIDs) > MaxGroupMembers {
+		return nil, errcode.Invalid("user_ids", "a group has at most %d members", MaxGroupMembers)
+	}
+	seen := map[string]bool{}
+	out := []string{}
+	for _, id := range userIDs {
+		if seen[id] {
+			continue
+		}
+		if _, _, ok := Users.Get(r, id); !ok {
+			return nil, errcode.Invalid("user_ids", "no account %s", id).WithDetail("user_id", id)
+		}
+		seen[id] = true
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// SetMembers replaces a group's whole member list.
+func (s *Service) SetMembers(ctx context.Context, id string, userIDs []string) (Group, error) {
+	return s.changeGroup(ctx, id, "group.members.set", map[string]any{"count": len(userIDs)}, func(r *raftstore.Reader, g *Group) ([]*events.Event, error) {
+		members, err := s.checkMembers(r, userIDs)
+		g.MemberIDs = members
+		return nil, err
+	})
+}
+
+// AddMember adds one account to a group.
+func (s *Service) AddMember(ctx context.Context, id, userID string) (Group, error) {
+	return s.changeGroup(ctx, id, "group.member.add", map[string]any{"user_id": userID}, func(r *raftstore.Reader, g *Group) ([]*events.Event, error) {
+		if slices.Contains(g.MemberIDs, userID) {
+			return nil, nil
+		}
+		if _, err := s.checkMembers(r, []string{userID}); err != nil {
+			return nil, errcode.New(errcode.NotFound, "no account %s", userID)
+		}
+		g.MemberIDs = append(g.MemberIDs, userID)
+		return nil, nil
+	})
+}
+
+// RemoveMember removes one account from a group; refused when nobody would
+// remain able to manage accounts.
+func (s *Service) RemoveMember(ctx context.Context, id, userID string) (Group, error) {
+	return s.changeGroup(ctx, id, "group.member.remove", map[string]any{"user_id": userID}, func(_ *raftstore.Reader, g *Group) ([]*events.Event, error) {
+		i := slices.Index(g.MemberIDs, userID)
+		if i < 0 {
+			return nil, errcode.New(errcode.NotFound, "account %s is not a member of group %s", userID, id)
+		}
+		g.MemberIDs = slices.Delete(g.MemberIDs, i, i+1)
+		return nil, nil
+	})
+}
+
+// SetGroupRole gives every member of a group an installation role (or, with
+// roleID nil, removes it; refused when nobody would remain able to manage
+// accounts).
+func (s *Service) SetGroupRole(ctx context.Context, id string, roleID *string) (Group, error) {
+	action := "group.role.set"
+	if roleID == nil {
+		action = "group.role.remove"
+	}
+	return s.changeGroup(ctx, id, action, map[string]any{"role_id": deref0(roleID)}, func(r *raftstore.Reader, g *Group) ([]*events.Event, error) {
+		if err := checkInstallRole(r, roleID); err != nil {
+			return nil, err
+		}
+		old := g.RoleID
+		g.RoleID = roleID
+		now := s.now()
+		switch {
+		case ptrEq(old, roleID):
+			return nil, nil
+		case old == nil:
+			return []*events.Event{events.New(ctx, now, "grant.created", nil, "group", id, map[string]any{
+				"plane": PlaneControl, "role_id": *roleID, "principal_kind": "group", "principal_id": id, "passcode": false})}, nil
+		case roleID == nil:
+			return []*events.Event{events.New(ctx, now, "grant.deleted", nil, "group", id, map[string]any{"scope": "install"})}, nil
+		default:
+			return []*events.Event{events.New(ctx, now, "grant.role_changed", nil, "group", id, map[string]any{"role_id": *roleID})}, nil
+		}
+	})
+}
+
+// DeleteGroup deletes a group and everything shared with it; its members
+// keep what they hold another way. Refused when nobody would remain able to
+// manage accounts.
+func (s *Service) DeleteGroup(ctx context.Context, id string) error {
+	r := s.d.Store.Read()
+	g, meta, ok := Groups.Get(r, id)
+	if !ok {
+		return errcode.New(errcode.NotFound, "no group %s", id)
+	}
+	ops := []raftstore.Op{Groups.DeleteIf(id, meta.ModifyIndex)}
+	grants, _ := Grants.List(r, raftstore.Query{Index: "principal", Key: raftstore.Key("group", id)})
+	for _, gr := range grants {
+		ops = append(ops, Grants.Delete(gr.Value.ID))
+	}
+	ops = append(ops, audit.Entries.Insert(audit.New(ctx, s.now(), "group.delete", "", audit.Target{Kind: "group", ID: id}, map[string]any{"name": g.Name, "grants_removed": len(grants)})))
+	return s.apply(ctx, ops...)
+}
+
+// Roles lists roles of a scope ("install", "app", or "all"): built-in first.
+func (s *Service) Roles(scope string) ([]authz.Role, error) {
+	if scope != string(authz.ScopeInstall) && scope != string(authz.ScopeApp) && scope != "all" {
+		return nil, errcode.Invalid("scope", "scope is install, app or all")
+	}
+	keep := func(r authz.Role) bool { return scope == "all" || string(r.Scope) == scope }
+	out := slices.DeleteFunc(authz.BuiltinRoles(), func(r authz.Role) bool { return !keep(r) })
+	items, _ := Roles.List(s.d.Store.Read(), raftstore.Query{})
+	for _, it := range items {
+		if keep(it.Value) {
+			out = append(out, it.Value)
+		}
+	}
+	return out, nil
+}
+
+// CreateRole composes a custom role from verbs.
+func (s *Service) CreateRole(ctx context.Context, name string, scope authz.Scope, verbs []authz.Verb) (authz.Role, error) {
+	if err := checkName("name", name); err != nil {
+		return authz.Role{}, err
+	}
+	if scope != authz.ScopeInstall && scope != authz.ScopeApp {
+		return authz.Role{}, errcode.Invalid("scope", "scope is install or app")
+	}
+	for _, b := range authz.BuiltinRoles() {
+		if strings.EqualFold(b.Name, name) {
+			return authz.Role{}, taken("name", "a built-in role has that name")
+		}
+	}
+	if len(verbs) == 0 {
+		return authz.Role{}, errcode.Invalid("verbs", "a role holds at least one verb")
+	}
+	seen := map[authz.Verb]bool{}
+	var vs []authz.Verb
+	for _, v := range verbs {
+		if !authz.Known(v) {
+			return authz.Role{}, errcode.Invalid("verbs", "unknown verb %q", v)
+		}
+		if !seen[v] {
+			seen[v] = true
+			vs = append(vs, v)
+		}
+	}
+	if v, ok := authz.ValidVerbsForScope(scope, vs); !ok {
+		return authz.Role{}, errcode.Invalid("verbs", "a role of scope %s cannot hold %s", scope, v)
+	}
+	role := authz.Role{ID: ids.New(ids.Role), Name: name, Scope: scope, Verbs: vs}
+	err := s.apply(ctx,
+		Roles.Insert(&role),
+		audit.Entries.Insert(audit.New(ctx, s.now(), "role.create", "", audit.Target{Kind: "role", ID: role.ID}, map[string]any{"name": name, "scope": scope, "verbs": vs})),
+	)
+	return role, err
+}
+
+// DeleteRole deletes a custom role and every grant of it: from accounts,
+// groups and app grants. Built-in roles cannot be deleted. Refused when
+// nobody would remain able to manage accounts.
+func (s *Service) DeleteRole(ctx context.Context, id string) error {
+	if _, builtin := authz.BuiltinRole(id); builtin {
+		return errcode.New(errcode.StateInvalid, "built-in roles cannot be deleted").WithDetail("protected", id)
+	}
+	r := s.d.Store.Read()
+	role, meta, ok := Roles.Get(r, id)
+	if !ok {
+		return errcode.New(errcode.NotFound, "no role %s", id)
+	}
+	ops := []raftstore.Op{Roles.DeleteIf(id, meta.ModifyIndex)}
+	users, _ := Users.List(r, raftstore.Query{Index: "role", Key: id})
+	for _, u := range users {
+		uv := u.Value
+		uv.RoleID = nil
+		ops = append(ops, Users.PutIf(&uv, u.Meta.ModifyIndex))
+	}
+	groups, _ := Groups.List(r, raftstore.Query{Index: "role", Key: id})
+	for _, g := range groups {
+		gv := g.Value
+		gv.RoleID = nil
+		ops = append(ops, Groups.PutIf(&gv, g.Meta.ModifyIndex))
+	}
+	grants, _ := Grants.List(r, raftstore.Query{Index: "role", Key: id})
+	for _, g := range grants {
+		ops = append(ops, Grants.Delete(g.Value.ID))
+	}
+	ops = append(ops, audit.Entries.Insert(audit.New(ctx, s.now(), "role.delete", "", audit.Target{Kind: "role", ID: id}, map[string]any{
+		"name": role.Name, "accounts": len(users), "groups": len(groups), "grants": len(grants)})))
+	return s.apply(ctx, ops...)
+}

@@ -1,0 +1,290 @@
+package identity
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/svchost/svc/internal/actor"
+	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/raftstore"
+)
+
+// SignedIn is the outcome of a sign-in: the account and the session
+// cookie's value, shown to the browser once.
+type SignedIn struct {
+	User      User
+	Cookie    string
+	ExpiresAt time.Time
+}
+
+// Client describes where a sign-in comes from.
+type Client struct {
+	IP        string
+	UserAgent string
+}
+
+var errBadCredentials = errcode.New(errcode.AuthInvalid, "wrong username or password")
+
+// SignIn checks a username and password and opens a session. A wrong
+// username, a wrong password and a suspended account answer the same
+// AUTH_INVALID in the same time; repeated failures per account and per
+// client address make the caller wait (RATE_LIMITED).
+func (s *Service) SignIn(ctx context.Context, username, pw string, c Client) (SignedIn, error) {
+	accountKey, clientKey := "account:"+strings.ToLower(username), "client:"+c.IP
+	for _, lim := range []struct {
+		l   Limiter
+		key string
+	}{{s.d.AccountLimit, accountKey}, {s.d.ClientLimit, clientKey}} {
+		if ok, wait := lim.l.Allow(lim.key); !ok {
+			e := errcode.New(errcode.RateLimited, "too many failed sign-ins; wait before trying again")
+			e.RetryAfter = max(1, int(wait.Round(time.Second)/time.Second))
+			return SignedIn{}, e
+		}
+	}
+	r := s.d.Store.Read()
+	u, meta, found := Users.First(r, "username", strings.ToLower(username))
+	reason, rehashed := "", false
+	switch {
+	case !found || u.Source != SourceLocal || u.PasswordHash == "":
+		s.d.Hasher.Dummy(ctx, pw)
+		reason = "unknown_account"
+	default:
+		ok, rehash, err := s.d.Hasher.Verify(ctx, u.PasswordHash, pw)
+		switch {
+		case err != nil:
+			s.d.Logger.Error("stored password hash unreadable", "user_id", u.ID, "err", err)
+			reason = "bad_hash"
+		case !ok:
+			reason = "wrong_password"
+		case u.Status != StatusActive:
+			reason = "suspended"
+		case rehash:
+			if h, err := s.d.Hasher.Hash(ctx, pw); err == nil {
+				u.PasswordHash, rehashed = h, true
+			}
+		}
+	}
+	if reason != "" {
+		s.d.AccountLimit.Fail(accountKey)
+		s.d.ClientLimit.Fail(clientKey)
+		s.recordFailure(ctx, u.ID, reason)
+		return SignedIn{}, errBadCredentials
+	}
+	s.d.AccountLimit.Reset(accountKey)
+
+	now := s.now()
+	id, cookie, hash := newSecret(ids.Session)
+	sess := Session{
+		ID: id, UserID: u.ID, SecretHash: hash, CreatedAt: now, RefreshedAt: now, ExpiresAt: now.Add(SessionIdle),
+		ClientIP: c.IP, UserAgent: truncate(c.UserAgent, 256),
+	}
+	ctx = actor.With(ctx, actor.Actor{Kind: authz.KindUser, ID: u.ID, RequestID: actor.From(ctx).RequestID})
+	ops := []raftstore.Op{
+		Sessions.Insert(&sess),
+		audit.Entries.Insert(audit.New(ctx, now, "session.create", "", audit.Target{Kind: "session", ID: id}, map[string]any{"via": "password", "client_ip": c.IP})),
+		events.Events.Insert(events.New(ctx, now, "user.signed_in", nil, "session", id, map[string]any{"user_id": u.ID, "via": "password", "adapter_id": nil})),
+	}
+	if rehashed {
+		// A rehash with newer parameters rides along with the sign-in.
+		ops = append(ops, Users.PutIf(&u, meta.ModifyIndex))
+	}
+	if err := s.apply(ctx, ops...); err != nil {
+		return SignedIn{}, err
+	}
+	return SignedIn{User: u, Cookie: cookie, ExpiresAt: sess.ExpiresAt}, nil
+}
+
+// recordFailure writes the audit entry and event of a refused sign-in. Its
+// own failure is logged, not returned: the caller answers AUTH_INVALID
+// either way.
+func (s *Service) recordFailure(ctx context.Context, userID, reason string) {
+	now := s.now()
+	target := audit.Target{}
+	if userID != "" {
+		target = audit.Target{Kind: "user", ID: userID}
+	}
+	err := s.apply(ctx,
+		audit.Entries.Insert(audit.New(ctx, now, "session.create_failed", "", target, map[string]any{"reason": reason})),
+		events.Events.Insert(events.New(ctx, now, "user.sign_in_failed", nil, target.Kind, target.ID, map[string]any{"reason": reason, "adapter_id": nil})),
+	)
+	if err != nil {
+		s.d.Logger.Warn("could not record a refused sign-in", "err", err)
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// SignOut ends one session.
+func (s *Service) SignOut(ctx context.Context, sessionID string) error {
+	if _, _, ok := Sessions.Get(s.d.Store.Read(), sessionID); !ok {
+		return nil
+	}
+	return s.apply(ctx,
+		Sessions.Delete(sessionID),
+		audit.Entries.Insert(audit.New(ctx, s.now(), "session.delete", "", audit.Target{Kind: "session", ID: sessionID}, nil)),
+	)
+}
+
+// sessionDeletes returns ops deleting every session of an account but keep.
+func (s *Service) sessionDeletes(r *raftstore.Reader, userID, keep string) []raftstore.Op {
+	items, _ := Sessions.List(r, raftstore.Query{Index: "user", Key: userID})
+	var ops []raftstore.Op
+	for _, it := range items {
+		if it.Value.ID != keep {
+			ops = append(ops, Sessions.Delete(it.Value.ID))
+		}
+	}
+	return ops
+}
+
+// Authenticated is the outcome of authenticating a request.
+type Authenticated struct {
+	Principal authz.Principal
+	User      *User  // the account (a user, or the creator of a delegated token)
+	Token     *Token // the token, for a token principal
+	SessionID string // the session, for a browser
+}
+
+// Authenticate resolves a request's credentials: a bearer token wins over
+// the session cookie. No credential at all is the anonymous principal. A
+// token that is unknown, revoked or expired is AUTH_TOKEN_INVALID; one whose
+// creator was suspended or deleted AUTH_TOKEN_ORPHANED; a session that ended,
+// expired or belongs to a suspended account AUTH_REQUIRED.
+func (s *Service) Authenticate(ctx context.Context, bearer, cookie string) (Authenticated, error) {
+	switch {
+	case bearer != "":
+		return s.authToken(ctx, bearer)
+	case cookie != "":
+		return s.authSession(ctx, cookie)
+	}
+	return Authenticated{Principal: authz.Principal{Kind: authz.KindAnonymous}}, nil
+}
+
+func (s *Service) authSession(ctx context.Context, cookie string) (Authenticated, error) {
+	ended := errcode.New(errcode.AuthRequired, "the session has ended; sign in again")
+	id, secret, ok := splitCredential(ids.Session, cookie)
+	if !ok {
+		return Authenticated{}, ended
+	}
+	r := s.d.Store.Read()
+	sess, meta, ok := Sessions.Get(r, id)
+	if !ok || !secretMatches(secret, sess.SecretHash) {
+		return Authenticated{}, ended
+	}
+	now := s.now()
+	if !now.Before(sess.ExpiresAt) {
+		return Authenticated{}, ended
+	}
+	u, _, ok := Users.Get(r, sess.UserID)
+	if !ok || u.Status != StatusActive {
+		return Authenticated{}, ended
+	}
+	if now.Sub(sess.RefreshedAt) >= sessionRefresh {
+		s.refreshSession(sess, meta.ModifyIndex, now)
+	}
+	return Authenticated{
+		Principal: authz.Principal{Kind: authz.KindUser, ID: u.ID, UserID: u.ID},
+		User:      &u, SessionID: sess.ID,
+	}, nil
+}
+
+// refreshSession extends a session in use, in the background: a sliding
+// idle limit under the absolute SessionMax.
+func (s *Service) refreshSession(sess Session, index uint64, now time.Time) {
+	if _, busy := s.inflight.LoadOrStore(sess.ID, true); busy {
+		return
+	}
+	sess.RefreshedAt = now
+	sess.ExpiresAt = minTime(now.Add(SessionIdle), sess.CreatedAt.Add(SessionMax))
+	go func() {
+		defer s.inflight.Delete(sess.ID)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := s.d.Store.Apply(ctx, Sessions.PutIf(&sess, index)); err != nil && !raftstore.IsReason(err, raftstore.ReasonStale) && !raftstore.IsReason(err, raftstore.ReasonNotFound) {
+			s.d.Logger.Warn("could not extend a session", "session_id", sess.ID, "err", err)
+		}
+	}()
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func (s *Service) authToken(ctx context.Context, bearer string) (Authenticated, error) {
+	invalid := errcode.New(errcode.AuthTokenInvalid, "the token is unknown, revoked or expired")
+	id, secret, ok := splitCredential(ids.Token, bearer)
+	if !ok {
+		return Authenticated{}, invalid
+	}
+	r := s.d.Store.Read()
+	t, meta, ok := Tokens.Get(r, id)
+	if !ok || !secretMatches(secret, t.SecretHash) {
+		return Authenticated{}, invalid
+	}
+	now := s.now()
+	if t.ExpiresAt != nil && !now.Before(*t.ExpiresAt) {
+		return Authenticated{}, invalid
+	}
+	a := Authenticated{Principal: authz.Principal{Kind: authz.KindToken, ID: t.ID, Agent: t.Agent}, Token: &t}
+	if t.Kind == TokenDelegated {
+		u, _, ok := Users.Get(r, t.OwnerID)
+		if !ok || u.Status != StatusActive {
+			return Authenticated{}, errcode.New(errcode.AuthTokenOrphaned, "the account that made this token is suspended or deleted")
+		}
+		a.Principal.UserID, a.User = u.ID, &u
+	}
+	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) >= tokenTouch {
+		s.touchToken(t, meta.ModifyIndex, now)
+	}
+	return a, nil
+}
+
+// touchToken records a token's use, at most once per tokenTouch, in the
+// background.
+func (s *Service) touchToken(t Token, index uint64, now time.Time) {
+	if _, busy := s.inflight.LoadOrStore(t.ID, true); busy {
+		return
+	}
+	t.LastUsedAt = &now
+	go func() {
+		defer s.inflight.Delete(t.ID)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := s.d.Store.Apply(ctx, Tokens.PutIf(&t, index)); err != nil && !raftstore.IsReason(err, raftstore.ReasonStale) && !raftstore.IsReason(err, raftstore.ReasonNotFound) {
+			s.d.Logger.Warn("could not record a token's use", "token_id", t.ID, "err", err)
+		}
+	}()
+}
+
+// ExpireSessions deletes sessions past their expiry; a leader loop.
+func (s *Service) ExpireSessions(ctx context.Context) error {
+	now := s.now()
+	items, _ := Sessions.List(s.d.Store.Read(), raftstore.Query{
+		Filter: func(v any) bool { return !now.Before(v.(*Session).ExpiresAt) }, Limit: 500,
+	})
+	for _, it := range items {
+		if _, err := s.d.Store.Apply(ctx, Sessions.DeleteIf(it.Value.ID, it.Meta.ModifyIndex)); err != nil &&
+			!raftstore.IsReason(err, raftstore.ReasonStale) && !raftstore.IsReason(err, raftstore.ReasonNotFound) {
+			return fmt.Errorf("expire sessions: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package identity
+
+import (
+	"context"
+	"time"
+	"unicode/utf8"
+
+	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/raftstore"
+)
+
+// NewToken is a token to mint.
+type NewToken struct {
+	Name          string
+	ExpiresInDays *int
+	Agent         bool
+}
+
+// MaxTokenDays bounds expires_in_days whatever the policy.
+const MaxTokenDays = 3650
+
+// CreateToken mints a delegated token (acting as the caller's account) or a
+// service token (its own principal). The secret is returned once and only
+// its hash kept. A token minted by an agent token is an agent token too, so
+// that agent restrictions cannot be shed. The expiry is capped by host
+// policy's max_token_lifetime_days (refused above it; the cap when none is
+// asked for).
+func (s *Service) CreateToken(ctx context.Context, c authz.Caller, kind string, n NewToken) (Token, string, error) {
+	if kind == TokenDelegated && c.Principal.UserID == "" {
+		return Token{}, "", errcode.New(errcode.PermDenied, "only an account (or a token acting for one) can mint a delegated token")
+	}
+	if n.Name == "" || utf8.RuneCountInString(n.Name) > 100 || !utf8.ValidString(n.Name) {
+		return Token{}, "", errcode.Invalid("name", "a token name is 1 to 100 characters")
+	}
+	now := s.now()
+	var expires *time.Time
+	maxDays := s.d.Policy.Current().MaxTokenLifetimeDays
+	days := 0
+	switch {
+	case n.ExpiresInDays != nil:
+		days = *n.ExpiresInDays
+		if days < 1 || days > MaxTokenDays {
+			return Token{}, "", errcode.Invalid("expires_in_days", "expires_in_days must be 1 to %d", MaxTokenDays)
+		}
+		if maxDays > 0 && days > maxDays {
+			return Token{}, "", errcode.New(errcode.PolicyTokenLifetime, "host policy allows tokens of at most %d days", maxDays).
+				WithDetail("max_token_lifetime_days", maxDays)
+		}
+	case maxDays > 0:
+		days = maxDays
+	}
+	if days > 0 {
+		e := now.Add(time.Duration(days) * 24 * time.Hour)
+		expires = &e
+	}
+	id, secret, hash := newSecret(ids.Token)
+	owner := c.Principal.UserID
+	if owner == "" {
+		owner = c.Principal.ID // a service token minting: its creator is that token
+	}
+	t := Token{
+		ID: id, Name: n.Name, Kind: kind, Agent: n.Agent || c.Principal.Agent, OwnerID: owner,
+		SecretHash: hash, CreatedAt: now, ExpiresAt: expires,
+	}
+	eventKind := "delegated"
+	if kind == TokenService {
+		eventKind = "account" // the specification's word for a service token
+	}
+	err := s.apply(ctx,
+		Tokens.Insert(&t),
+		audit.Entries.Insert(audit.New(ctx, now, "token.create", "", audit.Target{Kind: "token", ID: id}, map[string]any{"name": t.Name, "kind": kind, "agent": t.Agent})),
+		events.Events.Insert(events.New(ctx, now, "token.created", nil, "token", id, map[string]any{"name": t.Name, "kind": eventKind})),
+	)
+	if err != nil {
+		return Token{}, "", err
+	}
+	return t, secret, nil
+}
+
+// OwnTokens lists the caller's own delegated tokens.
+func (s *Service) OwnTokens(c authz.Caller) []Token {
+	if c.Principal.UserID == "" {
+		return []Token{}
+	}
+	items, _ := Tokens.List(s.d.Store.Read(), raftstore.Query{Index: "owner", Key: c.Principal.UserID,
+		Filter: func(v any) bool { return v.(*Token).Kind == TokenDelegated }})
+	return tokenValues(items)
+}
+
+// ServiceTokens lists the service tokens.
+func (s *Service) ServiceTokens() []Token {
+	items, _ := Tokens.List(s.d.Store.Read(), raftstore.Query{Index: "kind", Key: TokenService})
+	return tokenValues(items)
+}
+
+func tokenValues(items []raftstore.Item[Token]) []Token {
+	out := make([]Token, len(items))
+	for i, it := range items {
+		out[i] = it.Value
+	}
+	return out
+}
+
+// RevokeToken revokes a token. One's own token needs no verb; a service
+// token needs install.tokens.manage; anyone else's delegated token
+// install.users.manage. A caller without the verb cannot see the token (no
+// endpoint lists it to them) and gets NOT_FOUND.
+func (s *Service) RevokeToken(ctx context.Context, c authz.Caller, id string) error {
+	t, meta, ok := Tokens.Get(s.d.Store.Read(), id)
+	notFound := errcode.New(errcode.NotFound, "no token %s", id)
+	if !ok {
+		return notFound
+	}
+	own := t.Kind == TokenDelegated && c.IsUser(t.OwnerID) || c.Principal.ID == id
+	switch {
+	case own:
+	case t.Kind == TokenService && !c.Has(authz.InstallTokensManage):
+		return notFound
+	case t.Kind == TokenDelegated && !c.Has(authz.InstallUsersManage):
+		return notFound
+	}
+	now := s.now()
+	return s.apply(ctx,
+		Tokens.DeleteIf(id, meta.ModifyIndex),
+		audit.Entries.Insert(audit.New(ctx, now, "token.revoke", "", audit.Target{Kind: "token", ID: id}, map[string]any{"name": t.Name, "kind": t.Kind})),
+		events.Events.Insert(events.New(ctx, now, "token.revoked", nil, "token", id, nil)),
+	)
+}

@@ -1,0 +1,186 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/svchost/svc/internal/actor"
+	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/identity"
+	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/raftstore"
+)
+
+const (
+	cookieSession   = "svc_session"
+	ctxAuth         = "svc.auth"
+	ctxCredentialEr = "svc.credential_error"
+)
+
+type (
+	authenticator interface {
+		Authenticate(ctx context.Context, bearer, cookie string) (identity.Authenticated, error)
+	}
+	// factsSource gives the authorization facts of the current state.
+	factsSource interface {
+		Read() *raftstore.Reader
+	}
+	policySource interface {
+		Current() policy.Policy
+	}
+)
+
+// auth is what the request's credentials resolved to.
+type auth struct {
+	identity.Authenticated
+	caller authz.Caller
+	floor  authz.Floor
+	facts  authz.Facts
+	cookie bool // authenticated by the session cookie
+}
+
+// authenticate resolves the request's credentials for every route: a bearer
+// token, else the session cookie, else anonymous. A bad credential does not
+// fail a public route; routes that need a caller answer it (authorize). It
+// also puts the actor in the request context for audit entries and events,
+// and refuses cross-site state-changing requests from browsers.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		bearer, err := bearerToken(req)
+		if err != nil {
+			c.Set(ctxCredentialEr, err)
+		}
+		cookie := ""
+		if ck, err := req.Cookie(cookieSession); err == nil {
+			cookie = ck.Value
+		}
+		if bearer == "" && isUnsafe(req.Method) {
+			if err := s.cop.Check(req); err != nil {
+				return errcode.New(errcode.PermDenied, "cross-site request refused").
+					WithRemedy("send state-changing requests from the console's own origin, or authenticate with a bearer token")
+			}
+		}
+		a, err := s.d.Identity.Authenticate(req.Context(), bearer, cookie)
+		if err != nil {
+			c.Set(ctxCredentialEr, err)
+			a = identity.Authenticated{Principal: authz.Principal{Kind: authz.KindAnonymous}}
+		}
+		pol := s.d.Policy.Current()
+		floor := authz.Floor{Disabled: verbList(pol.DisabledVerbs), AgentDisabled: verbList(pol.AgentDisabledVerbs)}
+		facts := identity.FactsOf(s.d.Facts.Read())
+		st := &auth{Authenticated: a, floor: floor, facts: facts, cookie: bearer == "" && a.SessionID != ""}
+		st.caller = authz.Caller{Principal: a.Principal, Install: authz.InstallVerbs(facts, a.Principal, floor)}
+		c.Set(ctxAuth, st)
+		c.Set(ctxPrincipal, a.Principal.ID)
+		ctx := actor.With(req.Context(), actor.Actor{Kind: a.Principal.Kind, ID: a.Principal.ID, RequestID: requestID(c)})
+		c.SetRequest(req.WithContext(ctx))
+		return next(c)
+	}
+}
+
+func verbList(ss []string) []authz.Verb {
+	out := make([]authz.Verb, len(ss))
+	for i, v := range ss {
+		out[i] = authz.Verb(v)
+	}
+	return out
+}
+
+func isUnsafe(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
+}
+
+// bearerToken reads "Authorization: Bearer <token>"; any other scheme is a
+// credential that is not valid.
+func bearerToken(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", nil
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return "", errcode.New(errcode.AuthInvalid, "the Authorization header must be \"Bearer <token>\"")
+	}
+	return strings.TrimSpace(token), nil
+}
+
+func authOf(c echo.Context) *auth {
+	a, _ := c.Get(ctxAuth).(*auth)
+	if a == nil {
+		return &auth{Authenticated: identity.Authenticated{Principal: authz.Principal{Kind: authz.KindAnonymous}}}
+	}
+	return a
+}
+
+func callerOf(c echo.Context) authz.Caller { return authOf(c).caller }
+
+// authorize enforces a route's access rule: a credential for everything but
+// public routes, the route's verb where it names one, and a changed password
+// first for accounts that must change theirs.
+func (s *Server) authorize(r route, next echo.HandlerFunc) echo.HandlerFunc {
+	if r.access == accessPublic {
+		return next
+	}
+	return func(c echo.Context) error {
+		if err, ok := c.Get(ctxCredentialEr).(error); ok {
+			return err
+		}
+		a := authOf(c)
+		if a.Principal.Kind == authz.KindAnonymous {
+			return errcode.New(errcode.AuthRequired, "sign in, or present a token").
+				WithRemedy("POST /api/v1/sessions, or send Authorization: Bearer <token>")
+		}
+		if a.User != nil && a.User.MustChangePassword && !r.beforePasswordChange {
+			return errcode.New(errcode.PermDenied, "this account must change its password first").
+				WithRemedy("POST /api/v1/me/password")
+		}
+		if r.access != accessVerb {
+			return next(c)
+		}
+		if scope, _ := authz.ScopeOf(r.verb); scope == authz.ScopeApp {
+			held := authz.AppVerbs(a.facts, a.Principal, c.Param("appID"), a.floor)
+			if held == 0 {
+				return errcode.New(errcode.NotFound, "no app %s", c.Param("appID"))
+			}
+			if !held.Has(r.verb) {
+				return verbRequired(r.verb)
+			}
+			return next(c)
+		}
+		if !a.caller.Has(r.verb) {
+			return verbRequired(r.verb)
+		}
+		return next(c)
+	}
+}
+
+func verbRequired(v authz.Verb) *errcode.Error {
+	return errcode.New(errcode.PermVerbRequired, "this needs the verb %s", v).WithDetail("verb", string(v))
+}
+
+// sessionCookie is the browser session's cookie: HttpOnly, SameSite=Lax,
+// and Secure when an external URL is configured or the request came over
+// TLS.
+func (s *Server) sessionCookie(c echo.Context, value string, expires time.Time) *http.Cookie {
+	ck := &http.Cookie{
+		Name: cookieSession, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		Secure: s.d.Config.Server.ExternalURL != "" || c.Request().TLS != nil,
+	}
+	if value == "" {
+		ck.MaxAge = -1
+	} else {
+		ck.Expires = expires
+		ck.MaxAge = int(time.Until(expires).Seconds())
+	}
+	return ck
+}

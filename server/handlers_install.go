@@ -1,0 +1,97 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/policy"
+)
+
+type policyService interface {
+	Current() policy.Policy
+	Fixed() []string
+	Replace(ctx context.Context, body map[string]any) (policy.Policy, error)
+	Candidate(body map[string]any) (policy.Policy, error)
+}
+
+type policyDTO struct {
+	Policy policy.Policy `json:"policy"`
+	Fixed  []string      `json:"fixed"`
+}
+
+func (s *Server) getPolicy(c echo.Context) error {
+	return c.JSON(http.StatusOK, policyDTO{Policy: s.d.Policy.Current(), Fixed: s.d.Policy.Fixed()})
+}
+
+type policyRequest struct {
+	Policy json.RawMessage `json:"policy"`
+}
+
+// policyBody binds {"policy": {...}} and decodes the settings exactly.
+func policyBody(c echo.Context) (map[string]any, error) {
+	var req policyRequest
+	if err := bind(c, &req); err != nil {
+		return nil, err
+	}
+	if len(req.Policy) == 0 {
+		return nil, errcode.Invalid("policy", "policy is required")
+	}
+	return policy.DecodeBody(req.Policy)
+}
+
+func (s *Server) putPolicy(c echo.Context) error {
+	body, err := policyBody(c)
+	if err != nil {
+		return err
+	}
+	p, err := s.d.Policy.Replace(c.Request().Context(), body)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, policyDTO{Policy: p, Fixed: s.d.Policy.Fixed()})
+}
+
+// blockedApp is an app a candidate policy would block, with the reasons.
+type blockedApp struct {
+	AppID   string          `json:"app_id"`
+	Name    string          `json:"name"`
+	Reasons []errcode.Error `json:"reasons"`
+}
+
+type previewDTO struct {
+	Blocked []blockedApp `json:"blocked"`
+}
+
+// postPolicyPreview validates a candidate policy. The apps it would block
+// are named once apps exist (the apps issue); until then none can be.
+func (s *Server) postPolicyPreview(c echo.Context) error {
+	body, err := policyBody(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.d.Policy.Candidate(body); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, previewDTO{Blocked: []blockedApp{}})
+}
+
+type auditDTO struct {
+	Items []audit.Entry `json:"items"`
+}
+
+func (s *Server) getAudit(c echo.Context) error {
+	f, before, limit, err := audit.ParseFilter(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	entries, _ := audit.Query(s.d.Facts.Read(), f, before, limit)
+	if entries == nil {
+		entries = []audit.Entry{}
+	}
+	return c.JSON(http.StatusOK, auditDTO{Items: entries})
+}
