@@ -1,10 +1,12 @@
 // Package audit owns the audit log: the entry every state-changing request
-// and every secret read writes, in the same replicated write as the change.
+// and every secret read writes, in the same replicated write as the change,
+// and the filtered, newest-first query of GET /api/v1/audit.
 //
 // The log is append-only, enforced by the store's FSM: the table accepts
 // inserts only, has no retention rule, and so no command can change or remove
-// an entry. This package must not touch HTTP or adapters; it declares the
-// table and builds entries.
+// an entry. An entry's ID is minted from its time, so IDs sort like times.
+// This package must not touch HTTP or adapters; it declares the table, builds
+// entries (from the actor in the request's context) and queries them.
 package audit
 
 import (

@@ -19,7 +19,7 @@ type Target struct {
 func New(ctx context.Context, now time.Time, action string, appID string, target Target, details map[string]any) *Entry {
 	a := actor.From(ctx)
 	e := &Entry{
-		ID:            ids.New(ids.Audit),
+		ID:            ids.NewAt(ids.Audit, now),
 		Time:          now.UTC(),
 		Action:        action,
 		PrincipalID:   a.ID,

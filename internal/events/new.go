@@ -25,7 +25,7 @@ func New(ctx context.Context, now time.Time, name string, app *AppRef, targetKin
 		d["target_kind"], d["target_id"] = targetKind, targetID
 	}
 	return &Event{
-		ID:         ids.New(ids.Event),
+		ID:         ids.NewAt(ids.Event, now),
 		Type:       name,
 		OccurredAt: now.UTC(),
 		App:        app,

@@ -13,6 +13,7 @@ import (
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/events"
 	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/internal/password"
 	"github.com/svchost/svc/raftstore"
 )
 
@@ -52,6 +53,11 @@ func (s *Service) SignIn(ctx context.Context, username, pw string, c Client) (Si
 	u, meta, found := Users.First(r, "username", strings.ToLower(username))
 	reason, rehashed := "", false
 	switch {
+	case len(pw) > password.MaxBytes || len(username) > 64:
+		// No password this long was ever accepted: refuse without hashing
+		// a large input.
+		s.d.Hasher.Dummy(ctx, "")
+		reason = "too_long"
 	case !found || u.Source != SourceLocal || u.PasswordHash == "":
 		s.d.Hasher.Dummy(ctx, pw)
 		reason = "unknown_account"

@@ -59,10 +59,14 @@ func NewGenerator(now func() time.Time, entropy io.Reader) *Generator {
 }
 
 // New mints an ID with the given prefix.
-func (g *Generator) New(p Prefix) string {
+func (g *Generator) New(p Prefix) string { return g.NewAt(p, g.now()) }
+
+// NewAt mints an ID whose time is t (for a record that carries t, so that
+// its ID and its time agree).
+func (g *Generator) NewAt(p Prefix, t time.Time) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	id, err := ulid.New(ulid.Timestamp(g.now()), g.entropy)
+	id, err := ulid.New(ulid.Timestamp(t), g.entropy)
 	if err != nil {
 		// Monotonic entropy overflows only after 2^80 IDs in one
 		// millisecond, and crypto/rand does not fail on supported systems.
@@ -75,6 +79,9 @@ var std = NewGenerator(time.Now, rand.Reader)
 
 // New mints an ID with the given prefix from the wall clock and crypto/rand.
 func New(p Prefix) string { return std.New(p) }
+
+// NewAt mints an ID with the given prefix and time.
+func NewAt(p Prefix, t time.Time) string { return std.NewAt(p, t) }
 
 // Valid reports whether s is a well-formed ID with prefix p: the prefix, an
 // underscore, and a canonical 26-character ULID.
