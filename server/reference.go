@@ -23,6 +23,8 @@ type endpointRef struct {
 	Summary      string `json:"summary"`
 	Idempotent   bool   `json:"idempotent,omitempty"`
 	MaxBodyBytes int64  `json:"max_body_bytes,omitempty"`
+	// AuditAction is the audit action a successful request writes.
+	AuditAction string `json:"audit_action,omitempty"`
 }
 
 // ToolRef describes one tool of the tool server, for the reference.
@@ -53,7 +55,7 @@ func (s *Server) reference() referenceDTO {
 		Tools:    []ToolRef{},
 	}
 	for _, r := range s.routes {
-		e := endpointRef{Method: r.method, Path: r.path, Access: r.access.String(), Verb: string(r.verb), Summary: r.summary, Idempotent: r.idempotent}
+		e := endpointRef{Method: r.method, Path: r.path, Access: r.access.String(), Verb: string(r.verb), Summary: r.summary, Idempotent: r.idempotent, AuditAction: r.action}
 		if r.method != http.MethodGet && r.method != http.MethodDelete {
 			e.MaxBodyBytes = r.bodyLimit
 			if e.MaxBodyBytes == 0 {

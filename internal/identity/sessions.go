@@ -85,18 +85,9 @@ func (s *Service) SignIn(ctx context.Context, username, pw string, c Client) (Si
 	}
 	s.d.AccountLimit.Reset(accountKey)
 
-	now := s.now()
-	id, cookie, hash := newSecret(ids.Session)
-	sess := Session{
-		ID: id, UserID: u.ID, SecretHash: hash, CreatedAt: now, RefreshedAt: now, ExpiresAt: now.Add(SessionIdle),
-		ClientIP: c.IP, UserAgent: truncate(c.UserAgent, 256),
-	}
 	ctx = actor.With(ctx, actor.Actor{Kind: authz.KindUser, ID: u.ID, RequestID: actor.From(ctx).RequestID})
-	ops := []raftstore.Op{
-		Sessions.Insert(&sess),
-		audit.Entries.Insert(audit.New(ctx, now, "session.create", "", audit.Target{Kind: "session", ID: id}, map[string]any{"via": "password", "client_ip": c.IP})),
-		events.Events.Insert(events.New(ctx, now, "user.signed_in", nil, "session", id, map[string]any{"user_id": u.ID, "via": "password", "adapter_id": nil})),
-	}
+	in, ops := s.openSession(ctx, u, c)
+	ops = append(ops, audit.Entries.Insert(audit.New(ctx, s.now(), "session.create", "", audit.Target{Kind: "session", ID: in.sessionID}, map[string]any{"via": "password", "client_ip": c.IP})))
 	if rehashed {
 		// A rehash with newer parameters rides along with the sign-in.
 		ops = append(ops, Users.PutIf(&u, meta.ModifyIndex))
@@ -104,7 +95,29 @@ func (s *Service) SignIn(ctx context.Context, username, pw string, c Client) (Si
 	if err := s.apply(ctx, ops...); err != nil {
 		return SignedIn{}, err
 	}
-	return SignedIn{User: u, Cookie: cookie, ExpiresAt: sess.ExpiresAt}, nil
+	return in.SignedIn, nil
+}
+
+type openedSession struct {
+	SignedIn
+	sessionID string
+}
+
+// openSession builds a new session of u (a new ID and secret every time) and
+// the ops that store it with its user.signed_in event; the caller adds the
+// audit entry of the request that opened it.
+func (s *Service) openSession(ctx context.Context, u User, c Client) (openedSession, []raftstore.Op) {
+	now := s.now()
+	id, cookie, hash := newSecret(ids.Session)
+	sess := Session{
+		ID: id, UserID: u.ID, SecretHash: hash, CreatedAt: now, RefreshedAt: now, ExpiresAt: now.Add(SessionIdle),
+		ClientIP: c.IP, UserAgent: truncate(c.UserAgent, 256),
+	}
+	ops := []raftstore.Op{
+		Sessions.Insert(&sess),
+		events.Events.Insert(events.New(ctx, now, "user.signed_in", nil, "session", id, map[string]any{"user_id": u.ID, "via": "password", "adapter_id": nil})),
+	}
+	return openedSession{SignedIn: SignedIn{User: u, Cookie: cookie, ExpiresAt: sess.ExpiresAt}, sessionID: id}, ops
 }
 
 // recordFailure writes the audit entry and event of a refused sign-in. Its

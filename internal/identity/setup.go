@@ -36,15 +36,18 @@ func (s *Service) Setup(ctx context.Context, username, displayName, pw string, c
 	if err != nil {
 		return SignedIn{}, err
 	}
+	// One write: the account (with its one audit entry), its session and
+	// their events; the request is audited once.
 	ctx = actor.With(ctx, actor.Actor{Kind: authz.KindAnonymous, RequestID: actor.From(ctx).RequestID})
 	ops := append([]raftstore.Op{Users.CheckTable(r.TableIndex(Users))}, s.userCreatedOps(ctx, &u, "setup")...)
-	if err := s.apply(ctx, ops...); err != nil {
+	in, sessionOps := s.openSession(ctx, u, c)
+	if err := s.apply(ctx, append(ops, sessionOps...)...); err != nil {
 		if raftstore.IsReason(err, raftstore.ReasonStale) {
 			return SignedIn{}, errcode.New(errcode.StateInvalid, "the installation is already set up")
 		}
 		return SignedIn{}, err
 	}
-	return s.SignIn(ctx, username, pw, c)
+	return in.SignedIn, nil
 }
 
 // FirstRun creates the administrator "admin" with the given password
