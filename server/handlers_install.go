@@ -82,6 +82,9 @@ func (s *Server) postPolicyPreview(c echo.Context) error {
 
 type auditDTO struct {
 	Items []audit.Entry `json:"items"`
+	// NextBefore, when more entries match, is the before= of the next page
+	// (the ID of the last entry of this one).
+	NextBefore string `json:"next_before,omitempty"`
 }
 
 func (s *Server) getAudit(c echo.Context) error {
@@ -89,9 +92,10 @@ func (s *Server) getAudit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	entries, _ := audit.Query(s.d.Facts.Read(), f, before, limit)
-	if entries == nil {
-		entries = []audit.Entry{}
+	entries, more := audit.Query(s.d.Facts.Read(), f, before, limit)
+	page := auditDTO{Items: entries}
+	if more && len(entries) > 0 {
+		page.NextBefore = entries[len(entries)-1].ID
 	}
-	return c.JSON(http.StatusOK, auditDTO{Items: entries})
+	return c.JSON(http.StatusOK, page)
 }
