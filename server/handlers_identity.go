@@ -20,7 +20,7 @@ type (
 		SetupRequired() bool
 		Setup(ctx context.Context, username, displayName, pw string, c identity.Client) (identity.SignedIn, error)
 		SignIn(ctx context.Context, username, pw string, c identity.Client) (identity.SignedIn, error)
-		SignOut(ctx context.Context, sessionID string) error
+		SignOut(ctx context.Context, cookie string) error
 	}
 	accountService interface {
 		CreateUser(ctx context.Context, n identity.NewUser) (identity.User, string, error)
@@ -183,9 +183,11 @@ func (s *Server) postSession(c echo.Context) error {
 	return c.JSON(http.StatusOK, userAnswer{User: toUser(in.User)})
 }
 
+// deleteSession ends the session of the request's cookie (also when a
+// bearer token authenticated the request) and clears the cookie.
 func (s *Server) deleteSession(c echo.Context) error {
-	if id := authOf(c).SessionID; id != "" {
-		if err := s.d.Identity.SignOut(c.Request().Context(), id); err != nil {
+	if ck, err := c.Cookie(cookieSession); err == nil {
+		if err := s.d.Identity.SignOut(c.Request().Context(), ck.Value); err != nil {
 			return err
 		}
 	}
@@ -260,6 +262,9 @@ func (s *Server) postUser(c echo.Context) error {
 	u, generated, err := s.d.Identity.CreateUser(c.Request().Context(), n)
 	if err != nil {
 		return err
+	}
+	if generated != "" {
+		c.Response().Header().Set("Cache-Control", "no-store")
 	}
 	return c.JSON(http.StatusCreated, userAnswer{User: toUser(u), Password: generated})
 }

@@ -132,8 +132,9 @@ func (s *Service) CreateUser(ctx context.Context, n NewUser) (User, string, erro
 // User returns an account. A caller may read its own account without a verb;
 // anyone else's needs install.view.
 func (s *Service) User(c authz.Caller, id string) (User, error) {
+	// Without install.view a caller sees no account but its own.
 	if !c.IsUser(id) && !c.Has(authz.InstallView) {
-		return User{}, verbRequired(authz.InstallView)
+		return User{}, errcode.New(errcode.NotFound, "no account %s", id)
 	}
 	u, _, ok := Users.Get(s.d.Store.Read(), id)
 	if !ok {
@@ -229,9 +230,10 @@ func (s *Service) UpdateUser(ctx context.Context, c authz.Caller, id string, p U
 }
 
 // DeleteUser deletes an account with everything that exists only for it:
-// its sessions, its delegated tokens, its group memberships and what was
-// shared with it. Service tokens it created outlive it. Refused when nobody
-// would remain able to manage accounts.
+// its sessions, its group memberships and what was shared with it. Its
+// delegated tokens end with it: they stay recorded and answer
+// AUTH_TOKEN_ORPHANED, as the specification asks. Service tokens it created
+// outlive it. Refused when nobody would remain able to manage accounts.
 func (s *Service) DeleteUser(ctx context.Context, id string) error {
 	r := s.d.Store.Read()
 	u, meta, ok := Users.Get(r, id)
@@ -241,12 +243,6 @@ func (s *Service) DeleteUser(ctx context.Context, id string) error {
 	now := s.now()
 	ops := []raftstore.Op{Users.DeleteIf(id, meta.ModifyIndex)}
 	ops = append(ops, s.sessionDeletes(r, id, "")...)
-	tokens, _ := Tokens.List(r, raftstore.Query{Index: "owner", Key: id})
-	for _, t := range tokens {
-		if t.Value.Kind == TokenDelegated {
-			ops = append(ops, Tokens.Delete(t.Value.ID))
-		}
-	}
 	groups, _ := Groups.List(r, raftstore.Query{Index: "member", Key: id})
 	for _, g := range groups {
 		gv := g.Value

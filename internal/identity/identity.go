@@ -177,7 +177,11 @@ func Tables() []raftstore.Def { return []raftstore.Def{Users, Sessions, Tokens, 
 // install.users.manage through its own role, a group's role, or a custom
 // role). It holds trivially before the first account exists.
 var accountsManageable = &raftstore.Invariant{Name: "accounts_manageable", Check: func(r *raftstore.Reader) error {
-	if Users.Count(r) == 0 {
+	// With no account now and none ever written (invariants run before the
+	// table's index moves), there is nothing to protect yet. Once one has
+	// existed, an installation left with none would reopen setup to anyone;
+	// and the first account itself must be able to manage accounts.
+	if Users.Count(r) == 0 && r.TableIndex(Users) == 0 {
 		return nil
 	}
 	if len(accountManagers(r, 1)) > 0 {
@@ -215,9 +219,16 @@ func accountManagers(r *raftstore.Reader, max int) []string {
 }
 
 // validateRole keeps custom roles custom: a stored role is never built in,
-// never reuses a built-in ID, and holds only verbs its scope allows.
-func validateRole(_ *raftstore.Reader, _, r *authz.Role) error {
+// never reuses a built-in ID, and holds only verbs its scope allows. A role
+// is deleted only when nothing names it any more (DeleteRole clears the
+// accounts, groups and grants it knows of in the same write; one given
+// meanwhile makes the deletion fail rather than leave a dangling role).
+func validateRole(rd *raftstore.Reader, old, r *authz.Role) error {
 	if r == nil {
+		if old != nil && roleInUse(rd, old.ID) {
+			return errcode.New(errcode.StateInvalid, "role %s was just given to someone; retry the deletion", old.ID).
+				WithDetail("role_id", old.ID)
+		}
 		return nil
 	}
 	if _, builtin := authz.BuiltinRole(r.ID); builtin || r.Builtin {
@@ -227,6 +238,17 @@ func validateRole(_ *raftstore.Reader, _, r *authz.Role) error {
 		return errcode.Invalid("verbs", "a role of scope %s cannot hold %q", r.Scope, v)
 	}
 	return nil
+}
+
+func roleInUse(rd *raftstore.Reader, id string) bool {
+	if _, _, ok := Users.First(rd, "role", id); ok {
+		return true
+	}
+	if _, _, ok := Groups.First(rd, "role", id); ok {
+		return true
+	}
+	_, _, ok := Grants.First(rd, "role", id)
+	return ok
 }
 
 // An installation role given to an account or group must exist and be an

@@ -148,15 +148,25 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// SignOut ends one session.
-func (s *Service) SignOut(ctx context.Context, sessionID string) error {
-	if _, _, ok := Sessions.Get(s.d.Store.Read(), sessionID); !ok {
+// SignOut ends the session whose cookie value is given, if the cookie is a
+// valid one; anything else ends nothing.
+func (s *Service) SignOut(ctx context.Context, cookie string) error {
+	id, secret, ok := splitCredential(ids.Session, cookie)
+	if !ok {
 		return nil
 	}
-	return s.apply(ctx,
-		Sessions.Delete(sessionID),
-		audit.Entries.Insert(audit.New(ctx, s.now(), "session.delete", "", audit.Target{Kind: "session", ID: sessionID}, nil)),
+	sess, _, ok := Sessions.Get(s.d.Store.Read(), id)
+	if !ok || !secretMatches(secret, sess.SecretHash) {
+		return nil
+	}
+	err := s.apply(ctx,
+		Sessions.Delete(id),
+		audit.Entries.Insert(audit.New(ctx, s.now(), "session.delete", "", audit.Target{Kind: "session", ID: id}, nil)),
 	)
+	if raftstore.IsReason(err, raftstore.ReasonNotFound) {
+		return nil // ended meanwhile
+	}
+	return err
 }
 
 // sessionDeletes returns ops deleting every session of an account but keep.

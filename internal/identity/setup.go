@@ -40,7 +40,8 @@ func (s *Service) Setup(ctx context.Context, username, displayName, pw string, c
 	// their events; the request is audited once.
 	ctx = actor.With(ctx, actor.Actor{Kind: authz.KindAnonymous, RequestID: actor.From(ctx).RequestID})
 	ops := append([]raftstore.Op{Users.CheckTable(r.TableIndex(Users))}, s.userCreatedOps(ctx, &u, "setup")...)
-	in, sessionOps := s.openSession(ctx, u, c)
+	userCtx := actor.With(ctx, actor.Actor{Kind: authz.KindUser, ID: u.ID, RequestID: actor.From(ctx).RequestID})
+	in, sessionOps := s.openSession(userCtx, u, c)
 	if err := s.apply(ctx, append(ops, sessionOps...)...); err != nil {
 		if raftstore.IsReason(err, raftstore.ReasonStale) {
 			return SignedIn{}, errcode.New(errcode.StateInvalid, "the installation is already set up")

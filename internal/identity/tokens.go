@@ -110,7 +110,7 @@ func tokenValues(items []raftstore.Item[Token]) []Token {
 // install.users.manage. A caller without the verb cannot see the token (no
 // endpoint lists it to them) and gets NOT_FOUND.
 func (s *Service) RevokeToken(ctx context.Context, c authz.Caller, id string) error {
-	t, meta, ok := Tokens.Get(s.d.Store.Read(), id)
+	t, _, ok := Tokens.Get(s.d.Store.Read(), id)
 	notFound := errcode.New(errcode.NotFound, "no token %s", id)
 	if !ok {
 		return notFound
@@ -125,7 +125,8 @@ func (s *Service) RevokeToken(ctx context.Context, c authz.Caller, id string) er
 	}
 	now := s.now()
 	return s.apply(ctx,
-		Tokens.DeleteIf(id, meta.ModifyIndex),
+		// Revocation wins over a concurrent record of the token's use.
+		Tokens.Delete(id),
 		audit.Entries.Insert(audit.New(ctx, now, "token.revoke", "", audit.Target{Kind: "token", ID: id}, map[string]any{"name": t.Name, "kind": t.Kind})),
 		events.Events.Insert(events.New(ctx, now, "token.revoked", nil, "token", id, nil)),
 	)

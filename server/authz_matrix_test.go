@@ -1,0 +1,451 @@
+package server
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/ids"
+)
+
+// call is one request of the matrix, built for an actor (and, for routes
+// that need no verb on the caller's own objects, an owner of the object).
+type call struct {
+	path, body string
+	header     []string
+	after      func(answer) // sees the answer, e.g. to note a changed password
+}
+
+type buildFn func(t *testing.T, actor, owner *principal) call
+
+// matrix sends every route of the table as a set of principals.
+type matrix struct {
+	h        *harness
+	appID    string // an app that has no row: apps have no routes yet
+	otherApp string
+	probeID  string
+	badToken string     // well formed, unknown
+	noVerbs  *principal // an account without any role, by a delegated token
+	service  *principal // a service token nothing is shared with
+	signer   *principal // whose credentials POST /sessions sends
+	holders  map[authz.Verb]*principal
+	allBut   map[authz.Verb]*principal
+	checks   int
+	// byAccess counts checks per principal class, for the report.
+	byClass map[string]int
+	build   map[string]buildFn
+}
+
+func newMatrix(t *testing.T, h *harness) *matrix {
+	m := &matrix{
+		h:        h,
+		appID:    ids.New(ids.App),
+		otherApp: ids.New(ids.App),
+		badToken: ids.New(ids.Token) + "." + strings.Repeat("A", 43),
+		holders:  map[authz.Verb]*principal{},
+		allBut:   map[authz.Verb]*principal{},
+		byClass:  map[string]int{},
+	}
+	m.noVerbs = h.account(t, "noverbs", nil, true)
+	m.service = h.serviceToken(t)
+	m.signer = h.account(t, "signer", nil, false)
+	a := h.send("POST", api+"/operator/raft/probes", `{"payload_bytes":8}`)
+	if a.status != http.StatusCreated {
+		t.Fatalf("probe: %d %s", a.status, a.body)
+	}
+	m.probeID = decodeAs[probeResultDTO](t, a).Probe.ID
+	m.build = m.builders()
+	return m
+}
+
+// holder of exactly one verb: an installation role for an installation
+// verb; for an app verb, an app role with it granted on the matrix's app.
+func (m *matrix) holder(t *testing.T, v authz.Verb) *principal {
+	if p, ok := m.holders[v]; ok {
+		return p
+	}
+	var p *principal
+	if scope, _ := authz.ScopeOf(v); scope == authz.ScopeApp {
+		p = m.h.account(t, "appholder", nil, true)
+		m.h.grantApp(t, m.appID, authz.KindUser, p.userID, m.h.role(t, authz.ScopeApp, v))
+	} else {
+		p = m.h.holder(t, v)
+	}
+	m.holders[v] = p
+	return p
+}
+
+// allBut holds every verb but v, through an installation role (whose app
+// verbs apply on every app).
+func (m *matrix) allButHolder(t *testing.T, v authz.Verb) *principal {
+	if p, ok := m.allBut[v]; ok {
+		return p
+	}
+	others := slices.DeleteFunc(authz.All(), func(x authz.Verb) bool { return x == v })
+	p := m.h.holder(t, others...)
+	m.allBut[v] = p
+	return p
+}
+
+func fill(path string, kv ...string) string {
+	for i := 0; i+1 < len(kv); i += 2 {
+		path = strings.Replace(path, "{"+kv[i]+"}", kv[i+1], 1)
+	}
+	return path
+}
+
+// builders returns a request for every route of the table, keyed by
+// "METHOD path". Each creates what the handler needs so that a caller
+// allowed to call it can succeed; a state-changing call gets fresh objects.
+func (m *matrix) builders() map[string]buildFn {
+	h := m.h
+	fixed := func(path string) buildFn {
+		return func(*testing.T, *principal, *principal) call { return call{path: path} }
+	}
+	withBody := func(path string, body func() string) buildFn {
+		return func(*testing.T, *principal, *principal) call { return call{path: path, body: body()} }
+	}
+	victim := func(t *testing.T) *principal { return h.account(t, "victim", nil, false) }
+	member := authz.RoleMember
+	return map[string]buildFn{
+		"GET /api/v1/setup": fixed(api + "/setup"),
+		"POST /api/v1/setup": withBody(api+"/setup", func() string {
+			return jsonOf(map[string]string{"username": uniq("late"), "display_name": "Late", "password": "late-password-123"})
+		}),
+		"POST /api/v1/sessions": withBody(api+"/sessions", func() string {
+			return jsonOf(map[string]string{"username": m.signer.username, "password": m.signer.password})
+		}),
+		"DELETE /api/v1/sessions": fixed(api + "/sessions"),
+		"GET /api/v1/me":          fixed(api + "/me"),
+		"POST /api/v1/me/password": func(_ *testing.T, actor, _ *principal) call {
+			next := "pw-" + uniq("rotated") + "-long-enough"
+			return call{path: api + "/me/password",
+				body: jsonOf(map[string]string{"current_password": actor.password, "new_password": next}),
+				after: func(a answer) {
+					if a.status == http.StatusNoContent {
+						actor.password = next
+					}
+				}}
+		},
+		"GET /api/v1/tokens":          fixed(api + "/tokens"),
+		"POST /api/v1/tokens":         withBody(api+"/tokens", func() string { return `{"name":"matrix"}` }),
+		"GET /api/v1/tokens/service":  fixed(api + "/tokens/service"),
+		"POST /api/v1/tokens/service": withBody(api+"/tokens/service", func() string { return `{"name":"matrix-service"}` }),
+		"DELETE /api/v1/tokens/{tokenID}": func(t *testing.T, _, owner *principal) call {
+			// Never the token the request is sent with: another of the owner's.
+			return call{path: api + "/tokens/" + tokenIDOf(h.delegatedToken(t, owner.userID, false))}
+		},
+		"GET /api/v1/users": fixed(api + "/users"),
+		"POST /api/v1/users": withBody(api+"/users", func() string {
+			return jsonOf(map[string]string{"username": uniq("created"), "password": "created-password-123"})
+		}),
+		"GET /api/v1/users/{userID}": func(_ *testing.T, _, owner *principal) call {
+			return call{path: api + "/users/" + owner.userID}
+		},
+		"PATCH /api/v1/users/{userID}": func(_ *testing.T, _, owner *principal) call {
+			return call{path: api + "/users/" + owner.userID, body: jsonOf(map[string]string{"display_name": uniq("Renamed")})}
+		},
+		"DELETE /api/v1/users/{userID}": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/users/" + victim(t).userID}
+		},
+		"PUT /api/v1/users/{userID}/role": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/users/" + victim(t).userID + "/role", body: `{"role_id":"role_member"}`}
+		},
+		"DELETE /api/v1/users/{userID}/role": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/users/" + h.account(t, "member", &member, false).userID + "/role"}
+		},
+		"POST /api/v1/users/{userID}/password": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/users/" + victim(t).userID + "/password", body: `{"password":"reset-password-123"}`}
+		},
+		"POST /api/v1/passwords/generate": fixed(api + "/passwords/generate"),
+		"GET /api/v1/groups":              fixed(api + "/groups"),
+		"POST /api/v1/groups":             withBody(api+"/groups", func() string { return jsonOf(map[string]string{"name": uniq("group")}) }),
+		"PUT /api/v1/groups/{groupID}/members": func(t *testing.T, _, _ *principal) call {
+			return call{path: fill(api+"/groups/{groupID}/members", "groupID", h.group(t, nil)), body: jsonOf(map[string][]string{"user_ids": {victim(t).userID}})}
+		},
+		"PUT /api/v1/groups/{groupID}/members/{userID}": func(t *testing.T, _, _ *principal) call {
+			return call{path: fill(api+"/groups/{groupID}/members/{userID}", "groupID", h.group(t, nil), "userID", victim(t).userID)}
+		},
+		"DELETE /api/v1/groups/{groupID}/members/{userID}": func(t *testing.T, _, _ *principal) call {
+			v := victim(t)
+			return call{path: fill(api+"/groups/{groupID}/members/{userID}", "groupID", h.group(t, nil, v.userID), "userID", v.userID)}
+		},
+		"PUT /api/v1/groups/{groupID}/role": func(t *testing.T, _, _ *principal) call {
+			return call{path: fill(api+"/groups/{groupID}/role", "groupID", h.group(t, nil)), body: `{"role_id":"role_member"}`}
+		},
+		"DELETE /api/v1/groups/{groupID}/role": func(t *testing.T, _, _ *principal) call {
+			return call{path: fill(api+"/groups/{groupID}/role", "groupID", h.group(t, &member))}
+		},
+		"DELETE /api/v1/groups/{groupID}": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/groups/" + h.group(t, nil)}
+		},
+		"GET /api/v1/roles": fixed(api + "/roles"),
+		"POST /api/v1/roles": withBody(api+"/roles", func() string {
+			return jsonOf(map[string]any{"name": uniq("role"), "scope": "install", "verbs": []string{"install.view"}})
+		}),
+		"DELETE /api/v1/roles/{roleID}": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/roles/" + h.role(t, authz.ScopeApp, authz.AppView)}
+		},
+		"GET /api/v1/verbs":                          fixed(api + "/verbs"),
+		"GET /api/v1/policy":                         fixed(api + "/policy"),
+		"PUT /api/v1/policy":                         withBody(api+"/policy", func() string { return `{"policy":{}}` }),
+		"POST /api/v1/policy/preview":                withBody(api+"/policy/preview", func() string { return `{"policy":{}}` }),
+		"GET /api/v1/config":                         fixed(api + "/config"),
+		"GET /api/v1/audit":                          fixed(api + "/audit"),
+		"GET /api/v1/reference":                      fixed(api + "/reference"),
+		"GET /api/v1/openapi.json":                   fixed(api + "/openapi.json"),
+		"GET /api/v1/operator/raft":                  fixed(api + "/operator/raft"),
+		"POST /api/v1/operator/raft/probes":          withBody(api+"/operator/raft/probes", func() string { return `{"payload_bytes":8}` }),
+		"GET /api/v1/operator/raft/probes":           fixed(api + "/operator/raft/probes"),
+		"GET /api/v1/operator/raft/probes/{probeID}": fixed(api + "/operator/raft/probes/" + m.probeID),
+		"GET /healthz":                               fixed("/healthz"),
+		"GET /readyz":                                fixed("/readyz"),
+		"GET /metrics":                               fixed("/metrics"),
+	}
+}
+
+// generic builds a request for a route without its own builder when every
+// path parameter is one the matrix can fill: {appID}, so that app-scope
+// routes are exercised as they are added.
+func (m *matrix) generic(r route) (buildFn, bool) {
+	path := fill(r.path, "appID", m.appID)
+	if strings.Contains(path, "{") {
+		return nil, false
+	}
+	body := ""
+	if r.request != nil {
+		body = "{}"
+	}
+	return func(*testing.T, *principal, *principal) call { return call{path: path, body: body} }, true
+}
+
+// exercise checks one route as every principal class its access rule
+// names. It reports whether the route was exercised.
+func (m *matrix) exercise(t *testing.T, r route) bool {
+	build, ok := m.build[r.method+" "+r.path]
+	if !ok {
+		if build, ok = m.generic(r); !ok {
+			t.Errorf("the matrix has no request for %s %s: add one to builders", r.method, r.path)
+			return false
+		}
+	}
+	h := m.h
+	send := func(class string, actor, owner *principal, auth ...string) answer {
+		t.Helper()
+		c := build(t, actor, owner)
+		before := len(h.auditEntries(t))
+		a := h.send(r.method, c.path, c.body, append(auth, c.header...)...)
+		if c.after != nil {
+			c.after(a)
+		}
+		m.checks++
+		m.byClass[class]++
+		if code := codeOf(a); isRefusal(code) {
+			if after := len(h.auditEntries(t)); after != before {
+				t.Errorf("%s: the refusal %s wrote %d audit entries", class, code, after-before)
+			}
+		}
+		return a
+	}
+	notRefused := func(class string, a answer) {
+		t.Helper()
+		if code := codeOf(a); isRefusal(code) || a.status >= 500 {
+			t.Errorf("%s: refused or failed: %d %s", class, a.status, a.body)
+		} else if a.status >= 300 {
+			t.Logf("%s: allowed, and the handler answered %d %s", class, a.status, a.body)
+		}
+	}
+	refused := func(class string, a answer, status int, code errcode.Code) {
+		t.Helper()
+		e := wantError(t, class, a, status, code)
+		if code == errcode.PermVerbRequired && e.Details["verb"] != string(r.verb) {
+			t.Errorf("%s: details.verb = %v, want %s", class, e.Details["verb"], r.verb)
+		}
+	}
+	anon := &principal{name: "anonymous", password: "not-the-password-1"}
+
+	// Anonymous, and a credential that is not valid.
+	a := send("anonymous", anon, m.noVerbs, "Authorization", "")
+	b := send("unknown token", anon, m.noVerbs, "Authorization", "Bearer "+m.badToken)
+	if r.access == accessPublic {
+		notRefused("anonymous", a)
+		notRefused("unknown token on a public route", b)
+		return true
+	}
+	refused("anonymous", a, http.StatusUnauthorized, errcode.AuthRequired)
+	refused("unknown token", b, http.StatusUnauthorized, errcode.AuthTokenInvalid)
+
+	switch r.access {
+	case accessSignedIn:
+		notRefused("signed in without verbs", send("no verbs", m.noVerbs, m.noVerbs, m.noVerbs.bearer()...))
+
+	case accessVerb:
+		if scope, _ := authz.ScopeOf(r.verb); scope == authz.ScopeApp {
+			// An app the caller cannot see answers NOT_FOUND; one it can see
+			// without the verb PERM_VERB_REQUIRED.
+			refused("no verbs", send("no verbs", m.noVerbs, m.noVerbs, m.noVerbs.bearer()...), http.StatusNotFound, errcode.NotFound)
+			refused("service token", send("service token", m.service, m.service, m.service.bearer()...), http.StatusNotFound, errcode.NotFound)
+			other := m.h.account(t, "otherapp", nil, true)
+			m.h.grantApp(t, m.otherApp, authz.KindUser, other.userID, m.h.role(t, authz.ScopeApp, r.verb))
+			refused("the verb on another app", send("verb elsewhere", other, other, other.bearer()...), http.StatusNotFound, errcode.NotFound)
+			ab := m.allButHolder(t, r.verb)
+			refused("every verb but this one", send("all but", ab, ab, ab.bearer()...), http.StatusForbidden, errcode.PermVerbRequired)
+			p := m.holder(t, r.verb)
+			notRefused("holder of the verb on the app", send("holder", p, p, p.bearer()...))
+			// Shared with a group the caller is in, and with a service token.
+			g := m.h.account(t, "groupmember", nil, true)
+			m.h.grantApp(t, m.appID, "group", m.h.group(t, nil, g.userID), m.h.role(t, authz.ScopeApp, r.verb))
+			notRefused("holder through a group", send("holder", g, g, g.bearer()...))
+			st := m.h.serviceToken(t)
+			m.h.grantApp(t, m.appID, authz.KindToken, st.tokenID, m.h.role(t, authz.ScopeApp, r.verb))
+			notRefused("service token it is shared with", send("holder", st, st, st.bearer()...))
+			return true
+		}
+		refused("no verbs", send("no verbs", m.noVerbs, m.noVerbs, m.noVerbs.bearer()...), http.StatusForbidden, errcode.PermVerbRequired)
+		refused("service token", send("service token", m.service, m.service, m.service.bearer()...), http.StatusForbidden, errcode.PermVerbRequired)
+		ab := m.allButHolder(t, r.verb)
+		refused("every verb but this one", send("all but", ab, ab, ab.bearer()...), http.StatusForbidden, errcode.PermVerbRequired)
+		p := m.holder(t, r.verb)
+		notRefused("holder of only this verb", send("holder", p, p, p.bearer()...))
+
+	case accessSelf:
+		someone := func() *principal { return m.h.account(t, "someone", nil, true) }
+		for _, c := range []struct {
+			class string
+			p     *principal
+		}{{"no verbs", m.noVerbs}, {"service token", m.service}} {
+			a := send(c.class, c.p, someone(), c.p.bearer()...)
+			if code := codeOf(a); code != errcode.PermVerbRequired && code != errcode.NotFound {
+				t.Errorf("%s on someone else's: got %d %s, want PERM_VERB_REQUIRED or NOT_FOUND", c.class, a.status, a.body)
+			}
+		}
+		notRefused("no verbs on its own", send("own", m.noVerbs, m.noVerbs, m.noVerbs.bearer()...))
+		p := m.holder(t, r.verb)
+		notRefused("holder of the verb on someone else's", send("holder", p, someone(), p.bearer()...))
+
+	default:
+		t.Errorf("access %s is not covered by the matrix", r.access)
+		return false
+	}
+	return true
+}
+
+func TestAuthorizationMatrix(t *testing.T) {
+	h := newHarness(t)
+	m := newMatrix(t, h)
+	routes := slices.Clone(h.srv.routes)
+	covered := map[string]bool{}
+	for _, r := range routes {
+		key := r.method + " " + r.path
+		t.Run(key, func(t *testing.T) {
+			if m.exercise(t, r) {
+				covered[key] = true
+			}
+		})
+	}
+
+	// App-scope verbs have no routes yet: two stand-in routes show that the
+	// matrix (and authorize) handle them when they come.
+	t.Run("app-scope stand-ins", func(t *testing.T) {
+		ok := func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]bool{"ok": true}) }
+		for _, r := range []route{
+			{method: get, path: api + "/apps/{appID}/matrix-view", access: accessVerb, verb: authz.AppView, handler: ok},
+			{method: post, path: api + "/apps/{appID}/matrix-deploy", access: accessVerb, verb: authz.AppDeploy, handler: ok},
+		} {
+			if err := h.srv.register(r); err != nil {
+				t.Fatal(err)
+			}
+			t.Run(r.method+" "+r.path, func(t *testing.T) {
+				if !m.exercise(t, r) {
+					t.Error("not exercised")
+				}
+			})
+		}
+	})
+
+	t.Run("host policy floor", func(t *testing.T) { testPolicyFloor(t, h, m) })
+
+	var missing []string
+	for _, r := range routes {
+		if !covered[r.method+" "+r.path] {
+			missing = append(missing, r.method+" "+r.path)
+		}
+	}
+	if len(covered) != len(routes) {
+		t.Errorf("the matrix exercised %d of %d routes; not exercised: %v", len(covered), len(routes), missing)
+	}
+	t.Logf("matrix: %d routes, %d requests; by principal class: %v", len(routes), m.checks, m.byClass)
+}
+
+// testPolicyFloor: host policy's disabled_verbs is a floor under every
+// principal, agent_disabled_verbs under agent tokens only.
+func testPolicyFloor(t *testing.T, h *harness, m *matrix) {
+	viewer := m.holder(t, authz.InstallView)
+	putPolicy := func(body string) {
+		t.Helper()
+		if a := h.send("PUT", api+"/policy", body); a.status != http.StatusOK {
+			t.Fatalf("PUT /policy %s: %d %s", body, a.status, a.body)
+		}
+	}
+	users := func(p *principal) answer { return h.send("GET", api+"/users", "", p.bearer()...) }
+	wantStatus(t, "install.view before the policy", users(viewer), http.StatusOK)
+
+	putPolicy(`{"policy":{"disabled_verbs":["install.view"]}}`)
+	e := wantError(t, "install.view disabled, its holder", users(viewer), http.StatusForbidden, errcode.PermVerbRequired)
+	if e.Details["verb"] != "install.view" {
+		t.Errorf("details = %v", e.Details)
+	}
+	wantError(t, "install.view disabled, the administrator", users(h.adminPrincipal()), http.StatusForbidden, errcode.PermVerbRequired)
+	me := decodeAs[meDTO](t, h.send("GET", api+"/me", ""))
+	if slices.Contains(me.Verbs, authz.InstallView) || !slices.Contains(me.Verbs, authz.InstallPolicyManage) {
+		t.Errorf("GET /me verbs under the floor = %v", me.Verbs)
+	}
+	// Own account: no verb needed, so the floor does not take it away.
+	wantStatus(t, "own account under the floor", h.send("GET", api+"/users/"+viewer.userID, "", viewer.bearer()...), http.StatusOK)
+
+	putPolicy(`{"policy":{"agent_disabled_verbs":["install.view"]}}`)
+	wantStatus(t, "agent_disabled_verbs, a person's token", users(viewer), http.StatusOK)
+	a := h.send("POST", api+"/tokens", `{"name":"assistant","agent":true}`, viewer.bearer()...)
+	if a.status != http.StatusCreated {
+		t.Fatalf("mint an agent token: %d %s", a.status, a.body)
+	}
+	agent := &principal{name: "agent", token: decodeAs[tokenAnswer](t, a).Secret}
+	wantError(t, "agent_disabled_verbs, an agent token", users(agent), http.StatusForbidden, errcode.PermVerbRequired)
+	// A token minted by an agent token is an agent token too.
+	a = h.send("POST", api+"/tokens", `{"name":"laundered","agent":false}`, agent.bearer()...)
+	if a.status != http.StatusCreated {
+		t.Fatalf("mint a token with an agent token: %d %s", a.status, a.body)
+	}
+	child := decodeAs[tokenAnswer](t, a)
+	if !child.Token.Agent {
+		t.Errorf("a token minted by an agent token is not an agent token: %s", a.body)
+	}
+	wantError(t, "agent_disabled_verbs, a token minted by an agent", users(&principal{token: child.Secret}), http.StatusForbidden, errcode.PermVerbRequired)
+	// The same verb through an app route: the floor applies to app verbs too.
+	app := m.holder(t, authz.AppView)
+	agentApp := &principal{token: h.delegatedToken(t, app.userID, true)}
+	putPolicy(`{"policy":{"agent_disabled_verbs":["app.view"]}}`)
+	if r := m.appRoute(); r != "" {
+		wantStatus(t, "app.view, a person", h.send("GET", r, "", app.bearer()...), http.StatusOK)
+		if a := h.send("GET", r, "", agentApp.bearer()...); a.status < 400 {
+			t.Errorf("app.view disabled for agents, an agent token holding it: %d %s", a.status, a.body)
+		}
+	}
+	putPolicy(`{"policy":{}}`)
+	wantStatus(t, "floor lifted", users(agent), http.StatusOK)
+}
+
+// appRoute is the path of the app-scope stand-in that needs app.view.
+func (m *matrix) appRoute() string {
+	for _, r := range m.h.srv.routes {
+		if r.verb == authz.AppView && strings.Contains(r.path, "{appID}") && r.method == get {
+			return fill(r.path, "appID", m.appID)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,127 @@
+package server
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/svchost/svc/internal/errcode"
+)
+
+// wrongTypeBodies returns, for every JSON field of a request type, a body
+// giving that field a value of the wrong JSON type.
+func wrongTypeBodies(req any) map[string]string {
+	out := map[string]string{}
+	rt := reflect.TypeOf(req)
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		var wrong any
+		switch {
+		case ft == reflect.TypeOf(json.RawMessage{}):
+			wrong = "not an object" // bound raw, decoded by the handler
+		case ft.Kind() == reflect.String:
+			wrong = 12345
+		case ft.Kind() == reflect.Bool:
+			wrong = "yes"
+		case ft.Kind() >= reflect.Int && ft.Kind() <= reflect.Float64:
+			wrong = "ten"
+		case ft.Kind() == reflect.Slice, ft.Kind() == reflect.Map, ft.Kind() == reflect.Struct:
+			wrong = 7
+		default:
+			continue
+		}
+		out[name] = jsonOf(map[string]any{name: wrong})
+	}
+	return out
+}
+
+func TestBadInputOnEveryEndpoint(t *testing.T) {
+	h := newHarness(t)
+	m := newMatrix(t, h)
+	admin := h.adminPrincipal()
+	huge := `{"x":"` + strings.Repeat("a", defaultBodyLimit) + `"}`
+	bound := 0
+	for _, r := range h.srv.routes {
+		if r.request == nil || (r.method != http.MethodPost && r.method != http.MethodPut && r.method != http.MethodPatch) {
+			continue
+		}
+		bound++
+		key := r.method + " " + r.path
+		t.Run(key, func(t *testing.T) {
+			build, ok := m.build[key]
+			if !ok {
+				t.Fatalf("no request for %s", key)
+			}
+			c := build(t, admin, h.account(t, "owner", nil, false))
+			type bad struct {
+				name, body, ctype string
+				status            int
+				field             string
+			}
+			cases := []bad{
+				{"malformed JSON", `{"a":`, "application/json", 400, ""},
+				{"not JSON", `username=x&password=y`, "application/json", 400, ""},
+				{"a JSON array", `[{"name":"x"}]`, "application/json", 400, ""},
+				{"a JSON string", `"x"`, "application/json", 400, ""},
+				{"trailing data", `{} {}`, "application/json", 400, ""},
+				{"an unknown field", `{"zz_unknown":1}`, "application/json", 400, "zz_unknown"},
+				{"oversized", huge, "application/json", 413, ""},
+				{"text/plain", `{}`, "text/plain", 415, ""},
+				{"a form", `name=x`, "application/x-www-form-urlencoded", 415, ""},
+				{"malformed content type", `{}`, "application/json; charset", 415, ""},
+			}
+			for field, body := range wrongTypeBodies(r.request) {
+				cases = append(cases, bad{"wrong type for " + field, body, "application/json", 400, field})
+			}
+			if r.path != api+"/operator/raft/probes" { // an empty body is its default request
+				cases = append(cases, bad{"an empty body", "", "application/json", 400, ""})
+			}
+			before := len(h.auditEntries(t))
+			for _, b := range cases {
+				a := h.do(r.method, c.path, strings.NewReader(b.body), "Content-Type", b.ctype)
+				e, isEnv := envelopeOf(a)
+				if a.status != b.status || !isEnv || e.Code != errcode.ValidInvalid {
+					t.Errorf("%s: got %d %s, want %d VALID_INVALID", b.name, a.status, a.body, b.status)
+					continue
+				}
+				if b.field != "" && e.Details["field"] != b.field {
+					t.Errorf("%s: details.field = %v, want %s (%s)", b.name, e.Details["field"], b.field, e.Message)
+				}
+			}
+			// The oversized body without a Content-Length, streamed.
+			req := httptest.NewRequest(r.method, c.path, io.MultiReader(strings.NewReader(huge)))
+			req.ContentLength = -1
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+h.token)
+			rec := httptest.NewRecorder()
+			h.srv.Handler().ServeHTTP(rec, req)
+			if rec.Code != http.StatusRequestEntityTooLarge || codeOf(answer{body: rec.Body.Bytes()}) != errcode.ValidInvalid {
+				t.Errorf("oversized, streamed: got %d %s, want 413 VALID_INVALID", rec.Code, rec.Body)
+			}
+			if after := len(h.auditEntries(t)); after != before {
+				t.Errorf("bad requests wrote %d audit entries", after-before)
+			}
+		})
+	}
+	if bound == 0 {
+		t.Fatal("no route binds a body")
+	}
+	for _, bad := range []string{"handler panicked", `"level":"ERROR"`} {
+		if strings.Contains(h.logs.String(), bad) {
+			t.Errorf("the log has %q", bad)
+		}
+	}
+	t.Logf("%d routes bind a body", bound)
+}
