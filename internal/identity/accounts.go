@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -173,7 +174,9 @@ func (s *Service) UpdateUser(ctx context.Context, c authz.Caller, id string, p U
 		return User{}, errcode.New(errcode.NotFound, "no account %s", id)
 	}
 	manage := c.Has(authz.InstallUsersManage)
-	if !manage && (!c.IsUser(id) || p.Username != nil || p.Status != nil) {
+	renames := p.Username != nil && *p.Username != u.Username
+	restatus := p.Status != nil && *p.Status != u.Status
+	if !manage && (!c.IsUser(id) || renames || restatus) {
 		return User{}, verbRequired(authz.InstallUsersManage)
 	}
 	changed := map[string]any{}
@@ -249,10 +252,10 @@ func (s *Service) DeleteUser(ctx context.Context, id string) error {
 		gv.MemberIDs = slices.DeleteFunc(slices.Clone(gv.MemberIDs), func(m string) bool { return m == id })
 		ops = append(ops, Groups.PutIf(&gv, g.Meta.ModifyIndex))
 	}
-	grants, _ := Grants.List(r, raftstore.Query{Index: "principal", Key: raftstore.Key(authz.KindUser, id)})
-	for _, g := range grants {
-		ops = append(ops, Grants.Delete(g.Value.ID))
+	if u.RoleID != nil {
+		ops = append(ops, grantDeleted(ctx, now, "", "user", id))
 	}
+	ops = append(ops, s.grantDeletes(ctx, r, authz.KindUser, id)...)
 	ops = append(ops,
 		audit.Entries.Insert(audit.New(ctx, now, "user.delete", "", audit.Target{Kind: "user", ID: id}, map[string]any{"username": u.Username})),
 		events.Events.Insert(events.New(ctx, now, "user.deleted", nil, "user", id, map[string]any{"username": u.Username})),
@@ -335,8 +338,17 @@ func (s *Service) ChangeOwnPassword(ctx context.Context, c authz.Caller, current
 	if u.Source != SourceLocal {
 		return errcode.New(errcode.StateInvalid, "the password of an account from an identity adapter is kept by the adapter")
 	}
+	// Guesses of the current password count like failed sign-ins, so a
+	// stolen session cannot try passwords without end.
+	key := "account:" + strings.ToLower(u.Username)
+	if ok, wait := s.d.AccountLimit.Allow(key); !ok {
+		e := errcode.New(errcode.RateLimited, "too many wrong passwords; wait before trying again")
+		e.RetryAfter = max(1, int(wait.Round(time.Second)/time.Second))
+		return e
+	}
 	good, _, err := s.d.Hasher.Verify(ctx, u.PasswordHash, current)
 	if err != nil || !good {
+		s.d.AccountLimit.Fail(key)
 		return errcode.New(errcode.PermDenied, "the current password is wrong")
 	}
 	if err := checkPassword(next, u.Username); err != nil {
@@ -355,6 +367,27 @@ func (s *Service) ChangeOwnPassword(ctx context.Context, c authz.Caller, current
 		audit.Entries.Insert(audit.New(ctx, s.now(), "user.password.change", "", audit.Target{Kind: "user", ID: id}, nil)),
 	}, s.sessionDeletes(r, id, currentSession)...)
 	return s.apply(ctx, ops...)
+}
+
+// grantDeleted is the event of an installation role (appID "") or an app
+// grant that a removal took away.
+func grantDeleted(ctx context.Context, now time.Time, appID, targetKind, targetID string) raftstore.Op {
+	scope := "install"
+	var app *events.AppRef
+	if appID != "" {
+		scope, app = "app", &events.AppRef{ID: appID}
+	}
+	return events.Events.Insert(events.New(ctx, now, "grant.deleted", app, targetKind, targetID, map[string]any{"scope": scope}))
+}
+
+// grantDeletes deletes every app grant to a principal, each with its event.
+func (s *Service) grantDeletes(ctx context.Context, r *raftstore.Reader, kind, id string) []raftstore.Op {
+	grants, _ := Grants.List(r, raftstore.Query{Index: "principal", Key: raftstore.Key(kind, id)})
+	var ops []raftstore.Op
+	for _, g := range grants {
+		ops = append(ops, Grants.Delete(g.Value.ID), grantDeleted(ctx, s.now(), g.Value.AppID, "grant", g.Value.ID))
+	}
+	return ops
 }
 
 func verbRequired(v authz.Verb) *errcode.Error {

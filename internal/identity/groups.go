@@ -100,9 +100,11 @@ func (s *Service) checkMembers(r *raftstore.Reader, userIDs []string) ([]string,
 
 // SetMembers replaces a group's whole member list.
 func (s *Service) SetMembers(ctx context.Context, id string, userIDs []string) (Group, error) {
-	return s.changeGroup(ctx, id, "group.members.set", map[string]any{"count": len(userIDs)}, func(r *raftstore.Reader, g *Group) ([]*events.Event, error) {
+	details := map[string]any{}
+	return s.changeGroup(ctx, id, "group.members.set", details, func(r *raftstore.Reader, g *Group) ([]*events.Event, error) {
 		members, err := s.checkMembers(r, userIDs)
 		g.MemberIDs = members
+		details["count"] = len(members)
 		return nil, err
 	})
 }
@@ -173,11 +175,12 @@ func (s *Service) DeleteGroup(ctx context.Context, id string) error {
 		return errcode.New(errcode.NotFound, "no group %s", id)
 	}
 	ops := []raftstore.Op{Groups.DeleteIf(id, meta.ModifyIndex)}
-	grants, _ := Grants.List(r, raftstore.Query{Index: "principal", Key: raftstore.Key("group", id)})
-	for _, gr := range grants {
-		ops = append(ops, Grants.Delete(gr.Value.ID))
+	if g.RoleID != nil {
+		ops = append(ops, grantDeleted(ctx, s.now(), "", "group", id))
 	}
-	ops = append(ops, audit.Entries.Insert(audit.New(ctx, s.now(), "group.delete", "", audit.Target{Kind: "group", ID: id}, map[string]any{"name": g.Name, "grants_removed": len(grants)})))
+	grants := s.grantDeletes(ctx, r, "group", id)
+	ops = append(ops, grants...)
+	ops = append(ops, audit.Entries.Insert(audit.New(ctx, s.now(), "group.delete", "", audit.Target{Kind: "group", ID: id}, map[string]any{"name": g.Name, "grants_removed": len(grants) / 2})))
 	return s.apply(ctx, ops...)
 }
 
@@ -248,21 +251,22 @@ func (s *Service) DeleteRole(ctx context.Context, id string) error {
 		return errcode.New(errcode.NotFound, "no role %s", id)
 	}
 	ops := []raftstore.Op{Roles.DeleteIf(id, meta.ModifyIndex)}
+	now := s.now()
 	users, _ := Users.List(r, raftstore.Query{Index: "role", Key: id})
 	for _, u := range users {
 		uv := u.Value
 		uv.RoleID = nil
-		ops = append(ops, Users.PutIf(&uv, u.Meta.ModifyIndex))
+		ops = append(ops, Users.PutIf(&uv, u.Meta.ModifyIndex), grantDeleted(ctx, now, "", "user", uv.ID))
 	}
 	groups, _ := Groups.List(r, raftstore.Query{Index: "role", Key: id})
 	for _, g := range groups {
 		gv := g.Value
 		gv.RoleID = nil
-		ops = append(ops, Groups.PutIf(&gv, g.Meta.ModifyIndex))
+		ops = append(ops, Groups.PutIf(&gv, g.Meta.ModifyIndex), grantDeleted(ctx, now, "", "group", gv.ID))
 	}
 	grants, _ := Grants.List(r, raftstore.Query{Index: "role", Key: id})
 	for _, g := range grants {
-		ops = append(ops, Grants.Delete(g.Value.ID))
+		ops = append(ops, Grants.Delete(g.Value.ID), grantDeleted(ctx, now, g.Value.AppID, "grant", g.Value.ID))
 	}
 	ops = append(ops, audit.Entries.Insert(audit.New(ctx, s.now(), "role.delete", "", audit.Target{Kind: "role", ID: id}, map[string]any{
 		"name": role.Name, "accounts": len(users), "groups": len(groups), "grants": len(grants)})))

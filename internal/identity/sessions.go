@@ -31,7 +31,11 @@ type Client struct {
 	UserAgent string
 }
 
-var errBadCredentials = errcode.New(errcode.AuthInvalid, "wrong username or password")
+// badCredentials is the one answer to every refused sign-in (a new value
+// each time: callers may add to it).
+func badCredentials() *errcode.Error {
+	return errcode.New(errcode.AuthInvalid, "wrong username or password")
+}
 
 // SignIn checks a username and password and opens a session. A wrong
 // username, a wrong password and a suspended account answer the same
@@ -81,7 +85,7 @@ func (s *Service) SignIn(ctx context.Context, username, pw string, c Client) (Si
 		s.d.AccountLimit.Fail(accountKey)
 		s.d.ClientLimit.Fail(clientKey)
 		s.recordFailure(ctx, u.ID, reason)
-		return SignedIn{}, errBadCredentials
+		return SignedIn{}, badCredentials()
 	}
 	s.d.AccountLimit.Reset(accountKey)
 

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"fmt"
 	"time"
 	"unicode/utf8"
 
@@ -30,6 +31,9 @@ const MaxTokenDays = 3650
 // policy's max_token_lifetime_days (refused above it; the cap when none is
 // asked for).
 func (s *Service) CreateToken(ctx context.Context, c authz.Caller, kind string, n NewToken) (Token, string, error) {
+	if kind != TokenDelegated && kind != TokenService {
+		return Token{}, "", fmt.Errorf("create token: unknown kind %q", kind)
+	}
 	if kind == TokenDelegated && c.Principal.UserID == "" {
 		return Token{}, "", errcode.New(errcode.PermDenied, "only an account (or a token acting for one) can mint a delegated token")
 	}
@@ -56,6 +60,14 @@ func (s *Service) CreateToken(ctx context.Context, c authz.Caller, kind string, 
 	if days > 0 {
 		e := now.Add(time.Duration(days) * 24 * time.Hour)
 		expires = &e
+	}
+	// A token cannot mint one that outlives it.
+	if c.Principal.Kind == authz.KindToken {
+		if parent, _, ok := Tokens.Get(s.d.Store.Read(), c.Principal.ID); ok && parent.ExpiresAt != nil &&
+			(expires == nil || expires.After(*parent.ExpiresAt)) {
+			e := *parent.ExpiresAt
+			expires = &e
+		}
 	}
 	id, secret, hash := newSecret(ids.Token)
 	owner := c.Principal.UserID
@@ -124,10 +136,11 @@ func (s *Service) RevokeToken(ctx context.Context, c authz.Caller, id string) er
 		return notFound
 	}
 	now := s.now()
-	return s.apply(ctx,
-		// Revocation wins over a concurrent record of the token's use.
-		Tokens.Delete(id),
+	// Revocation wins over a concurrent record of the token's use; what was
+	// shared with a service token goes with it.
+	ops := append([]raftstore.Op{Tokens.Delete(id)}, s.grantDeletes(ctx, s.d.Store.Read(), authz.KindToken, id)...)
+	return s.apply(ctx, append(ops,
 		audit.Entries.Insert(audit.New(ctx, now, "token.revoke", "", audit.Target{Kind: "token", ID: id}, map[string]any{"name": t.Name, "kind": t.Kind})),
 		events.Events.Insert(events.New(ctx, now, "token.revoked", nil, "token", id, nil)),
-	)
+	)...)
 }
