@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -18,17 +17,10 @@ import (
 
 	"github.com/svchost/svc/internal/audit"
 	"github.com/svchost/svc/internal/authz"
-	"github.com/svchost/svc/internal/config"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/events"
-	"github.com/svchost/svc/internal/idempotency"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/ids"
-	"github.com/svchost/svc/internal/operator"
-	"github.com/svchost/svc/internal/policy"
-	"github.com/svchost/svc/internal/schema"
-	"github.com/svchost/svc/internal/telemetry"
-	"github.com/svchost/svc/internal/throttle"
 	"github.com/svchost/svc/raftstore"
 )
 
@@ -45,74 +37,12 @@ type harnessOptions struct {
 	discardLogs   bool
 }
 
-// newHarnessWith builds a harness like newHarness (the same services over a
-// real single-node store) with the options' configuration. It copies
-// harness.open, which cannot take a configuration.
+// newHarnessWith builds a harness (the real services over a real
+// single-node store) with the options' configuration.
 func newHarnessWith(t testing.TB, o harnessOptions) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), logs: &syncBuffer{}}
-	var logw io.Writer = h.logs
-	if o.discardLogs {
-		logw = io.Discard
-	}
-	log := slog.New(slog.NewJSONHandler(logw, &slog.HandlerOptions{Level: o.level}))
-	metrics := telemetry.New()
-	store, err := raftstore.Open(raftstore.Config{NodeID: "n1", Dir: h.dir, Tables: schema.Tables(), Logger: log, Metrics: metrics})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for !store.IsLeader() {
-		if ctx.Err() != nil {
-			t.Fatal("no leader")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	env := append([]string{"SVC_ADMIN_PASSWORD=" + canary, "SVC_POLICY_PUBLIC_SHARING=none", "SVC_LOG_LEVEL=debug"}, o.env...)
-	cfg, err := config.Load(config.LoadArgs{Env: env})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hasher := o.hasher
-	if hasher == nil {
-		hasher = testHasher
-	}
-	now := func() time.Time { return time.Now().UTC() }
-	pol := policy.NewService(store, cfg.Policy, now)
-	ident := identity.New(identity.Deps{
-		Store: store, Hasher: hasher, Policy: pol,
-		AccountLimit: throttle.New(10, 15*time.Minute, now, 1000),
-		ClientLimit:  throttle.New(50, 15*time.Minute, now, 1000),
-		Now:          now, Logger: log,
-	})
-	srv, err := New(Deps{
-		Logger: log, Version: "test", Config: cfg,
-		Identity: ident, Policy: pol, Facts: store,
-		Operator: operator.New(store, "n1", now), Idempotency: idempotency.New(store, now),
-		Ready: store, Metrics: metrics, MetricsHandler: metrics.Handler(),
-		Commands: []CommandRef{{Command: "svc serve", Summary: "Run a server", Usage: "svc serve [flags]"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.store, h.srv, h.ident, h.pol = store, srv, ident, pol
-	if o.adminPassword == "" {
-		return h
-	}
-	if _, err := ident.FirstRun(ctx, o.adminPassword); err != nil {
-		t.Fatal(err)
-	}
-	admin, _, _ := identity.Users.First(store.Read(), "username", "admin")
-	h.adminID = admin.ID
-	if !o.noToken {
-		_, secret, err := ident.CreateToken(ctx, userCaller(admin.ID), identity.TokenDelegated, identity.NewToken{Name: "harness"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.token = secret
-	}
+	h := &harness{t: t, dir: t.TempDir(), logs: &syncBuffer{}, opts: o}
+	h.open()
 	return h
 }
 

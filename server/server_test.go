@@ -48,6 +48,7 @@ type harness struct {
 	logs    *syncBuffer
 	token   string // an administrator's token, sent unless a request says otherwise
 	adminID string
+	opts    harnessOptions
 }
 
 // adminPassword is the harness administrator's password.
@@ -73,41 +74,47 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// newHarness builds the default harness: info logs, cheap Argon2, and an
+// administrator whose token requests carry.
 func newHarness(t testing.TB) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), logs: &syncBuffer{}}
-	h.open()
-	return h
+	return newHarnessWith(t, harnessOptions{adminPassword: adminPassword})
 }
 
+// open builds the store, the services and the server as h.opts says, and
+// (first time) the administrator and its token.
 func (h *harness) open() {
 	h.t.Helper()
+	o := h.opts
 	var logw io.Writer = h.logs
-	if _, bench := h.t.(*testing.B); bench {
+	if _, bench := h.t.(*testing.B); bench || o.discardLogs {
 		logw = io.Discard // the log lines are still formatted, not kept
 	}
-	log := slog.New(slog.NewJSONHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := slog.New(slog.NewJSONHandler(logw, &slog.HandlerOptions{Level: o.level}))
 	metrics := telemetry.New()
 	store, err := raftstore.Open(raftstore.Config{NodeID: "n1", Dir: h.dir, Tables: schema.Tables(), Logger: log, Metrics: metrics})
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.t.Cleanup(func() { _ = store.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for !store.IsLeader() {
-		if ctx.Err() != nil {
-			h.t.Fatal("no leader")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if _, err := store.ConsistentRead(ctx); err != nil {
+		h.t.Fatal("store not ready: ", err)
 	}
-	cfg, err := config.Load(config.LoadArgs{Env: []string{"SVC_ADMIN_PASSWORD=" + canary, "SVC_POLICY_PUBLIC_SHARING=none", "SVC_LOG_LEVEL=debug"}})
+	env := append([]string{"SVC_ADMIN_PASSWORD=" + canary, "SVC_POLICY_PUBLIC_SHARING=none", "SVC_LOG_LEVEL=debug"}, o.env...)
+	cfg, err := config.Load(config.LoadArgs{Env: env})
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	hasher := o.hasher
+	if hasher == nil {
+		hasher = testHasher
 	}
 	now := func() time.Time { return time.Now().UTC() }
 	pol := policy.NewService(store, cfg.Policy, now)
 	ident := identity.New(identity.Deps{
-		Store: store, Hasher: testHasher, Policy: pol,
+		Store: store, Hasher: hasher, Policy: pol,
 		AccountLimit: throttle.New(10, 15*time.Minute, now, 1000),
 		ClientLimit:  throttle.New(50, 15*time.Minute, now, 1000),
 		Now:          now, Logger: log,
@@ -122,20 +129,22 @@ func (h *harness) open() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.ident, h.pol = ident, pol
-	if _, err := ident.FirstRun(ctx, adminPassword); err != nil {
+	h.store, h.srv, h.ident, h.pol = store, srv, ident, pol
+	if o.adminPassword == "" {
+		return
+	}
+	if _, err := ident.FirstRun(ctx, o.adminPassword); err != nil {
 		h.t.Fatal(err)
 	}
-	if h.token == "" {
-		admin, _, _ := identity.Users.First(store.Read(), "username", "admin")
+	admin, _, _ := identity.Users.First(store.Read(), "username", "admin")
+	h.adminID = admin.ID
+	if h.token == "" && !o.noToken {
 		_, secret, err := ident.CreateToken(ctx, authz.Caller{Principal: authz.Principal{Kind: authz.KindUser, ID: admin.ID, UserID: admin.ID}}, identity.TokenDelegated, identity.NewToken{Name: "harness"})
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		h.token, h.adminID = secret, admin.ID
+		h.token = secret
 	}
-	h.store, h.srv = store, srv
-	h.t.Cleanup(func() { _ = store.Close() })
 }
 
 // restart closes the store and opens a new server over the same directory.

@@ -239,17 +239,23 @@ func (s *Service) authSession(ctx context.Context, cookie string) (Authenticated
 // refreshSession extends a session in use, in the background: a sliding
 // idle limit under the absolute SessionMax.
 func (s *Service) refreshSession(sess Session, index uint64, now time.Time) {
-	if _, busy := s.inflight.LoadOrStore(sess.ID, true); busy {
-		return
-	}
 	sess.RefreshedAt = now
 	sess.ExpiresAt = minTime(now.Add(SessionIdle), sess.CreatedAt.Add(SessionMax))
+	s.background(sess.ID, "extend a session", Sessions.PutIf(&sess, index))
+}
+
+// background writes op once per key at a time, off the request's path; a
+// write made moot meanwhile (the row changed or went) is dropped.
+func (s *Service) background(key, what string, op raftstore.Op) {
+	if _, busy := s.inflight.LoadOrStore(key, true); busy {
+		return
+	}
 	go func() {
-		defer s.inflight.Delete(sess.ID)
+		defer s.inflight.Delete(key)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := s.d.Store.Apply(ctx, Sessions.PutIf(&sess, index)); err != nil && !raftstore.IsReason(err, raftstore.ReasonStale) && !raftstore.IsReason(err, raftstore.ReasonNotFound) {
-			s.d.Logger.Warn("could not extend a session", "session_id", sess.ID, "err", err)
+		if _, err := s.d.Store.Apply(ctx, op); err != nil && !raftstore.IsReason(err, raftstore.ReasonStale) && !raftstore.IsReason(err, raftstore.ReasonNotFound) {
+			s.d.Logger.Warn("could not "+what, "id", key, "err", err)
 		}
 	}()
 }
@@ -293,18 +299,8 @@ func (s *Service) authToken(ctx context.Context, bearer string) (Authenticated, 
 // touchToken records a token's use, at most once per tokenTouch, in the
 // background.
 func (s *Service) touchToken(t Token, index uint64, now time.Time) {
-	if _, busy := s.inflight.LoadOrStore(t.ID, true); busy {
-		return
-	}
 	t.LastUsedAt = &now
-	go func() {
-		defer s.inflight.Delete(t.ID)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := s.d.Store.Apply(ctx, Tokens.PutIf(&t, index)); err != nil && !raftstore.IsReason(err, raftstore.ReasonStale) && !raftstore.IsReason(err, raftstore.ReasonNotFound) {
-			s.d.Logger.Warn("could not record a token's use", "token_id", t.ID, "err", err)
-		}
-	}()
+	s.background(t.ID, "record a token's use", Tokens.PutIf(&t, index))
 }
 
 // ExpireSessions deletes sessions past their expiry; a leader loop.
