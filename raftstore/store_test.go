@@ -569,3 +569,51 @@ func TestClusterRefusesANodeWithTheWrongSecret(t *testing.T) {
 	}
 	conn.Close()
 }
+
+// changingStore changes row t2 between Sweep's read and its write.
+type changingStore struct {
+	*Store
+	t    *testing.T
+	once sync.Once
+}
+
+func (c *changingStore) Apply(ctx context.Context, ops ...Op) (uint64, error) {
+	c.once.Do(func() {
+		if _, err := c.Store.Apply(ctx, things.Put(&thing{ID: "t2", N: 42})); err != nil {
+			c.t.Errorf("change t2: %v", err)
+		}
+	})
+	return c.Store.Apply(ctx, ops...)
+}
+
+func TestSweep(t *testing.T) {
+	s := openSingle(t, t.TempDir())
+	defer s.Close()
+	ctx := context.Background()
+	for i := range 5 {
+		if _, err := s.Apply(ctx, things.Insert(&thing{ID: fmt.Sprintf("t%d", i), N: i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	odd := func(v *thing) bool { return v.N%2 == 1 }
+	n, err := things.Sweep(ctx, s, odd, 1)
+	if err != nil || n != 1 {
+		t.Fatalf("Sweep with max 1 = %d, %v", n, err)
+	}
+	// t2 changes after Sweep read it: it is left, the others go.
+	n, err = things.Sweep(ctx, &changingStore{Store: s, t: t}, func(v *thing) bool { return v.N != 0 }, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	items, _ := things.List(s.Read(), Query{})
+	for _, it := range items {
+		left = append(left, it.Value.ID)
+	}
+	if n != 2 || strings.Join(left, ",") != "t0,t2" {
+		t.Errorf("Sweep over a changing row deleted %d, left %v; want 2 deleted (t3, t4), t0 and the changed t2 left", n, left)
+	}
+	if n, err := things.Sweep(ctx, s, func(*thing) bool { return false }, 10); n != 0 || err != nil {
+		t.Errorf("Sweep of nothing = %d, %v", n, err)
+	}
+}

@@ -94,11 +94,7 @@ func (s *Server) listProbes(c echo.Context) error {
 		return err
 	}
 	items, more := s.d.Operator.Probes(p.after, p.limit)
-	last := ""
-	if len(items) > 0 {
-		last = items[len(items)-1].ID
-	}
-	return c.JSON(http.StatusOK, newList(items, more, last))
+	return c.JSON(http.StatusOK, newList(items, more, lastID(items, func(p operator.Probe) string { return p.ID })))
 }
 
 type healthDTO struct {

@@ -578,10 +578,3 @@ func (s *Server) deleteToken(c echo.Context) error {
 	}
 	return c.NoContent(http.StatusNoContent)
 }
-
-func lastID[T any](items []T, id func(T) string) string {
-	if len(items) == 0 {
-		return ""
-	}
-	return id(items[len(items)-1])
-}

@@ -84,3 +84,11 @@ func newList[T any](items []T, more bool, lastID string) list[T] {
 	}
 	return l
 }
+
+// lastID is the ID of the last item of a page, the cursor of the next.
+func lastID[T any](items []T, id func(T) string) string {
+	if len(items) == 0 {
+		return ""
+	}
+	return id(items[len(items)-1])
+}

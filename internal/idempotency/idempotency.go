@@ -178,34 +178,13 @@ func (s *Service) Release(ctx context.Context, res *Reservation) error {
 // gcBatch bounds the rows one expiry command removes.
 const gcBatch = 500
 
-// Expire deletes records past their expiry and returns how many it removed.
+// Expire deletes records past their expiry and returns how many it removed
+// (a record reserved again meanwhile is left alone).
 func (s *Service) Expire(ctx context.Context) (int, error) {
 	now := s.now()
-	items, _ := Records.List(s.store.Read(), raftstore.Query{
-		Filter: func(v any) bool { return !now.Before(v.(*Record).ExpiresAt) },
-		Limit:  gcBatch,
-	})
-	if len(items) == 0 {
-		return 0, nil
-	}
-	ops := make([]raftstore.Op, 0, len(items))
-	for _, it := range items {
-		ops = append(ops, Records.DeleteIf(it.Value.ID, it.Meta.ModifyIndex))
-	}
-	if _, err := s.store.Apply(ctx, ops...); err == nil {
-		return len(items), nil
-	} else if !raftstore.IsReason(err, raftstore.ReasonStale) && !raftstore.IsReason(err, raftstore.ReasonNotFound) {
-		return 0, fmt.Errorf("expire idempotency records: %w", err)
-	}
-	// A record changed since it was read (a retry reserved its key again):
-	// delete the others one by one and leave that one.
-	n := 0
-	for _, op := range ops {
-		if _, err := s.store.Apply(ctx, op); err == nil {
-			n++
-		} else if !raftstore.IsReason(err, raftstore.ReasonStale) && !raftstore.IsReason(err, raftstore.ReasonNotFound) {
-			return n, fmt.Errorf("expire idempotency records: %w", err)
-		}
+	n, err := Records.Sweep(ctx, s.store, func(r *Record) bool { return !now.Before(r.ExpiresAt) }, gcBatch)
+	if err != nil {
+		return n, fmt.Errorf("expire idempotency records: %w", err)
 	}
 	return n, nil
 }

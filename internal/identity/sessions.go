@@ -306,14 +306,8 @@ func (s *Service) touchToken(t Token, index uint64, now time.Time) {
 // ExpireSessions deletes sessions past their expiry; a leader loop.
 func (s *Service) ExpireSessions(ctx context.Context) error {
 	now := s.now()
-	items, _ := Sessions.List(s.d.Store.Read(), raftstore.Query{
-		Filter: func(v any) bool { return !now.Before(v.(*Session).ExpiresAt) }, Limit: 500,
-	})
-	for _, it := range items {
-		if _, err := s.d.Store.Apply(ctx, Sessions.DeleteIf(it.Value.ID, it.Meta.ModifyIndex)); err != nil &&
-			!raftstore.IsReason(err, raftstore.ReasonStale) && !raftstore.IsReason(err, raftstore.ReasonNotFound) {
-			return fmt.Errorf("expire sessions: %w", err)
-		}
+	if _, err := Sessions.Sweep(ctx, s.d.Store, func(v *Session) bool { return !now.Before(v.ExpiresAt) }, 500); err != nil {
+		return fmt.Errorf("expire sessions: %w", err)
 	}
 	return nil
 }

@@ -133,21 +133,11 @@ func (s *Service) Probes(after string, limit int) ([]Probe, bool) {
 // Expire deletes probes older than ProbeTTL.
 func (s *Service) Expire(ctx context.Context) (int, error) {
 	cutoff := s.now().Add(-ProbeTTL)
-	items, _ := Probes.List(s.store.Read(), raftstore.Query{
-		Filter: func(v any) bool { return v.(*Probe).WrittenAt.Before(cutoff) },
-		Limit:  gcBatch,
-	})
-	if len(items) == 0 {
-		return 0, nil
+	n, err := Probes.Sweep(ctx, s.store, func(p *Probe) bool { return p.WrittenAt.Before(cutoff) }, gcBatch)
+	if err != nil {
+		return n, fmt.Errorf("expire probes: %w", err)
 	}
-	ops := make([]raftstore.Op, 0, len(items))
-	for _, it := range items {
-		ops = append(ops, Probes.DeleteIf(it.Value.ID, it.Meta.ModifyIndex))
-	}
-	if _, err := s.store.Apply(ctx, ops...); err != nil {
-		return 0, fmt.Errorf("expire probes: %w", err)
-	}
-	return len(items), nil
+	return n, nil
 }
 
 // ExpiryLoop runs Expire every interval. It is a leader loop.
