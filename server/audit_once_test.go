@@ -14,6 +14,11 @@ var writesNothing = map[string]bool{
 	"POST /api/v1/policy/preview":     true, // validates a candidate only
 }
 
+// Reads that are audited every time.
+var auditedReads = map[string]bool{
+	"GET /api/v1/apps/{appID}/secrets/{key}/value": true,
+}
+
 func isStateChanging(method string) bool {
 	switch method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
@@ -56,7 +61,7 @@ func TestStateChangingRequestsAreAuditedOnce(t *testing.T) {
 			switch {
 			case isStateChanging(r.method) && r.action == "" && !writesNothing[key]:
 				t.Errorf("%s changes state but names no audit action", key)
-			case r.action != "" && !isStateChanging(r.method):
+			case r.action != "" && !isStateChanging(r.method) && !auditedReads[key]:
 				t.Errorf("%s is a read but names the audit action %s", key, r.action)
 			case r.action != "" && writesNothing[key]:
 				t.Errorf("%s is listed as writing nothing but names the action %s", key, r.action)
@@ -138,7 +143,7 @@ func TestStateChangingRequestsAreAuditedOnce(t *testing.T) {
 
 	t.Run("reads write nothing", func(t *testing.T) {
 		for _, r := range h.srv.routes {
-			if r.method != http.MethodGet {
+			if r.method != http.MethodGet || auditedReads[r.method+" "+r.path] {
 				continue
 			}
 			key := r.method + " " + r.path

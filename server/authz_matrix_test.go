@@ -10,7 +10,9 @@ import (
 
 	"github.com/svchost/svc/internal/authz"
 	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/raftstore"
 )
 
 // call is one request of the matrix, built for an actor (and, for routes
@@ -26,8 +28,8 @@ type buildFn func(t *testing.T, actor, owner *principal) call
 // matrix sends every route of the table as a set of principals.
 type matrix struct {
 	h        *harness
-	appID    string // an app that has no row: apps have no routes yet
-	otherApp string
+	appID    string // an app created by the administrator, shared as each check needs
+	otherApp string // an app ID without a row, for grants elsewhere
 	probeID  string
 	badToken string     // well formed, unknown
 	noVerbs  *principal // an account without any role, by a delegated token
@@ -44,13 +46,13 @@ type matrix struct {
 func newMatrix(t *testing.T, h *harness) *matrix {
 	m := &matrix{
 		h:        h,
-		appID:    ids.New(ids.App),
 		otherApp: ids.New(ids.App),
 		badToken: ids.New(ids.Token) + "." + strings.Repeat("A", 43),
 		holders:  map[authz.Verb]*principal{},
 		allBut:   map[authz.Verb]*principal{},
 		byClass:  map[string]int{},
 	}
+	m.appID = h.app(t, "matrix")
 	m.noVerbs = h.account(t, "noverbs", nil, true)
 	m.service = h.serviceToken(t)
 	m.signer = h.account(t, "signer", nil, false)
@@ -196,6 +198,7 @@ func (m *matrix) builders() map[string]buildFn {
 		"PUT /api/v1/policy":                         withBody(api+"/policy", func() string { return `{"policy":{}}` }),
 		"POST /api/v1/policy/preview":                withBody(api+"/policy/preview", func() string { return `{"policy":{}}` }),
 		"GET /api/v1/config":                         fixed(api + "/config"),
+		"POST /api/v1/restart":                       fixed(api + "/restart"),
 		"GET /api/v1/audit":                          fixed(api + "/audit"),
 		"GET /api/v1/reference":                      fixed(api + "/reference"),
 		"GET /api/v1/openapi.json":                   fixed(api + "/openapi.json"),
@@ -203,9 +206,31 @@ func (m *matrix) builders() map[string]buildFn {
 		"POST /api/v1/operator/raft/probes":          withBody(api+"/operator/raft/probes", func() string { return `{"payload_bytes":8}` }),
 		"GET /api/v1/operator/raft/probes":           fixed(api + "/operator/raft/probes"),
 		"GET /api/v1/operator/raft/probes/{probeID}": fixed(api + "/operator/raft/probes/" + m.probeID),
-		"GET /healthz":                               fixed("/healthz"),
-		"GET /readyz":                                fixed("/readyz"),
-		"GET /metrics":                               fixed("/metrics"),
+		"GET /api/v1/apps":                           fixed(api + "/apps"),
+		"POST /api/v1/apps":                          withBody(api+"/apps", func() string { return jsonOf(map[string]string{"name": uniq("Matrix App")}) }),
+		"DELETE /api/v1/apps/{appID}": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/apps/" + m.cloneApp(t)}
+		},
+		"PUT /api/v1/apps/{appID}/secrets/{key}": func(*testing.T, *principal, *principal) call {
+			return call{path: api + "/apps/" + m.appID + "/secrets/MATRIX_KEY", body: `{"value":"matrix-value"}`}
+		},
+		"DELETE /api/v1/apps/{appID}/secrets/{key}": func(t *testing.T, _, _ *principal) call {
+			key := strings.ReplaceAll(strings.ToUpper(uniq("GONE")), "-", "_")
+			h.putSecret(t, m.appID, key, "to-delete")
+			return call{path: api + "/apps/" + m.appID + "/secrets/" + key}
+		},
+		"GET /api/v1/apps/{appID}/secrets/{key}/value": func(t *testing.T, _, _ *principal) call {
+			h.putSecret(t, m.appID, "READ_ME", "read-value")
+			return call{path: api + "/apps/" + m.appID + "/secrets/READ_ME/value"}
+		},
+		"GET /api/v1/adapters":        fixed(api + "/adapters"),
+		"GET /api/v1/adapters/kinds":  fixed(api + "/adapters/kinds"),
+		"POST /api/v1/adapters":       withBody(api+"/adapters", func() string { return `{"category":"runtime","kind":"process"}` }),
+		"GET /api/v1/keyring":         fixed(api + "/keyring"),
+		"POST /api/v1/keyring/rotate": fixed(api + "/keyring/rotate"),
+		"GET /healthz":                fixed("/healthz"),
+		"GET /readyz":                 fixed("/readyz"),
+		"GET /metrics":                fixed("/metrics"),
 	}
 }
 
@@ -349,8 +374,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		})
 	}
 
-	// App-scope verbs have no routes yet: two stand-in routes show that the
-	// matrix (and authorize) handle them when they come.
+	// Two stand-in routes for app verbs no route uses yet (app.deploy) show
+	// that the matrix and authorize handle them when they come.
 	t.Run("app-scope stand-ins", func(t *testing.T) {
 		ok := func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]bool{"ok": true}) }
 		for _, r := range []route{
@@ -448,4 +473,18 @@ func (m *matrix) appRoute() string {
 		}
 	}
 	return ""
+}
+
+// cloneApp creates an app shared exactly as the matrix's app is, for
+// requests that destroy the app they are sent to.
+func (m *matrix) cloneApp(t *testing.T) string {
+	t.Helper()
+	id := m.h.app(t, "matrix clone")
+	grants, _ := identity.Grants.List(m.h.store.Read(), raftstore.Query{Index: "app", Key: m.appID})
+	for _, g := range grants {
+		if g.Value.Plane == identity.PlaneControl && g.Value.RoleID != nil {
+			m.h.grantApp(t, id, g.Value.PrincipalKind, g.Value.PrincipalID, *g.Value.RoleID)
+		}
+	}
+	return id
 }

@@ -25,7 +25,8 @@ type secretCanary struct {
 
 // TestNoSecretLeaks plants recognisable secrets through every way one
 // enters (chosen, generated and reset passwords, a password change, token
-// and session secrets, a failed sign-in's password) and then looks for them
+// and session secrets, a failed sign-in's password, app secrets set,
+// rotated and refused, adapter credentials set, replaced and misplaced) and then looks for them
 // in every later answer, the audit log, the events, the log at debug level
 // and the raw files of the store.
 func TestNoSecretLeaks(t *testing.T) {
@@ -116,6 +117,24 @@ func TestNoSecretLeaks(t *testing.T) {
 	bobNext := chosen("bob's changed password", "canary-chg-bob-0e4c8a")
 	must("bob changes his password", do("POST", api+"/me/password", jsonOf(map[string]string{"current_password": bobReset, "new_password": bobNext}), withCookie(bobCookie)...), http.StatusNoContent)
 
+	// An app's secret, set, rotated and read once; adapter credentials set
+	// and replaced; the keyring rotated, re-sealing all of them.
+	app := h.app(t, "Canary App")
+	secretPath := api + "/apps/" + app + "/secrets/API_KEY"
+	must("set a secret", do("PUT", secretPath, jsonOf(map[string]string{"value": chosen("a secret's first value", "canary-secret-first-4d7e1b")})), http.StatusOK)
+	rotated := "canary-secret-rotated-8a3f2c"
+	must("rotate the secret", do("PUT", secretPath, jsonOf(map[string]string{"value": rotated})), http.StatusOK)
+	must("read the secret", do("GET", secretPath+"/value", ""), http.StatusOK)
+	shown("the secret's value, from the value endpoint", rotated)
+	must("refuse a bad secret", do("PUT", api+"/apps/"+app+"/secrets/BAD-KEY", jsonOf(map[string]string{"value": chosen("a refused secret", "canary-secret-refused-0c4d")})), http.StatusBadRequest)
+	must("configure vault", do("POST", api+"/adapters", jsonOf(map[string]any{"category": "secrets", "kind": "vault",
+		"config": map[string]string{"address": "http://127.0.0.1:1"}, "credentials": map[string]string{"token": chosen("a vault token", "hvs.canary-vault-token-2e9d")}})), http.StatusCreated)
+	must("switch vault to approle", do("POST", api+"/adapters", jsonOf(map[string]any{"category": "secrets", "kind": "vault",
+		"credentials": map[string]any{"token": nil, "role_id": chosen("an approle role id", "canary-role-id-71f3"), "secret_id": chosen("an approle secret id", "canary-secret-id-6b1a")}})), http.StatusOK)
+	must("refuse a credential in config", do("POST", api+"/adapters", jsonOf(map[string]any{"category": "secrets", "kind": "vault",
+		"config": map[string]string{"token": chosen("a credential sent as a setting", "canary-misplaced-token-3a0e")}})), http.StatusBadRequest)
+	must("rotate the keyring", do("POST", api+"/keyring/rotate", ""), http.StatusOK)
+
 	// Use every credential, read everything an administrator can read,
 	// then end sessions and revoke tokens.
 	for _, hdr := range [][]string{nil, withCookie(adminCookie), withCookie(aliceCookie), withCookie(bobCookie), {"Authorization", "Bearer " + service.Secret}} {
@@ -123,7 +142,8 @@ func TestNoSecretLeaks(t *testing.T) {
 		do("GET", api+"/tokens", "", hdr...)
 	}
 	for _, path := range []string{"/users", "/users/" + alice, "/users/" + bob.User.ID, "/tokens/service", "/groups", "/roles?scope=all",
-		"/policy", "/config", "/audit?limit=500", "/reference", "/openapi.json", "/operator/raft?digest=true"} {
+		"/policy", "/config", "/audit?limit=500", "/reference", "/openapi.json", "/operator/raft?digest=true",
+		"/adapters", "/adapters/kinds", "/keyring", "/apps", "/apps/" + app, "/apps/" + app + "/secrets"} {
 		must("GET "+path, do("GET", api+path, ""), http.StatusOK)
 	}
 	must("sign bob out", do("DELETE", api+"/sessions", "", withCookie(bobCookie)...), http.StatusNoContent)

@@ -102,10 +102,12 @@ type healthDTO struct {
 	Leader string `json:"leader,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	Time   string `json:"time"`
+	// StartedAt is when the server last started or restarted (healthz only).
+	StartedAt string `json:"started_at,omitempty"`
 }
 
 func (s *Server) getHealth(c echo.Context) error {
-	return c.JSON(http.StatusOK, healthDTO{Status: "ok", Time: now()})
+	return c.JSON(http.StatusOK, healthDTO{Status: "ok", Time: now(), StartedAt: s.d.StartedAt.UTC().Format(time.RFC3339Nano)})
 }
 
 func (s *Server) getReady(c echo.Context) error {

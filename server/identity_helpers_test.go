@@ -293,3 +293,30 @@ func wantStatus(t testing.TB, what string, a answer, status int) {
 		t.Errorf("%s: got %d, want %d: %s", what, a.status, status, a.body)
 	}
 }
+
+// app creates an app as the administrator and returns its ID.
+func (h *harness) app(t testing.TB, name string) string {
+	t.Helper()
+	a := h.send("POST", api+"/apps", jsonOf(map[string]string{"name": name}))
+	if a.status != http.StatusCreated {
+		t.Fatalf("create app %q: %d %s", name, a.status, a.body)
+	}
+	var ans struct {
+		App struct {
+			ID string `json:"id"`
+		} `json:"app"`
+	}
+	if err := json.Unmarshal(a.body, &ans); err != nil {
+		t.Fatal(err)
+	}
+	return ans.App.ID
+}
+
+// putSecret sets a secret as the administrator.
+func (h *harness) putSecret(t testing.TB, appID, key, value string) {
+	t.Helper()
+	a := h.send("PUT", api+"/apps/"+appID+"/secrets/"+key, jsonOf(map[string]string{"value": value}))
+	if a.status != http.StatusOK {
+		t.Fatalf("put secret %s: %d %s", key, a.status, a.body)
+	}
+}

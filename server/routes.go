@@ -5,8 +5,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/authz"
 	"github.com/svchost/svc/internal/identity"
+	"github.com/svchost/svc/internal/keyring"
 	"github.com/svchost/svc/internal/operator"
 )
 
@@ -95,9 +98,27 @@ func (s *Server) routeTable() []route {
 		{method: put, path: api + "/policy", access: accessVerb, verb: authz.InstallPolicyManage, summary: "Replace host policy; a setting fixed at startup is refused", handler: s.putPolicy, action: "policy.update", request: policyRequest{}, response: policyDTO{}},
 		{method: post, path: api + "/policy/preview", access: accessVerb, verb: authz.InstallPolicyManage, summary: "Which apps a candidate policy would block", handler: s.postPolicyPreview, request: policyRequest{}, response: previewDTO{}},
 		{method: get, path: api + "/config", access: accessVerb, verb: authz.InstallView, summary: "Startup configuration: every non-secret setting with value and origin, and the policy fields fixed at startup", handler: s.getConfig, response: configDTO{}},
+		{method: post, path: api + "/restart", access: accessVerb, verb: authz.InstallAdaptersMgmt, summary: "Finishes requests in flight, restarts, reloads adapters and config file (environment is not re-read); returns before restart; apps are unreachable for some seconds; started_at changes afterwards", handler: s.postRestart, action: "server.restart", response: restartDTO{}, status: 202},
+		{method: get, path: api + "/adapters", access: accessVerb, verb: authz.InstallView, summary: "Configured adapters and the embedded defaults, with live capabilities and health; names set credentials, never values; per-adapter pending_restart, top-level restart_needed and started_at", handler: s.listAdapters, response: adapters.List{}},
+		{method: get, path: api + "/adapters/kinds", access: accessVerb, verb: authz.InstallView, summary: "Adapter kinds this build can run, by category, and the settings each takes (credential, required, default or example)", handler: s.listAdapterKinds, response: kindList{}},
+		{method: post, path: api + "/adapters", access: accessVerb, verb: authz.InstallAdaptersMgmt, summary: "Configure an adapter: settings in config, write-only credentials in credentials (stored encrypted; null removes one); applies at the next restart", handler: s.postAdapter, action: "adapter.configure", request: configureAdapterRequest{}, response: adapterAnswer{}, status: 201},
+		{method: get, path: api + "/keyring", access: accessVerb, verb: authz.InstallView, summary: "The data keys that seal secrets and credentials (IDs and dates, never material); the first is current", handler: s.getKeyring, response: keyringDTO{}},
+		{method: post, path: api + "/keyring/rotate", access: accessVerb, verb: authz.InstallAdaptersMgmt, summary: "Add a data key that seals everything from now on, and re-seal every sealed value under it", handler: s.postKeyringRotate, action: "keyring.rotate", response: keyring.Rotation{}},
 		{method: get, path: api + "/audit", access: accessVerb, verb: authz.InstallAuditRead, summary: "Audit log, newest first; filters action, principal_id, principal_kind, app_id, target_kind, target_id, involving, since, until; pages with before", handler: s.getAudit, response: auditDTO{}},
 		{method: get, path: api + "/reference", access: accessSignedIn, summary: "Generated reference of endpoints, CLI commands, tool names and error codes", handler: s.getReference, response: referenceDTO{}},
 		{method: get, path: api + "/openapi.json", access: accessSignedIn, summary: "OpenAPI 3.1 document of the API", handler: s.getOpenAPI, response: map[string]any{}},
+
+		// Apps.
+		{method: get, path: api + "/apps", access: accessSignedIn, summary: "Apps the caller can administer; paged with limit and cursor", handler: s.listApps, response: list[apps.App]{}},
+		{method: post, path: api + "/apps", access: accessVerb, verb: authz.AppCreate, summary: "Create an app; returns at once in draft. The creator gets an owner grant and a data-plane grant", handler: s.postApp, action: "app.create", idempotent: true, request: createAppRequest{}, response: appAnswer{}, status: 201},
+		{method: get, path: api + "/apps/{appID}", access: accessVerb, verb: authz.AppView, summary: "Name, source, state, pinned spec", handler: s.getApp, response: appAnswer{}},
+		{method: del, path: api + "/apps/{appID}", access: accessVerb, verb: authz.AppDelete, summary: "Delete an app; query backup=true keeps a final copy, force=true discards it", handler: s.deleteApp, action: "app.delete", status: 204},
+
+		// Secrets.
+		{method: get, path: api + "/apps/{appID}/secrets", access: accessVerb, verb: authz.AppView, summary: "Which secrets exist, where each is kept (origin) and at which version; never values", handler: s.listSecrets, response: secretList{}},
+		{method: put, path: api + "/apps/{appID}/secrets/{key}", access: accessVerb, verb: authz.AppSecretsW, summary: "Set a secret; setting an existing one is a rotation (a new version)", handler: s.putSecret, action: "secret.set", request: putSecretRequest{}, response: secretAnswer{}},
+		{method: del, path: api + "/apps/{appID}/secrets/{key}", access: accessVerb, verb: authz.AppSecretsW, summary: "Remove a secret from its adapter", handler: s.deleteSecret, action: "secret.delete", status: 204},
+		{method: get, path: api + "/apps/{appID}/secrets/{key}/value", access: accessVerb, verb: authz.AppSecretsR, summary: "Read one value; audited every time", handler: s.getSecretValue, action: "secret.read", response: secretValue{}},
 
 		// Operator.
 		{method: get, path: api + "/operator/raft", access: accessVerb, verb: authz.InstallView, summary: "The replicated store as this node sees it; digest=true adds a hash of the whole state", handler: s.getRaft, response: raftStatusDTO{}},

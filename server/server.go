@@ -34,6 +34,7 @@ type (
 		WriteProbe(ctx context.Context, payloadBytes int) (operator.ProbeResult, error)
 		Probe(id string) (operator.Probe, raftstore.Meta, error)
 		Probes(after string, limit int) ([]operator.Probe, bool)
+		RecordRestart(ctx context.Context) error
 	}
 	idempotencyService interface {
 		Begin(ctx context.Context, id, requestHash string) (*idempotency.Record, *idempotency.Reservation, error)
@@ -63,6 +64,10 @@ type Deps struct {
 	Config   *config.Config
 	Identity identityService
 	Policy   policyService
+	Apps     appsService
+	Secrets  secretsService
+	Adapters adaptersService
+	Keyring  keyringService
 	// Facts reads the state authorization decisions are made on.
 	Facts       factsSource
 	Operator    operatorService
@@ -73,6 +78,15 @@ type Deps struct {
 	MetricsHandler http.Handler
 	// Commands are the CLI's commands, for the reference.
 	Commands []CommandRef
+	// StartedAt is when this server's generation of the process started
+	// (now when zero); it changes with every restart.
+	StartedAt time.Time
+	// Restart asks the process to restart the server in place. It must
+	// return at once (the restart drains this server, the asking request
+	// included), and a call while a restart is pending must do nothing.
+	// Nil when restarting is not available: the request is recorded and
+	// answered, and nothing restarts.
+	Restart func()
 }
 
 // Server is the HTTP API.
@@ -88,6 +102,9 @@ type Server struct {
 func New(d Deps) (*Server, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.StartedAt.IsZero() {
+		d.StartedAt = time.Now().UTC()
 	}
 	if d.Config == nil || d.Identity == nil || d.Policy == nil || d.Facts == nil || d.Operator == nil || d.Idempotency == nil || d.Ready == nil || d.Metrics == nil || d.MetricsHandler == nil {
 		return nil, errors.New("server: missing dependencies")

@@ -119,9 +119,11 @@ func (h *harness) open() {
 		ClientLimit:  throttle.New(50, 15*time.Minute, now, 1000),
 		Now:          now, Logger: log,
 	})
+	w := wireStorage(h.t, store, h.dir, now, log)
 	srv, err := New(Deps{
 		Logger: log, Version: "test", Config: cfg,
 		Identity: ident, Policy: pol, Facts: store,
+		Apps: w.apps, Secrets: w.secrets, Adapters: w.adapters, Keyring: w.ring,
 		Operator: operator.New(store, "n1", now), Idempotency: idempotency.New(store, now),
 		Ready: store, Metrics: metrics, MetricsHandler: metrics.Handler(),
 		Commands: []CommandRef{{Command: "svc serve", Summary: "Run a server", Usage: "svc serve [flags]"}},

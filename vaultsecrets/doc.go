@@ -1,10 +1,11 @@
-// Package vaultsecrets owns the secrets adapters: builtin (AES-256-GCM in
-// the replicated store under a key-encryption key kept in the work dir, the
-// embedded default) and vault (KV version 2). It is the only package that
-// imports Vault's API client, and it translates Vault's errors into the
-// specification's codes.
+// Package vaultsecrets owns the secrets adapters: builtin (values sealed
+// with AES-256-GCM by the keyring and kept in the replicated store, the
+// embedded default) and vault (KV version 2 under a mount and prefix, with
+// token or AppRole authentication). It is the only package that imports
+// Vault's API client, and it translates Vault's errors into the
+// specification's codes by status, never by message text.
 //
-// It must not touch HTTP routing or the scheduler. The adapters arrive with
-// the adapters and secrets issue; until then this package only reserves its
-// place in the layout.
+// Both implement secrets.Backend; the secrets service decides what is
+// audited and what the API shows. This package must not touch HTTP routing,
+// the scheduler or any table but the secrets rows it re-seals.
 package vaultsecrets

@@ -8,7 +8,9 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime"
+	goruntime "runtime"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,16 +37,22 @@ func newServeCmd(root *cobra.Command) *cobra.Command {
 		Short: "Run a server: the API, the console and the edge, on the embedded defaults or as a cluster node",
 		Long: `Run a server. Configuration comes from SVC_* environment variables, which win
 over the YAML file named with --config, which wins over the defaults.
-GET /api/v1/config shows every setting with its value and origin.`,
+GET /api/v1/config shows every setting with its value and origin.
+POST /api/v1/restart restarts the server in place: it reads the file again,
+but not the environment.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(config.LoadArgs{Env: os.Environ(), File: configPath})
+			// The environment is read once; every restart loads the file
+			// again over this same snapshot.
+			env := os.Environ()
+			load := func() (*config.Config, error) { return config.Load(config.LoadArgs{Env: env, File: configPath}) }
+			cfg, err := load()
 			if err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("configuration refused; nothing was started:\n%w", err)}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return serve(ctx, cfg, cmd.ErrOrStderr(), commandRefs(root))
+			return serve(ctx, cfg, load, cmd.ErrOrStderr(), commandRefs(root))
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "YAML configuration file")
@@ -61,12 +69,195 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 
 // serve runs a server until ctx ends, then drains requests in flight and
 // shuts the store down.
-func serve(ctx context.Context, cfg *config.Config, logw io.Writer, commands []server.CommandRef) error {
-	log := newLogger(cfg, logw)
+//
+// It runs in generations. A restart (POST /api/v1/restart) ends the current
+// one as ctx ending would (the server stops taking requests and finishes
+// those in flight, then the store closes), and the next begins: reload
+// loads the configuration again, build reopens the store and builds every
+// service anew, and the new server takes over the same listening socket.
+// A configuration that has become invalid is logged and the previous one
+// kept, so that a restart never takes the service down.
+func serve(ctx context.Context, cfg *config.Config, reload func() (*config.Config, error), logw io.Writer, commands []server.CommandRef) error {
+	ln, err := listen(cfg.Server.Addr, ctx.Done())
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("listen on %s (SVC_SERVER_ADDR): %w", cfg.Server.Addr, err)}
+	}
+	defer ln.Close()
+	var prev *generation
+	var applied uint64 // the store's applied index when the previous generation ended
+	for {
+		gen, genCtx, rt, err := start(ctx, cfg, prev, logw, commands)
+		if err != nil {
+			return err
+		}
+		cfg = gen.cfg // the previous one when the reloaded one did not start
+		if prev != nil {
+			rt.catchUp(genCtx, applied)
+		}
+		base := "http://" + displayAddr(ln.Addr())
+		gen.log.Info("svc is serving", "console", base+"/", "api", base+"/api/v1", "version", version,
+			"node_id", rt.nodeID, "work_dir", cfg.Server.WorkDir, "store", cfg.RaftDir(),
+			"generation", gen.n, "started_at", gen.startedAt.Format(time.RFC3339Nano))
+		err = rt.api.Serve(genCtx, ln.next(), cfg.Server.ShutdownTimeout)
+		gen.stop()
+		switch {
+		case ctx.Err() != nil || !gen.restarting.Load():
+			// The process ends, or serving failed on its own.
+			if err == nil {
+				gen.log.Info("stopped serving; shutting the store down")
+			}
+			rt.close()
+			return err
+		case err != nil:
+			gen.log.Warn("restart: requests in flight did not finish in time and were cut", "err", err)
+		}
+		gen.log.Info("restart: stopped serving; shutting the store down")
+		applied = rt.store.Status().AppliedIndex
+		rt.close()
+		cfg = reloadConfig(reload, cfg, ln.Addr(), gen.log)
+		prev = gen
+	}
+}
+
+// generation is one run of the services, from the process's start or a
+// restart to the next restart or the process's end.
+type generation struct {
+	n         int // 1 for the first
+	cfg       *config.Config
+	log       *slog.Logger
+	startedAt time.Time // strictly later than the previous generation's
+	commands  []server.CommandRef
+	// stop ends the generation's context: its server drains and returns.
+	stop       context.CancelFunc
+	restarting atomic.Bool
+}
+
+// newGeneration prepares the generation after prev (nil for the first) and
+// its context, which ends with parent or a restart.
+func newGeneration(parent context.Context, cfg *config.Config, prev *generation, logw io.Writer, commands []server.CommandRef) (*generation, context.Context) {
+	g := &generation{n: 1, cfg: cfg, log: newLogger(cfg, logw), startedAt: time.Now().UTC().Truncate(time.Microsecond), commands: commands}
+	if prev != nil {
+		g.n = prev.n + 1
+		if !g.startedAt.After(prev.startedAt) {
+			g.startedAt = prev.startedAt.Add(time.Microsecond)
+		}
+	}
+	ctx, stop := context.WithCancel(parent)
+	g.stop = stop
+	return g, ctx
+}
+
+// restart asks for the next generation and returns at once. The first call
+// ends the generation's serving; later calls, while that restart is
+// pending, do nothing.
+func (g *generation) restart() {
+	if g.restarting.CompareAndSwap(false, true) {
+		g.log.Info("restart requested: finishing requests in flight, then reloading the config file and reopening the store")
+		g.stop()
+	}
+}
+
+// start builds the generation after prev on cfg. When cfg is a reloaded
+// configuration that does not start, it logs why and builds on the
+// previous generation's instead.
+func start(parent context.Context, cfg *config.Config, prev *generation, logw io.Writer, commands []server.CommandRef) (*generation, context.Context, *runtime, error) {
+	gen, ctx := newGeneration(parent, cfg, prev, logw, commands)
+	rt, err := build(ctx, gen)
+	if err != nil && prev != nil && prev.cfg != cfg {
+		gen.stop()
+		gen.log.Error("restart: the reloaded configuration did not start; starting on the previous one", "err", err)
+		gen, ctx = newGeneration(parent, prev.cfg, prev, logw, commands)
+		rt, err = build(ctx, gen)
+	}
+	if err != nil {
+		gen.stop()
+		return nil, nil, nil, err
+	}
+	return gen, ctx, rt, nil
+}
+
+// reloadConfig loads the configuration for a restart. A refused one is
+// logged, problem by problem, and the current one kept.
+func reloadConfig(reload func() (*config.Config, error), cur *config.Config, listening net.Addr, log *slog.Logger) *config.Config {
+	next, err := reload()
+	if err != nil {
+		for _, problem := range strings.Split(err.Error(), "\n") {
+			log.Error("restart: configuration refused", "problem", problem)
+		}
+		log.Error("restart: keeping the previous configuration")
+		return cur
+	}
+	if next.Server.Addr != cur.Server.Addr {
+		log.Warn("restart: server.addr changed; the socket stays where it is until the process starts again",
+			"listening", listening.String(), "configured", next.Server.Addr)
+	}
+	return next
+}
+
+// runtime is what build made for one generation: the API over the
+// services, and what to close when the generation ends.
+type runtime struct {
+	api     *server.Server
+	store   *raftstore.Store
+	nodeID  string
+	log     *slog.Logger
+	closers []closer
+}
+
+type closer struct {
+	name  string
+	close func() error
+}
+
+// onClose registers what the generation must close when it ends; close
+// runs them in reverse order.
+func (rt *runtime) onClose(name string, close func() error) {
+	rt.closers = append(rt.closers, closer{name: name, close: close})
+}
+
+func (rt *runtime) close() {
+	for i := len(rt.closers) - 1; i >= 0; i-- {
+		if err := rt.closers[i].close(); err != nil {
+			rt.log.Warn(rt.closers[i].name+" shutdown", "err", err)
+		}
+	}
+	rt.closers = nil
+}
+
+// catchUpTimeout bounds how long a restarted server waits for its store to
+// apply again what it had applied before; a cluster without a leader may
+// not let it, and the server then serves anyway, as after a cold start.
+const catchUpTimeout = 30 * time.Second
+
+// catchUp waits, for up to catchUpTimeout, until the reopened store has
+// applied index, so that callers do not meet a state older than the one
+// they left (their token unknown, say). Connections wait in the socket's
+// backlog meanwhile.
+func (rt *runtime) catchUp(ctx context.Context, index uint64) {
+	ctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
+	defer cancel()
+	if err := rt.store.WaitIndex(ctx, index); err != nil {
+		rt.log.Warn("restart: serving before the store has caught up", "applied_index", rt.store.Status().AppliedIndex, "before_restart", index, "err", err)
+	}
+}
+
+// build opens the store and builds every service over it, and the API over
+// them, for one generation; ctx ends with the generation. To add a service:
+// build it here from gen.cfg, register with rt.onClose whatever it must
+// release, start its leader loops on the store, and hand it to the server
+// in server.Deps. If build fails, it closes what it opened.
+func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
+	cfg, log := gen.cfg, gen.log
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
 	now := func() time.Time { return time.Now().UTC() }
+	rt := &runtime{log: log}
+	defer func() {
+		if err != nil {
+			rt.close()
+		}
+	}()
 
 	metrics := telemetry.New()
 	store, err := raftstore.Open(raftstore.Config{
@@ -85,14 +276,12 @@ func serve(ctx context.Context, cfg *config.Config, logw io.Writer, commands []s
 		},
 	})
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return nil, &exitError{code: 1, err: err}
 	}
-	defer func() {
-		if err := store.Close(); err != nil {
-			log.Warn("store shutdown", "err", err)
-		}
-	}()
+	rt.store = store
+	rt.onClose("store", store.Close)
 	cfg.SetNodeID(store.NodeID())
+	rt.nodeID = store.NodeID()
 	metrics.WatchStore(store.Status)
 
 	ops := operator.New(store, store.NodeID(), now)
@@ -100,7 +289,7 @@ func serve(ctx context.Context, cfg *config.Config, logw io.Writer, commands []s
 	pol := policy.NewService(store, cfg.Policy, now)
 	ident := identity.New(identity.Deps{
 		Store:  store,
-		Hasher: password.NewHasher(password.DefaultParams, 2*runtime.GOMAXPROCS(0)),
+		Hasher: password.NewHasher(password.DefaultParams, 2*goruntime.GOMAXPROCS(0)),
 		Policy: pol,
 		// Ten wrong passwords per account, and fifty per client address,
 		// in fifteen minutes; then the caller waits.
@@ -109,40 +298,88 @@ func serve(ctx context.Context, cfg *config.Config, logw io.Writer, commands []s
 		Now:          now,
 		Logger:       log,
 	})
+	storage, err := buildStorage(ctx, rt, gen, store, now)
+	if err != nil {
+		return nil, err
+	}
 	store.RunWhileLeader("idempotency-expiry", idem.ExpiryLoop(10*time.Minute))
 	store.RunWhileLeader("probe-expiry", ops.ExpiryLoop(5*time.Minute))
 	store.RunWhileLeader("session-expiry", raftstore.Every(10*time.Minute, ident.ExpireSessions))
 	firstRun(ctx, ident, cfg.Admin.Password, log)
 
-	api, err := server.New(server.Deps{
+	rt.api, err = server.New(server.Deps{
 		Logger:         log,
 		Version:        version,
 		Config:         cfg,
 		Identity:       ident,
 		Policy:         pol,
+		Apps:           storage.apps,
+		Secrets:        storage.secrets,
+		Adapters:       storage.adapters,
+		Keyring:        storage.ring,
 		Facts:          store,
 		Operator:       ops,
 		Idempotency:    idem,
 		Ready:          store,
 		Metrics:        metrics,
 		MetricsHandler: metrics.Handler(),
-		Commands:       commands,
+		Commands:       gen.commands,
+		StartedAt:      gen.startedAt,
+		Restart:        gen.restart,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	return rt, nil
+}
+
+// keptListener is the process's listening socket, which every generation's
+// server shares. Listening again at each restart would leave the port free
+// for a moment: with server.addr "…:0" the next listen would get another
+// port, and any process (an outgoing connection, even) could take this one.
+// Instead each server gets a view of the socket whose Close, called by the
+// server's Shutdown, only interrupts Accept (a deadline in the past) and
+// leaves the socket bound: connections that arrive during a restart wait
+// in the kernel's backlog for the next generation. http.Server's Shutdown
+// and Close return only after their Accept loop has, so two generations
+// never accept at once. Once the process is stopping, Close closes the
+// socket, so that new connections are refused while requests drain.
+type keptListener struct {
+	*net.TCPListener
+	stopping <-chan struct{}
+}
+
+func listen(addr string, stopping <-chan struct{}) (*keptListener, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("listen on %s (SVC_SERVER_ADDR): %w", cfg.Server.Addr, err)}
+		return nil, err
 	}
-	base := "http://" + displayAddr(ln.Addr())
-	log.Info("svc is serving", "console", base+"/", "api", base+"/api/v1", "version", version,
-		"node_id", store.NodeID(), "work_dir", cfg.Server.WorkDir, "store", cfg.RaftDir())
-	if err := api.Serve(ctx, ln, cfg.Server.ShutdownTimeout); err != nil {
-		return err
+	tcp, ok := ln.(*net.TCPListener)
+	if !ok {
+		_ = ln.Close()
+		return nil, fmt.Errorf("not a TCP listener: %T", ln)
 	}
-	log.Info("stopped serving; shutting the store down")
-	return nil
+	return &keptListener{TCPListener: tcp, stopping: stopping}, nil
+}
+
+// next readies the socket for the next generation's server.
+func (l *keptListener) next() net.Listener {
+	_ = l.SetDeadline(time.Time{}) // fails only on a closed socket, which Accept then reports
+	return generationListener{l}
+}
+
+// generationListener is one generation's view of the kept socket.
+type generationListener struct{ *keptListener }
+
+// Close interrupts Accept and leaves the socket open for the next
+// generation, unless the process is stopping.
+func (l generationListener) Close() error {
+	select {
+	case <-l.stopping:
+		return l.TCPListener.Close()
+	default:
+		return l.SetDeadline(time.Unix(1, 0))
+	}
 }
 
 // firstRun creates the administrator "admin" with SVC_ADMIN_PASSWORD when no

@@ -110,10 +110,12 @@ var rules = []rule{
 		imports: []pattern{"./..."},
 	},
 	{
-		name:    "production packages never link fakes or the test agent",
-		from:    []pattern{"./..."},
-		notFrom: []pattern{"*/fake*", "./internal/testagent/..."},
-		imports: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest"},
+		name: "production packages never link fakes or the test agent",
+		from: []pattern{"./..."},
+		notFrom: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest",
+			"./internal/secrets/secretstest", "./internal/vaulttest"},
+		imports: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest",
+			"./internal/secrets/secretstest", "./internal/vaulttest"},
 	},
 }
 

@@ -249,3 +249,17 @@ func Invalid(field, format string, args ...any) *Error {
 	}
 	return e
 }
+
+// MessageOf returns the message of the first *Error in err's chain, prefixed
+// with its code; for other errors, their text. It is what reports show of an
+// error (adapter health reasons), so adapters must keep secrets out of their
+// errors' text.
+func MessageOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	if e, ok := As(err); ok {
+		return string(e.Code) + ": " + e.Message
+	}
+	return err.Error()
+}

@@ -40,6 +40,7 @@ const (
 	Audit        Prefix = "aud"
 	Adapter      Prefix = "adp"
 	Probe        Prefix = "prb"
+	DataKey      Prefix = "key"
 )
 
 // Generator mints IDs from a clock and a source of entropy. IDs minted by one

@@ -7,12 +7,16 @@
 package schema
 
 import (
+	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/audit"
 	"github.com/svchost/svc/internal/events"
 	"github.com/svchost/svc/internal/idempotency"
 	"github.com/svchost/svc/internal/identity"
+	"github.com/svchost/svc/internal/keyring"
 	"github.com/svchost/svc/internal/operator"
 	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/internal/secrets"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/raftstore"
 )
@@ -28,6 +32,10 @@ func Tables() []raftstore.Def {
 		policy.Table,
 		spec.Revisions,
 		spec.Heads,
+		keyring.Keys,
 	}
-	return append(tables, identity.Tables()...)
+	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), secrets.Tables(), adapters.Tables()} {
+		tables = append(tables, ts...)
+	}
+	return tables
 }

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/svchost/svc/edge"
+	"github.com/svchost/svc/internal/actor"
+	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/identity"
+	"github.com/svchost/svc/internal/keyring"
+	"github.com/svchost/svc/internal/secrets"
+	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scheduler/process"
+	"github.com/svchost/svc/vaultsecrets"
+)
+
+// storage are the services over apps, their secrets, the keyring and the
+// adapters.
+type storage struct {
+	apps     *apps.Service
+	secrets  *secrets.Service
+	adapters *adapters.Service
+	ring     *keyring.Ring
+}
+
+// kekFile is where the key-encryption key lives in the work dir.
+func kekFile(workDir string) string { return filepath.Join(workDir, "keyring", "kek") }
+
+// Health checks of adapters, and the sweep of deleted apps' secrets.
+const (
+	healthInterval = 30 * time.Second
+	sweepInterval  = 10 * time.Minute
+)
+
+// buildStorage wires the keyring, every adapter kind this build runs, and
+// the services over them. Adapters are loaded once the store has caught up
+// with its leader (their configuration is replicated state); until then
+// GET /adapters says loading and secrets answer ADAPTER_UNAVAILABLE.
+func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raftstore.Store, now func() time.Time) (*storage, error) {
+	kek, err := keyring.LoadKEK(kekFile(gen.cfg.Server.WorkDir))
+	if err != nil {
+		return nil, &exitError{code: 1, err: fmt.Errorf("%w\nthe key-encryption key protects every secret; refusing to start without it", err)}
+	}
+	ring := keyring.New(store, kek, now)
+	ad, err := adapters.New(adapters.Deps{
+		Store: store, Ring: ring, Now: now, Logger: gen.log, StartedAt: gen.startedAt,
+		Kinds: []adapters.Kind{
+			process.Kind(),
+			edge.RoutesKind(),
+			vaultsecrets.BuiltinKind(store, ring),
+			vaultsecrets.VaultKind(gen.log),
+			identity.LocalKind(),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	rt.onClose("adapters", ad.Close)
+	ring.OnRotate(ad)
+	ring.OnRotate(vaultsecrets.NewBuiltin(vaultsecrets.BuiltinID, store, ring))
+	sec := secrets.NewService(secrets.Deps{Store: store, Now: now, Backends: func() (map[string]secrets.Backend, string) {
+		return secrets.BackendsOf(ad.Current())
+	}})
+	go loadAdapters(ctx, gen, store, ad)
+	store.RunWhileLeader("adapter-health", func(ctx context.Context) error {
+		ctx = actor.With(ctx, actor.System)
+		check := func(ctx context.Context) error {
+			if !ad.Current().Ready() {
+				return nil
+			}
+			return ad.CheckHealth(ctx)
+		}
+		_ = check(ctx)
+		return raftstore.Every(healthInterval, check)(ctx)
+	})
+	store.RunWhileLeader("secrets-sweep", raftstore.Every(sweepInterval, sec.SweepDeletedApps))
+	return &storage{apps: apps.NewService(store, now), secrets: sec, adapters: ad, ring: ring}, nil
+}
+
+// loadAdapters waits until the store serves consistent reads, then loads
+// the adapters the replicated configuration names.
+func loadAdapters(ctx context.Context, gen *generation, store *raftstore.Store, ad *adapters.Service) {
+	for attempt := 1; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := store.ConsistentRead(rctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if attempt%6 == 0 {
+			gen.log.Warn("adapters wait for the store to reach its leader", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	set := ad.Load(ctx)
+	for _, c := range adapters.Categories() {
+		for _, l := range set.Of(c) {
+			gen.log.Info("adapter loaded", "adapter_id", l.Adapter.ID, "category", c, "kind", l.Adapter.Kind, "primary", l.Primary, "ok", l.Instance != nil)
+		}
+	}
+}

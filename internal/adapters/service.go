@@ -1,0 +1,630 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/raftstore"
+)
+
+// Store is what the service needs of the replicated store.
+type Store interface {
+	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Read() *raftstore.Reader
+}
+
+// Sealer seals credentials (the keyring).
+type Sealer interface {
+	Seal(ctx context.Context, plaintext, aad []byte) ([]byte, error)
+	Open(sealed, aad []byte) ([]byte, error)
+}
+
+var _ Store = (*raftstore.Store)(nil)
+
+// Deps are the service's collaborators.
+type Deps struct {
+	Store  Store
+	Ring   Sealer
+	Kinds  []Kind
+	Now    func() time.Time
+	Logger *slog.Logger
+	// StartedAt is when this server started: GET /adapters reports it,
+	// and a restart changes it.
+	StartedAt time.Time
+}
+
+// Service configures adapters, loads them at a server's start, reports
+// them, and checks their health.
+type Service struct {
+	d     Deps
+	kinds []Kind
+
+	mu     sync.Mutex
+	set    *Set // what this server loaded at its start
+	closed bool
+}
+
+// New returns the adapters service over the kinds this build can run. It
+// refuses a malformed kind list: that is a wiring mistake.
+func New(d Deps) (*Service, error) {
+	seen := map[string]bool{}
+	defaults := map[string]bool{}
+	for _, k := range d.Kinds {
+		if !slices.Contains(Categories(), k.Category) || k.Name == "" || k.Open == nil {
+			return nil, fmt.Errorf("adapters: malformed kind %s/%s", k.Category, k.Name)
+		}
+		if seen[k.Category+"/"+k.Name] {
+			return nil, fmt.Errorf("adapters: kind %s/%s declared twice", k.Category, k.Name)
+		}
+		seen[k.Category+"/"+k.Name] = true
+		if k.Default {
+			if defaults[k.Category] || k.DefaultID == "" {
+				return nil, fmt.Errorf("adapters: category %s needs exactly one default with an ID", k.Category)
+			}
+			defaults[k.Category] = true
+		}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{d: d, kinds: d.Kinds}, nil
+}
+
+func (s *Service) kind(category, name string) (Kind, bool) {
+	for _, k := range s.kinds {
+		if k.Category == category && k.Name == name {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// Kinds lists the kinds this build can run, by category.
+func (s *Service) Kinds() []Kind {
+	out := slices.Clone(s.kinds)
+	order := map[string]int{}
+	for i, c := range Categories() {
+		order[c] = i
+	}
+	sort.SliceStable(out, func(i, j int) bool { return order[out[i].Category] < order[out[j].Category] })
+	for i := range out {
+		out[i].Settings = slices.Clone(out[i].Settings)
+		if out[i].Settings == nil {
+			out[i].Settings = []Setting{}
+		}
+	}
+	return out
+}
+
+// Loaded is one adapter as this server loaded it.
+type Loaded struct {
+	Adapter  Adapter
+	Instance Instance // nil when it did not open
+	Err      error    // why it did not open
+	Virtual  bool     // an embedded default not configured in the store
+	Primary  bool     // the one its category uses by default
+}
+
+// Set is what a server loaded at its start.
+type Set struct {
+	StartedAt time.Time
+	items     []*Loaded
+	ready     bool
+}
+
+// Ready says whether the adapters have been loaded (a server loads them
+// once its store has caught up).
+func (s *Set) Ready() bool { return s.ready }
+
+// Get returns a loaded adapter by ID.
+func (s *Set) Get(id string) (*Loaded, bool) {
+	for _, l := range s.items {
+		if l.Adapter.ID == id {
+			return l, true
+		}
+	}
+	return nil, false
+}
+
+// Of returns the loaded adapters of a category, primary first.
+func (s *Set) Of(category string) []*Loaded {
+	var out []*Loaded
+	for _, l := range s.items {
+		if l.Adapter.Category == category {
+			out = append(out, l)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Primary && !out[j].Primary })
+	return out
+}
+
+// Primary returns the adapter a category uses by default.
+func (s *Set) Primary(category string) (*Loaded, bool) {
+	for _, l := range s.items {
+		if l.Adapter.Category == category && l.Primary {
+			return l, true
+		}
+	}
+	return nil, false
+}
+
+// Close closes every instance that holds resources.
+func (s *Set) Close() error {
+	var errs []error
+	for _, l := range s.items {
+		if c, ok := l.Instance.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Load opens the configured adapters and the embedded defaults not
+// configured otherwise, as this server's set until its next start. The
+// primary adapter of a category (the one it uses by default, and the one
+// new secrets go to) is the one configured most recently; without any, the
+// embedded default. An
+// adapter that does not open is kept with its error: the server starts
+// anyway, the adapter reports unhealthy, and what needs it answers
+// ADAPTER_UNAVAILABLE.
+func (s *Service) Load(ctx context.Context) *Set {
+	stored := s.stored(s.d.Store.Read())
+	set := &Set{StartedAt: s.d.StartedAt, ready: true}
+	have := map[string]bool{}
+	newest := map[string]*Loaded{}
+	for _, a := range stored {
+		l := s.open(ctx, a, false)
+		set.items = append(set.items, l)
+		have[a.ID] = true
+		if n := newest[a.Category]; n == nil || a.UpdatedAt.After(n.Adapter.UpdatedAt) ||
+			(a.UpdatedAt.Equal(n.Adapter.UpdatedAt) && a.ID > n.Adapter.ID) {
+			newest[a.Category] = l
+		}
+	}
+	for _, k := range s.kinds {
+		if !k.Default || have[k.DefaultID] {
+			continue
+		}
+		l := s.open(ctx, Adapter{ID: k.DefaultID, Category: k.Category, Kind: k.Name, Settings: map[string]string{}}, true)
+		set.items = append(set.items, l)
+		if newest[k.Category] == nil {
+			newest[k.Category] = l
+		}
+	}
+	for _, l := range newest {
+		l.Primary = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = set.Close()
+		return set
+	}
+	s.set = set
+	return set
+}
+
+// Current returns what this server loaded; before Load, an empty set that
+// says it is not ready.
+func (s *Service) Current() *Set { return s.loaded() }
+
+// Close closes the instances this server loaded; a Load after it closes
+// what it opens at once.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.set == nil {
+		return nil
+	}
+	return s.set.Close()
+}
+
+func (s *Service) open(ctx context.Context, a Adapter, virtual bool) *Loaded {
+	l := &Loaded{Adapter: a, Virtual: virtual}
+	k, ok := s.kind(a.Category, a.Kind)
+	if !ok {
+		l.Err = errcode.New(errcode.AdapterUnavailable, "this build cannot run adapter kind %s/%s", a.Category, a.Kind)
+		return l
+	}
+	creds := map[string]string{}
+	for name, sealed := range a.Credentials {
+		plain, err := s.d.Ring.Open(sealed, credAAD(a.ID, name))
+		if err != nil {
+			l.Err = fmt.Errorf("open credential %s of adapter %s: %w", name, a.ID, err)
+			return l
+		}
+		creds[name] = string(plain)
+	}
+	octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	inst, err := k.Open(octx, Config{ID: a.ID, Settings: withDefaults(k, a.Settings), Credentials: creds})
+	if err != nil {
+		l.Err = err
+		s.d.Logger.Warn("adapter did not open", "adapter_id", a.ID, "category", a.Category, "kind", a.Kind, "err", errcode.MessageOf(err))
+		return l
+	}
+	l.Instance = inst
+	return l
+}
+
+func withDefaults(k Kind, settings map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, st := range k.Settings {
+		if !st.Credential && st.Default != "" {
+			out[st.Name] = st.Default
+		}
+	}
+	maps.Copy(out, settings)
+	return out
+}
+
+func credAAD(adapterID, name string) []byte { return []byte("adapter/" + adapterID + "/" + name) }
+
+func (s *Service) stored(r *raftstore.Reader) []Adapter {
+	items, _ := Adapters.List(r, raftstore.Query{})
+	out := make([]Adapter, len(items))
+	for i, it := range items {
+		out[i] = it.Value
+	}
+	return out
+}
+
+func (s *Service) loaded() *Set {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.set == nil {
+		return &Set{StartedAt: s.d.StartedAt}
+	}
+	return s.set
+}
+
+// View is an adapter as the API shows it: settings, the names of the
+// credentials that are set (never their values), live capabilities, and
+// whether a configuration newer than the loaded one waits for a restart.
+type View struct {
+	AdapterID      string         `json:"adapter_id"`
+	Category       string         `json:"category"`
+	Kind           string         `json:"kind"`
+	Config         map[string]any `json:"config"`
+	CredentialsSet []string       `json:"credentials_set"`
+	Capabilities   map[string]any `json:"capabilities"`
+	Primary        bool           `json:"primary"`
+	Builtin        bool           `json:"builtin"`
+	Loaded         bool           `json:"loaded"`
+	Error          *string        `json:"error"`
+	PendingRestart bool           `json:"pending_restart"`
+	Health         *Health        `json:"health"`
+	Revision       int64          `json:"revision"`
+	CreatedAt      *time.Time     `json:"created_at"`
+	UpdatedAt      *time.Time     `json:"updated_at"`
+}
+
+// List is GET /adapters.
+type List struct {
+	Items         []View    `json:"items"`
+	RestartNeeded bool      `json:"restart_needed"`
+	StartedAt     time.Time `json:"started_at"`
+	// Loading is true until this server has loaded its adapters.
+	Loading bool `json:"loading"`
+}
+
+// List reports the configured adapters and the embedded defaults.
+func (s *Service) List() List {
+	r := s.d.Store.Read()
+	set := s.loaded()
+	out := List{Items: []View{}, StartedAt: set.StartedAt, Loading: !set.ready}
+	seen := map[string]bool{}
+	for _, a := range s.stored(r) {
+		v := s.view(r, a, set)
+		l, ok := set.Get(a.ID)
+		v.PendingRestart = set.ready && (!ok || l.Adapter.Revision != a.Revision)
+		out.RestartNeeded = out.RestartNeeded || v.PendingRestart
+		out.Items = append(out.Items, v)
+		seen[a.ID] = true
+	}
+	for _, k := range s.kinds {
+		if k.Default && !seen[k.DefaultID] {
+			v := s.view(r, Adapter{ID: k.DefaultID, Category: k.Category, Kind: k.Name}, set)
+			l, ok := set.Get(k.DefaultID)
+			// A configured default that this server loaded from the store
+			// but that is gone now cannot happen (no delete); a virtual
+			// one loaded as virtual is current.
+			v.PendingRestart = ok && !l.Virtual
+			out.RestartNeeded = out.RestartNeeded || v.PendingRestart
+			out.Items = append(out.Items, v)
+		}
+	}
+	order := map[string]int{}
+	for i, c := range Categories() {
+		order[c] = i
+	}
+	sort.SliceStable(out.Items, func(i, j int) bool {
+		a, b := out.Items[i], out.Items[j]
+		if order[a.Category] != order[b.Category] {
+			return order[a.Category] < order[b.Category]
+		}
+		return a.Primary && !b.Primary
+	})
+	return out
+}
+
+func (s *Service) view(r *raftstore.Reader, a Adapter, set *Set) View {
+	k, _ := s.kind(a.Category, a.Kind)
+	v := View{AdapterID: a.ID, Category: a.Category, Kind: a.Kind, Config: map[string]any{}, CredentialsSet: []string{},
+		Builtin: k.Default && a.ID == k.DefaultID, Revision: a.Revision}
+	for name, val := range withDefaults(k, a.Settings) {
+		v.Config[name] = val
+	}
+	for name := range a.Credentials {
+		v.CredentialsSet = append(v.CredentialsSet, name)
+	}
+	sort.Strings(v.CredentialsSet)
+	if !a.CreatedAt.IsZero() {
+		v.CreatedAt, v.UpdatedAt = &a.CreatedAt, &a.UpdatedAt
+	}
+	if l, ok := set.Get(a.ID); ok {
+		v.Loaded, v.Primary = l.Instance != nil, l.Primary
+		if l.Instance != nil {
+			v.Capabilities = l.Instance.Capabilities()
+		}
+		if l.Err != nil {
+			msg := errcode.MessageOf(l.Err)
+			v.Error = &msg
+		}
+	}
+	if h, _, ok := Healths.Get(r, a.ID); ok {
+		v.Health = &h
+	}
+	return v
+}
+
+// Request configures an adapter: a new one, or the one named by AdapterID.
+// Config and Credentials map a setting to its new value, or to nil to
+// return it to its default (a credential: to remove it); settings and
+// credentials not named keep their values.
+type Request struct {
+	AdapterID   string
+	Category    string
+	Kind        string
+	Config      map[string]any
+	Credentials map[string]*string
+}
+
+// Limits of settings.
+const (
+	maxSettingBytes = 16 << 10
+	maxSettings     = 64
+)
+
+// Configure validates a configuration against its kind and stores it, with
+// credentials sealed, an audit entry and the adapter.configured event. It
+// applies at the next restart. created says whether a new adapter was made.
+func (s *Service) Configure(ctx context.Context, req Request) (v View, created bool, err error) {
+	k, ok := s.kind(req.Category, req.Kind)
+	if !ok {
+		if !slices.Contains(Categories(), req.Category) {
+			return View{}, false, errcode.Invalid("category", "unknown adapter category %q", req.Category).WithDetail("categories", Categories())
+		}
+		return View{}, false, errcode.Invalid("kind", "this build has no %s adapter of kind %q", req.Category, req.Kind).
+			WithRemedy("GET /api/v1/adapters/kinds lists the kinds this build can run")
+	}
+	settings, reset, err := normalize(k, req.Config)
+	if err != nil {
+		return View{}, false, err
+	}
+	if len(req.Credentials) > maxSettings {
+		return View{}, false, errcode.Invalid("credentials", "too many credentials")
+	}
+	for name, val := range req.Credentials {
+		st, ok := k.setting(name)
+		if !ok || !st.Credential {
+			return View{}, false, errcode.Invalid("credentials."+name, "%s/%s has no credential %q", k.Category, k.Name, name)
+		}
+		if val != nil && (len(*val) > maxSettingBytes || !utf8.ValidString(*val) || *val == "") {
+			return View{}, false, errcode.Invalid("credentials."+name, "a credential is non-empty UTF-8 text of at most %d bytes; send null to remove it", maxSettingBytes)
+		}
+	}
+	r := s.d.Store.Read()
+	old, meta, exists := s.target(r, req, k)
+	if req.AdapterID != "" && !exists && !(k.Default && req.AdapterID == k.DefaultID) {
+		return View{}, false, errcode.New(errcode.NotFound, "no adapter %s", req.AdapterID)
+	}
+	if exists && old.Category != req.Category {
+		return View{}, false, errcode.Invalid("category", "adapter %s is a %s adapter; its category cannot change", old.ID, old.Category)
+	}
+	now := s.d.Now()
+	next := Adapter{ID: old.ID, Category: k.Category, Kind: k.Name, Settings: map[string]string{}, Credentials: map[string][]byte{},
+		Revision: old.Revision + 1, CreatedAt: old.CreatedAt, UpdatedAt: now}
+	if old.Kind == next.Kind {
+		maps.Copy(next.Settings, old.Settings)
+	}
+	maps.Copy(next.Settings, settings)
+	for _, name := range reset {
+		delete(next.Settings, name)
+	}
+	if !exists {
+		next.CreatedAt = now
+		switch {
+		case req.AdapterID != "":
+			next.ID = req.AdapterID
+		case k.Default:
+			next.ID = k.DefaultID
+		default:
+			next.ID = ids.NewAt(ids.Adapter, now)
+		}
+	}
+	if old.Kind == next.Kind {
+		maps.Copy(next.Credentials, old.Credentials)
+	}
+	changed := old.Kind != next.Kind && len(old.Credentials) > 0
+	for name, val := range req.Credentials {
+		if val == nil {
+			if _, had := next.Credentials[name]; had {
+				delete(next.Credentials, name)
+				changed = true
+			}
+			continue
+		}
+		sealed, err := s.d.Ring.Seal(ctx, []byte(*val), credAAD(next.ID, name))
+		if err != nil {
+			return View{}, false, fmt.Errorf("seal credential %s: %w", name, err)
+		}
+		next.Credentials[name] = sealed
+		changed = true
+	}
+	if err := checkRequired(k, next); err != nil {
+		return View{}, false, err
+	}
+	if k.Validate != nil {
+		if err := k.Validate(withDefaults(k, next.Settings), slices.Sorted(maps.Keys(next.Credentials))); err != nil {
+			return View{}, false, err
+		}
+	}
+	details := map[string]any{"category": next.Category, "kind": next.Kind, "credentials_changed": changed,
+		"settings": slices.Sorted(maps.Keys(next.Settings)), "revision": next.Revision}
+	_, err = s.d.Store.Apply(ctx,
+		Adapters.PutIf(&next, meta.ModifyIndex),
+		audit.Entries.Insert(audit.New(ctx, now, "adapter.configure", "", audit.Target{Kind: "adapter", ID: next.ID}, details)),
+		events.Events.Insert(events.New(ctx, now, "adapter.configured", nil, "adapter", next.ID, map[string]any{
+			"category": next.Category, "kind": next.Kind, "credentials_changed": changed,
+		})),
+	)
+	if err != nil {
+		if raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound) {
+			return View{}, false, errcode.New(errcode.StateInvalid, "adapter %s was configured by someone else meanwhile; read it again and retry", next.ID)
+		}
+		return View{}, false, fmt.Errorf("configure adapter: %w", err)
+	}
+	v = s.view(s.d.Store.Read(), next, s.loaded())
+	v.PendingRestart = true
+	return v, !exists, nil
+}
+
+// singleCategories hold one configured adapter per kind: configuring the
+// kind again without an adapter ID changes that one.
+var singleCategories = []string{CategorySecrets, CategoryRoutes}
+
+// target finds the stored adapter a request configures: the one it names;
+// else a default kind's well-known adapter; else, in a single category, the
+// adapter of the same kind.
+func (s *Service) target(r *raftstore.Reader, req Request, k Kind) (Adapter, raftstore.Meta, bool) {
+	switch {
+	case req.AdapterID != "":
+		return Adapters.Get(r, req.AdapterID)
+	case k.Default:
+		return Adapters.Get(r, k.DefaultID)
+	case slices.Contains(singleCategories, req.Category):
+		items, _ := Adapters.List(r, raftstore.Query{Index: "category", Key: req.Category})
+		for _, it := range items {
+			if it.Value.Kind == k.Name {
+				return it.Value, it.Meta, true
+			}
+		}
+	}
+	return Adapter{}, raftstore.Meta{}, false
+}
+
+// normalize checks settings against the kind: known, not credentials,
+// scalar; numbers and booleans become their text; null (reset lists it)
+// returns a setting to its default.
+func normalize(k Kind, in map[string]any) (set map[string]string, reset []string, err error) {
+	if len(in) > maxSettings {
+		return nil, nil, errcode.Invalid("config", "too many settings")
+	}
+	out := map[string]string{}
+	for name, raw := range in {
+		st, ok := k.setting(name)
+		if !ok {
+			return nil, nil, errcode.Invalid("config."+name, "%s/%s has no setting %q", k.Category, k.Name, name).
+				WithRemedy("GET /api/v1/adapters/kinds lists each kind's settings")
+		}
+		if st.Credential {
+			return nil, nil, errcode.Invalid("config."+name, "%q is a credential: send it in credentials, which are stored encrypted and never shown", name)
+		}
+		var val string
+		switch x := raw.(type) {
+		case nil:
+			reset = append(reset, name)
+			continue
+		case string:
+			val = x
+		case bool:
+			val = strconv.FormatBool(x)
+		case float64:
+			val = strconv.FormatFloat(x, 'f', -1, 64)
+		default:
+			return nil, nil, errcode.Invalid("config."+name, "setting %q must be a string, number or boolean", name)
+		}
+		if len(val) > maxSettingBytes || !utf8.ValidString(val) {
+			return nil, nil, errcode.Invalid("config."+name, "setting %q must be UTF-8 text of at most %d bytes", name, maxSettingBytes)
+		}
+		out[name] = val
+	}
+	return out, reset, nil
+}
+
+func checkRequired(k Kind, a Adapter) error {
+	var missing []string
+	for _, st := range k.Settings {
+		if !st.Required {
+			continue
+		}
+		if st.Credential {
+			if _, ok := a.Credentials[st.Name]; !ok {
+				missing = append(missing, st.Name)
+			}
+		} else if a.Settings[st.Name] == "" && st.Default == "" {
+			missing = append(missing, st.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return errcode.Invalid(missing[0], "%s/%s needs %v", k.Category, k.Name, missing).WithDetail("missing", missing)
+	}
+	return nil
+}
+
+// Reseal re-seals every stored credential under the keyring's current key.
+func (s *Service) Reseal(ctx context.Context) (int, error) {
+	items, _ := Adapters.List(s.d.Store.Read(), raftstore.Query{})
+	n := 0
+	for _, it := range items {
+		a := it.Value
+		if len(a.Credentials) == 0 {
+			continue
+		}
+		next := a
+		next.Credentials = map[string][]byte{}
+		for name, sealed := range a.Credentials {
+			plain, err := s.d.Ring.Open(sealed, credAAD(a.ID, name))
+			if err != nil {
+				return n, fmt.Errorf("re-seal credential %s of %s: %w", name, a.ID, err)
+			}
+			if next.Credentials[name], err = s.d.Ring.Seal(ctx, plain, credAAD(a.ID, name)); err != nil {
+				return n, err
+			}
+		}
+		if _, err := s.d.Store.Apply(ctx, Adapters.PutIf(&next, it.Meta.ModifyIndex)); err != nil {
+			if raftstore.IsReason(err, raftstore.ReasonStale) {
+				continue // configured again meanwhile: sealed under the current key already
+			}
+			return n, fmt.Errorf("re-seal credentials of %s: %w", a.ID, err)
+		}
+		n += len(a.Credentials)
+	}
+	return n, nil
+}

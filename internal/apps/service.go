@@ -1,0 +1,202 @@
+package apps
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/identity"
+	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/raftstore"
+)
+
+// Store is what the service needs of the replicated store.
+type Store interface {
+	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Read() *raftstore.Reader
+}
+
+var _ Store = (*raftstore.Store)(nil)
+
+// Service creates, reads, lists and deletes apps.
+type Service struct {
+	store Store
+	now   func() time.Time
+}
+
+// NewService returns the apps service.
+func NewService(store Store, now func() time.Time) *Service {
+	return &Service{store: store, now: now}
+}
+
+// New is an app to create.
+type New struct {
+	Name string
+	Slug string // derived from the name when empty
+}
+
+// Create makes an app in draft, desired state running, and gives its
+// creator an owner grant (to manage it) and a data-plane grant (to open it),
+// in one write with the audit entry and the app.created event. A service
+// token that creates an app receives the grants itself.
+func (s *Service) Create(ctx context.Context, c authz.Caller, n New) (App, error) {
+	if err := checkName(n.Name); err != nil {
+		return App{}, err
+	}
+	kind, principal := grantee(c)
+	if principal == "" {
+		return App{}, errcode.New(errcode.PermDenied, "only an account or a token can create an app")
+	}
+	r := s.store.Read()
+	slug := n.Slug
+	if slug != "" {
+		if err := checkSlug(slug); err != nil {
+			return App{}, err
+		}
+		if _, _, taken := Apps.First(r, "slug", slug); taken {
+			return App{}, errcode.New(errcode.StateInvalid, "the slug %q is taken", slug).WithDetail("field", "slug")
+		}
+	} else {
+		slug = freeSlug(r, Slugify(n.Name))
+	}
+	now := s.now()
+	app := App{
+		ID: ids.NewAt(ids.App, now), Name: n.Name, Slug: slug, State: StateDraft, DesiredState: DesiredRunning,
+		CreatedBy: c.Principal.ID, CreatedAt: now, UpdatedAt: now,
+	}
+	owner := authz.RoleOwner
+	ops := []raftstore.Op{
+		Apps.Insert(&app),
+		identity.Grants.Insert(&identity.Grant{ID: ids.NewAt(ids.Grant, now), AppID: app.ID, Plane: identity.PlaneControl,
+			PrincipalKind: kind, PrincipalID: principal, RoleID: &owner, CreatedAt: now}),
+		identity.Grants.Insert(&identity.Grant{ID: ids.NewAt(ids.Grant, now), AppID: app.ID, Plane: identity.PlaneData,
+			PrincipalKind: kind, PrincipalID: principal, CreatedAt: now}),
+		audit.Entries.Insert(audit.New(ctx, now, "app.create", app.ID, audit.Target{Kind: "app", ID: app.ID}, map[string]any{"name": app.Name, "slug": app.Slug})),
+		events.Events.Insert(events.New(ctx, now, "app.created", refOf(app), "", "", map[string]any{"name": app.Name, "slug": app.Slug})),
+	}
+	if _, err := s.store.Apply(ctx, ops...); err != nil {
+		if raftstore.IsReason(err, raftstore.ReasonConflict) {
+			return App{}, errcode.New(errcode.StateInvalid, "the slug %q is taken", slug).WithDetail("field", "slug")
+		}
+		return App{}, fmt.Errorf("create app: %w", err)
+	}
+	return app, nil
+}
+
+// grantee is the principal an app's creator grants go to: the account (also
+// for a delegated token acting for it), or a service token itself.
+func grantee(c authz.Caller) (kind, id string) {
+	if c.Principal.UserID != "" {
+		return authz.KindUser, c.Principal.UserID
+	}
+	if c.Principal.Kind == authz.KindToken {
+		return authz.KindToken, c.Principal.ID
+	}
+	return "", ""
+}
+
+// freeSlug returns base, or base-2, base-3, … whichever is free.
+func freeSlug(r *raftstore.Reader, base string) string {
+	for n := 1; ; n++ {
+		slug := base
+		if n > 1 {
+			suffix := "-" + strconv.Itoa(n)
+			if len(base)+len(suffix) > MaxSlugLen {
+				slug = base[:MaxSlugLen-len(suffix)]
+			}
+			slug = trimHyphen(slug) + suffix
+		}
+		if _, _, taken := Apps.First(r, "slug", slug); !taken {
+			return slug
+		}
+	}
+}
+
+func trimHyphen(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '-' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func refOf(a App) *events.AppRef { return &events.AppRef{ID: a.ID, Name: a.Name, Slug: a.Slug} }
+
+// Get returns an app. A caller without any verb on it is answered NOT_FOUND
+// by the server before this is reached.
+func (s *Service) Get(id string) (App, error) {
+	a, _, ok := Apps.Get(s.store.Read(), id)
+	if !ok {
+		return App{}, errcode.New(errcode.NotFound, "no app %s", id)
+	}
+	return a, nil
+}
+
+// Exists reports whether an app exists in a read view.
+func Exists(r *raftstore.Reader, id string) bool {
+	_, _, ok := Apps.Get(r, id)
+	return ok
+}
+
+// List returns the apps the caller can administer (holds any app verb on),
+// by ID, after the cursor, at most limit.
+func (s *Service) List(c authz.Caller, facts authz.Facts, floor authz.Floor, after string, limit int) ([]App, bool) {
+	r := s.store.Read()
+	items, more := Apps.List(r, raftstore.Query{After: after, Limit: limit, Filter: func(v any) bool {
+		return authz.AppVerbs(facts, c.Principal, v.(*App).ID, floor) != 0
+	}})
+	out := make([]App, len(items))
+	for i, it := range items {
+		out[i] = it.Value
+	}
+	return out, more
+}
+
+// Delete removes an app and every grant on it, with its audit entry and the
+// app.deleted event. Whatever else an app owns (secrets, specs, volumes) is
+// removed by its own package's sweep of apps that no longer exist.
+func (s *Service) Delete(ctx context.Context, id string, d Decision) error {
+	r := s.store.Read()
+	app, meta, ok := Apps.Get(r, id)
+	if !ok {
+		return errcode.New(errcode.NotFound, "no app %s", id)
+	}
+	now := s.now()
+	ops := []raftstore.Op{Apps.DeleteIf(id, meta.ModifyIndex)}
+	grants, _ := identity.Grants.List(r, raftstore.Query{Index: "app", Key: id})
+	for _, g := range grants {
+		ops = append(ops, identity.Grants.Delete(g.Value.ID))
+	}
+	details := map[string]any{"backup": d.Backup, "force": d.Force}
+	ops = append(ops,
+		audit.Entries.Insert(audit.New(ctx, now, "app.delete", id, audit.Target{Kind: "app", ID: id}, details)),
+		events.Events.Insert(events.New(ctx, now, "app.deleted", refOf(app), "", "", map[string]any{
+			"backup_id": nil, "volumes_discarded": d.Force, "reason": d.reason(),
+		})),
+	)
+	if _, err := s.store.Apply(ctx, ops...); err != nil {
+		if raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound) {
+			return errcode.New(errcode.StateInvalid, "the app changed while it was being deleted; try again")
+		}
+		return fmt.Errorf("delete app: %w", err)
+	}
+	return nil
+}
+
+// Decision is what the caller chose about a final backup when deleting.
+type Decision struct {
+	Backup bool
+	Force  bool
+	Reason string // "" means requested
+}
+
+func (d Decision) reason() string {
+	if d.Reason == "" {
+		return "requested"
+	}
+	return d.Reason
+}

@@ -1,0 +1,77 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/keyring"
+)
+
+type adaptersService interface {
+	List() adapters.List
+	Kinds() []adapters.Kind
+	Configure(ctx context.Context, req adapters.Request) (adapters.View, bool, error)
+}
+
+type keyringService interface {
+	Info() []keyring.KeyInfo
+	Rotate(ctx context.Context) (keyring.Rotation, error)
+}
+
+func (s *Server) listAdapters(c echo.Context) error {
+	return c.JSON(http.StatusOK, s.d.Adapters.List())
+}
+
+type kindList struct {
+	Categories []string        `json:"categories"`
+	Items      []adapters.Kind `json:"items"`
+}
+
+func (s *Server) listAdapterKinds(c echo.Context) error {
+	return c.JSON(http.StatusOK, kindList{Categories: adapters.Categories(), Items: s.d.Adapters.Kinds()})
+}
+
+// configureAdapterRequest carries settings in config and write-only
+// credentials in credentials (a null credential removes it).
+type configureAdapterRequest struct {
+	AdapterID   string             `json:"adapter_id,omitempty"`
+	Category    string             `json:"category"`
+	Kind        string             `json:"kind"`
+	Config      map[string]any     `json:"config,omitempty"`
+	Credentials map[string]*string `json:"credentials,omitempty"`
+}
+
+type adapterAnswer struct {
+	Adapter adapters.View `json:"adapter"`
+}
+
+func (s *Server) postAdapter(c echo.Context) error {
+	var req configureAdapterRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	v, created, err := s.d.Adapters.Configure(c.Request().Context(), adapters.Request(req))
+	if err != nil {
+		return err
+	}
+	return c.JSON(map[bool]int{true: http.StatusCreated, false: http.StatusOK}[created], adapterAnswer{Adapter: v})
+}
+
+type keyringDTO struct {
+	Keys []keyring.KeyInfo `json:"keys"`
+}
+
+func (s *Server) getKeyring(c echo.Context) error {
+	return c.JSON(http.StatusOK, keyringDTO{Keys: s.d.Keyring.Info()})
+}
+
+func (s *Server) postKeyringRotate(c echo.Context) error {
+	rot, err := s.d.Keyring.Rotate(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, rot)
+}

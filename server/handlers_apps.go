@@ -1,0 +1,72 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/authz"
+)
+
+type appsService interface {
+	Create(ctx context.Context, c authz.Caller, n apps.New) (apps.App, error)
+	Get(id string) (apps.App, error)
+	List(c authz.Caller, facts authz.Facts, floor authz.Floor, after string, limit int) ([]apps.App, bool)
+	Delete(ctx context.Context, id string, d apps.Decision) error
+}
+
+type createAppRequest struct {
+	Name string `json:"name"`
+	Slug string `json:"slug,omitempty"`
+}
+
+type appAnswer struct {
+	App apps.App `json:"app"`
+}
+
+func (s *Server) postApp(c echo.Context) error {
+	var req createAppRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	a, err := s.d.Apps.Create(c.Request().Context(), callerOf(c), apps.New{Name: req.Name, Slug: req.Slug})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, appAnswer{App: a})
+}
+
+func (s *Server) listApps(c echo.Context) error {
+	p, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	a := authOf(c)
+	as, more := s.d.Apps.List(a.caller, a.facts, a.floor, p.after, p.limit)
+	return c.JSON(http.StatusOK, newList(as, more, lastID(as, func(a apps.App) string { return a.ID })))
+}
+
+func (s *Server) getApp(c echo.Context) error {
+	a, err := s.d.Apps.Get(c.Param("appID"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, appAnswer{App: a})
+}
+
+func (s *Server) deleteApp(c echo.Context) error {
+	backup, err := queryBool(c, "backup")
+	if err != nil {
+		return err
+	}
+	force, err := queryBool(c, "force")
+	if err != nil {
+		return err
+	}
+	if err := s.d.Apps.Delete(c.Request().Context(), c.Param("appID"), apps.Decision{Backup: backup, Force: force}); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
