@@ -206,8 +206,39 @@ func (m *matrix) builders() map[string]buildFn {
 		"POST /api/v1/operator/raft/probes":          withBody(api+"/operator/raft/probes", func() string { return `{"payload_bytes":8}` }),
 		"GET /api/v1/operator/raft/probes":           fixed(api + "/operator/raft/probes"),
 		"GET /api/v1/operator/raft/probes/{probeID}": fixed(api + "/operator/raft/probes/" + m.probeID),
-		"GET /api/v1/apps":                           fixed(api + "/apps"),
-		"POST /api/v1/apps":                          withBody(api+"/apps", func() string { return jsonOf(map[string]string{"name": uniq("Matrix App")}) }),
+		"GET /api/v1/me/apps":                        fixed(api + "/me/apps"),
+		"PUT /api/v1/me/favorites/{appID}": func(t *testing.T, actor, _ *principal) call {
+			return call{path: api + "/me/favorites/" + m.openableApp(t, actor)}
+		},
+		"DELETE /api/v1/me/favorites/{appID}": func(t *testing.T, actor, _ *principal) call {
+			app := m.openableApp(t, actor)
+			if actor.token != "" {
+				h.send("PUT", api+"/me/favorites/"+app, "", actor.bearer()...)
+			}
+			return call{path: api + "/me/favorites/" + app}
+		},
+		"POST /api/v1/me/sections": withBody(api+"/me/sections", func() string { return jsonOf(map[string]string{"name": uniq("Section")}) }),
+		"PATCH /api/v1/me/sections/{sectionID}": func(t *testing.T, actor, _ *principal) call {
+			return call{path: api + "/me/sections/" + m.sectionOf(t, actor), body: jsonOf(map[string]string{"name": uniq("Renamed")})}
+		},
+		"DELETE /api/v1/me/sections/{sectionID}": func(t *testing.T, actor, _ *principal) call {
+			return call{path: api + "/me/sections/" + m.sectionOf(t, actor)}
+		},
+		"PUT /api/v1/me/sections/{sectionID}/apps/{appID}": func(t *testing.T, actor, _ *principal) call {
+			return call{path: api + "/me/sections/" + m.sectionOf(t, actor) + "/apps/" + m.openableApp(t, actor)}
+		},
+		"DELETE /api/v1/me/sections/{sectionID}/apps/{appID}": func(t *testing.T, actor, _ *principal) call {
+			sec, app := m.sectionOf(t, actor), m.openableApp(t, actor)
+			if actor.token != "" {
+				h.send("PUT", api+"/me/sections/"+sec+"/apps/"+app, "", actor.bearer()...)
+			}
+			return call{path: api + "/me/sections/" + sec + "/apps/" + app}
+		},
+		"PATCH /api/v1/apps/{appID}": func(*testing.T, *principal, *principal) call {
+			return call{path: api + "/apps/" + m.appID, body: jsonOf(map[string]string{"name": uniq("Matrix")})}
+		},
+		"GET /api/v1/apps":  fixed(api + "/apps"),
+		"POST /api/v1/apps": withBody(api+"/apps", func() string { return jsonOf(map[string]string{"name": uniq("Matrix App")}) }),
 		"DELETE /api/v1/apps/{appID}": func(t *testing.T, _, _ *principal) call {
 			return call{path: api + "/apps/" + m.cloneApp(t)}
 		},
@@ -487,4 +518,32 @@ func (m *matrix) cloneApp(t *testing.T) string {
 		}
 	}
 	return id
+}
+
+// openableApp creates an app that actor can open (a data-plane grant to its
+// account, or to the service token itself).
+func (m *matrix) openableApp(t *testing.T, actor *principal) string {
+	t.Helper()
+	id := m.h.app(t, "launcher")
+	switch {
+	case actor.userID != "":
+		m.h.openGrant(t, id, authz.KindUser, actor.userID)
+	case actor.tokenID != "":
+		m.h.openGrant(t, id, authz.KindToken, actor.tokenID)
+	}
+	return id
+}
+
+// sectionOf creates a section in actor's launcher (an unknown ID for a
+// caller without a credential).
+func (m *matrix) sectionOf(t *testing.T, actor *principal) string {
+	t.Helper()
+	if actor.token == "" {
+		return ids.New(ids.Section)
+	}
+	a := m.h.send("POST", api+"/me/sections", jsonOf(map[string]string{"name": uniq("Section")}), actor.bearer()...)
+	if a.status != http.StatusCreated {
+		t.Fatalf("create a section: %d %s", a.status, a.body)
+	}
+	return decodeAs[sectionAnswer](t, a).Section.ID
 }

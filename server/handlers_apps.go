@@ -15,6 +15,7 @@ type appsService interface {
 	Get(id string) (apps.App, error)
 	List(c authz.Caller, facts authz.Facts, floor authz.Floor, after string, limit int) ([]apps.App, bool)
 	Delete(ctx context.Context, id string, d apps.Decision) error
+	Update(ctx context.Context, id string, p apps.Patch) (apps.App, error)
 }
 
 type createAppRequest struct {

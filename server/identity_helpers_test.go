@@ -320,3 +320,13 @@ func (h *harness) putSecret(t testing.TB, appID, key, value string) {
 		t.Fatalf("put secret %s: %d %s", key, a.status, a.body)
 	}
 }
+
+// openGrant shares an app on the data plane (to open it) with a principal.
+func (h *harness) openGrant(t testing.TB, appID, kind, principalID string) {
+	t.Helper()
+	g := identity.Grant{ID: ids.New(ids.Grant), AppID: appID, Plane: identity.PlaneData, PrincipalKind: kind,
+		PrincipalID: principalID, CreatedAt: time.Now().UTC()}
+	if _, err := h.store.Apply(context.Background(), identity.Grants.Insert(&g)); err != nil {
+		t.Fatalf("open grant on %s: %v", appID, err)
+	}
+}

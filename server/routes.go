@@ -10,6 +10,7 @@ import (
 	"github.com/svchost/svc/internal/authz"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/keyring"
+	"github.com/svchost/svc/internal/launcher"
 	"github.com/svchost/svc/internal/operator"
 )
 
@@ -108,10 +109,21 @@ func (s *Server) routeTable() []route {
 		{method: get, path: api + "/reference", access: accessSignedIn, summary: "Generated reference of endpoints, CLI commands, tool names and error codes", handler: s.getReference, response: referenceDTO{}},
 		{method: get, path: api + "/openapi.json", access: accessSignedIn, summary: "OpenAPI 3.1 document of the API", handler: s.getOpenAPI, response: map[string]any{}},
 
+		// The launcher: apps the caller can open, favorites and sections.
+		{method: get, path: api + "/me/apps", access: accessSignedIn, summary: "Apps the caller can open (not the apps they administer), favorites first, with section_id; and the caller's sections", handler: s.getMyApps, response: launcher.View{}},
+		{method: put, path: api + "/me/favorites/{appID}", access: accessSignedIn, summary: "Pin an app the caller can open; grants nothing", handler: s.putFavorite, action: "favorite.create", status: 204},
+		{method: del, path: api + "/me/favorites/{appID}", access: accessSignedIn, summary: "Unpin", handler: s.deleteFavorite, action: "favorite.delete", status: 204},
+		{method: post, path: api + "/me/sections", access: accessSignedIn, summary: "Create a named collapsible section; grants nothing", handler: s.postSection, action: "section.create", request: sectionRequest{}, response: sectionAnswer{}, status: 201},
+		{method: patch, path: api + "/me/sections/{sectionID}", access: accessSignedIn, summary: "Rename a section, or move it with position", handler: s.patchSection, action: "section.update", request: sectionRequest{}, response: sectionAnswer{}},
+		{method: del, path: api + "/me/sections/{sectionID}", access: accessSignedIn, summary: "Delete a section; its apps return to the ungrouped list", handler: s.deleteSection, action: "section.delete", status: 204},
+		{method: put, path: api + "/me/sections/{sectionID}/apps/{appID}", access: accessSignedIn, summary: "File an app into the section, moving it out of any other", handler: s.putFiling, action: "section.app.add", status: 204},
+		{method: del, path: api + "/me/sections/{sectionID}/apps/{appID}", access: accessSignedIn, summary: "Take the app out of the section", handler: s.deleteFiling, action: "section.app.remove", status: 204},
+
 		// Apps.
 		{method: get, path: api + "/apps", access: accessSignedIn, summary: "Apps the caller can administer; paged with limit and cursor", handler: s.listApps, response: list[apps.App]{}},
 		{method: post, path: api + "/apps", access: accessVerb, verb: authz.AppCreate, summary: "Create an app; returns at once in draft. The creator gets an owner grant and a data-plane grant", handler: s.postApp, action: "app.create", idempotent: true, request: createAppRequest{}, response: appAnswer{}, status: 201},
 		{method: get, path: api + "/apps/{appID}", access: accessVerb, verb: authz.AppView, summary: "Name, source, state, pinned spec", handler: s.getApp, response: appAnswer{}},
+		{method: patch, path: api + "/apps/{appID}", access: accessVerb, verb: authz.AppSpecEdit, summary: "Rename an app or change its slug", handler: s.patchApp, action: "app.update", request: patchAppRequest{}, response: appAnswer{}},
 		{method: del, path: api + "/apps/{appID}", access: accessVerb, verb: authz.AppDelete, summary: "Delete an app; query backup=true keeps a final copy, force=true discards it", handler: s.deleteApp, action: "app.delete", status: 204},
 
 		// Secrets.

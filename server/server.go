@@ -65,6 +65,7 @@ type Deps struct {
 	Identity identityService
 	Policy   policyService
 	Apps     appsService
+	Launcher launcherService
 	Secrets  secretsService
 	Adapters adaptersService
 	Keyring  keyringService

@@ -12,6 +12,7 @@ import (
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/keyring"
+	"github.com/svchost/svc/internal/launcher"
 	"github.com/svchost/svc/internal/secrets"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler/process"
@@ -22,6 +23,7 @@ import (
 // as cmd/svc wires them on the embedded defaults.
 type wired struct {
 	apps     *apps.Service
+	launcher *launcher.Service
 	secrets  *secrets.Service
 	adapters *adapters.Service
 	ring     *keyring.Ring
@@ -48,5 +50,5 @@ func wireStorage(t testing.TB, store *raftstore.Store, dir string, now func() ti
 	}})
 	ring.OnRotate(ad)
 	ring.OnRotate(vaultsecrets.NewBuiltin(vaultsecrets.BuiltinID, store, ring))
-	return wired{apps: apps.NewService(store, now), secrets: sec, adapters: ad, ring: ring, set: set}
+	return wired{apps: apps.NewService(store, now), launcher: launcher.NewService(store, now), secrets: sec, adapters: ad, ring: ring, set: set}
 }

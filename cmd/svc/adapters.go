@@ -12,6 +12,7 @@ import (
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/keyring"
+	"github.com/svchost/svc/internal/launcher"
 	"github.com/svchost/svc/internal/secrets"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler/process"
@@ -22,6 +23,7 @@ import (
 // adapters.
 type storage struct {
 	apps     *apps.Service
+	launcher *launcher.Service
 	secrets  *secrets.Service
 	adapters *adapters.Service
 	ring     *keyring.Ring
@@ -78,7 +80,7 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 		return raftstore.Every(healthInterval, check)(ctx)
 	})
 	store.RunWhileLeader("secrets-sweep", raftstore.Every(sweepInterval, sec.SweepDeletedApps))
-	return &storage{apps: apps.NewService(store, now), secrets: sec, adapters: ad, ring: ring}, nil
+	return &storage{apps: apps.NewService(store, now), launcher: launcher.NewService(store, now), secrets: sec, adapters: ad, ring: ring}, nil
 }
 
 // loadAdapters waits until the store serves consistent reads, then loads

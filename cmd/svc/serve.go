@@ -314,6 +314,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Identity:       ident,
 		Policy:         pol,
 		Apps:           storage.apps,
+		Launcher:       storage.launcher,
 		Secrets:        storage.secrets,
 		Adapters:       storage.adapters,
 		Keyring:        storage.ring,

@@ -14,6 +14,7 @@ import (
 	"github.com/svchost/svc/internal/idempotency"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/keyring"
+	"github.com/svchost/svc/internal/launcher"
 	"github.com/svchost/svc/internal/operator"
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/secrets"
@@ -34,7 +35,7 @@ func Tables() []raftstore.Def {
 		spec.Heads,
 		keyring.Keys,
 	}
-	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), secrets.Tables(), adapters.Tables()} {
+	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), launcher.Tables(), secrets.Tables(), adapters.Tables()} {
 		tables = append(tables, ts...)
 	}
 	return tables

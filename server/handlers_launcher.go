@@ -1,0 +1,109 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/launcher"
+)
+
+type launcherService interface {
+	Apps(c authz.Caller) launcher.View
+	Favor(ctx context.Context, c authz.Caller, appID string) error
+	Unfavor(ctx context.Context, c authz.Caller, appID string) error
+	CreateSection(ctx context.Context, c authz.Caller, name string) (launcher.Section, error)
+	UpdateSection(ctx context.Context, c authz.Caller, id string, name *string, position *int) (launcher.Section, error)
+	DeleteSection(ctx context.Context, c authz.Caller, id string) error
+	File(ctx context.Context, c authz.Caller, sectionID, appID string) error
+	Unfile(ctx context.Context, c authz.Caller, sectionID, appID string) error
+}
+
+func (s *Server) getMyApps(c echo.Context) error {
+	return c.JSON(http.StatusOK, s.d.Launcher.Apps(callerOf(c)))
+}
+
+func (s *Server) putFavorite(c echo.Context) error {
+	return noContent(c, s.d.Launcher.Favor(c.Request().Context(), callerOf(c), c.Param("appID")))
+}
+
+func (s *Server) deleteFavorite(c echo.Context) error {
+	return noContent(c, s.d.Launcher.Unfavor(c.Request().Context(), callerOf(c), c.Param("appID")))
+}
+
+type sectionRequest struct {
+	Name     *string `json:"name"`
+	Position *int    `json:"position,omitempty"`
+}
+
+type sectionAnswer struct {
+	Section launcher.Section `json:"section"`
+}
+
+func (s *Server) postSection(c echo.Context) error {
+	var req sectionRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	name := ""
+	if req.Name != nil {
+		name = *req.Name
+	}
+	sec, err := s.d.Launcher.CreateSection(c.Request().Context(), callerOf(c), name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, sectionAnswer{Section: sec})
+}
+
+func (s *Server) patchSection(c echo.Context) error {
+	var req sectionRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	sec, err := s.d.Launcher.UpdateSection(c.Request().Context(), callerOf(c), c.Param("sectionID"), req.Name, req.Position)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sectionAnswer{Section: sec})
+}
+
+func (s *Server) deleteSection(c echo.Context) error {
+	return noContent(c, s.d.Launcher.DeleteSection(c.Request().Context(), callerOf(c), c.Param("sectionID")))
+}
+
+func (s *Server) putFiling(c echo.Context) error {
+	return noContent(c, s.d.Launcher.File(c.Request().Context(), callerOf(c), c.Param("sectionID"), c.Param("appID")))
+}
+
+func (s *Server) deleteFiling(c echo.Context) error {
+	return noContent(c, s.d.Launcher.Unfile(c.Request().Context(), callerOf(c), c.Param("sectionID"), c.Param("appID")))
+}
+
+// noContent answers 204 when err is nil.
+func noContent(c echo.Context, err error) error {
+	if err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+type patchAppRequest struct {
+	Name *string `json:"name,omitempty"`
+	Slug *string `json:"slug,omitempty"`
+}
+
+func (s *Server) patchApp(c echo.Context) error {
+	var req patchAppRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	a, err := s.d.Apps.Update(c.Request().Context(), c.Param("appID"), apps.Patch{Name: req.Name, Slug: req.Slug})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, appAnswer{App: a})
+}
