@@ -1,0 +1,292 @@
+// Package plan decides what a deploy of a spec revision would do and every
+// reason it would be refused (PLAN_* errors), with warnings (WARN_*) that
+// never block. It is a pure function of its input: the server gathers the
+// facts (the revision, filled slots, loaded runtimes, host policy, the
+// detection's compose rejection, the security score) and the deploy path
+// runs the same checks before it builds anything.
+//
+// It must not read the store, call adapters or start anything.
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/internal/spec"
+)
+
+// Runtime is a loaded runtime adapter as the plan sees it.
+type Runtime struct {
+	ID        string
+	Kind      string
+	Primary   bool
+	Loaded    bool   // opened on this server
+	Isolation string // a policy isolation level
+	// Builds lists the build kinds it can run.
+	Builds []string
+}
+
+// Input is everything a plan is made from.
+type Input struct {
+	Revision uint64
+	Spec     spec.Document
+	Policy   policy.Policy
+	Runtimes []Runtime
+	// Filled reports whether a slot has been filled.
+	Filled func(slot string) bool
+	// SecretSet reports whether the app has a secret of that key.
+	SecretSet func(key string) bool
+	// ComposeRejection is the detection's refusal of untranslatable
+	// compose constructs, when the spec came from compose.
+	ComposeRejection error
+	// SecurityScore is the app's last security score, nil when unscanned.
+	SecurityScore *int
+}
+
+// Action is one step a deploy would take.
+type Action struct {
+	Workload string `json:"workload"`
+	Step     string `json:"step"` // build, start
+	Detail   string `json:"detail"`
+}
+
+// Warning never blocks a deploy.
+type Warning struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Result is a plan.
+type Result struct {
+	Deployable bool             `json:"deployable"`
+	Runtime    string           `json:"runtime,omitempty"` // the adapter a deploy would use
+	Actions    []Action         `json:"actions"`
+	Refusals   []*errcode.Error `json:"refusals"`
+	Warnings   []Warning        `json:"warnings"`
+}
+
+// Make plans a deploy of in.Spec.
+func Make(in Input) Result {
+	r := Result{Actions: []Action{}, Refusals: []*errcode.Error{}, Warnings: []Warning{}}
+	if in.ComposeRejection != nil {
+		if e, ok := errcode.As(in.ComposeRejection); ok {
+			r.Refusals = append(r.Refusals, e)
+		} else {
+			r.Refusals = append(r.Refusals, errcode.New(errcode.PlanComposeRejected, "%s", in.ComposeRejection.Error()))
+		}
+	}
+	if missing := unfilled(in); len(missing) > 0 {
+		r.Refusals = append(r.Refusals, errcode.New(errcode.PlanSlotUnfilled, "required slots are not filled: %s", strings.Join(missing, ", ")).
+			WithDetail("slots", missing).WithRemedy("fill each with PUT /api/v1/apps/{appID}/slots/{key}"))
+	}
+	rt, refusal := chooseRuntime(in)
+	if refusal != nil {
+		r.Refusals = append(r.Refusals, refusal)
+	} else {
+		r.Runtime = rt.ID
+		r.Refusals = append(r.Refusals, capabilities(in.Spec, rt)...)
+	}
+	if min := in.Policy.MinSecurityScore; min > 0 && in.SecurityScore != nil && *in.SecurityScore < min && in.Policy.InsecureAction == policy.InsecureStop {
+		r.Refusals = append(r.Refusals, errcode.New(errcode.PlanSecurityBelow, "the app's security score %d is below the installation's minimum %d", *in.SecurityScore, min).
+			WithDetail("score", *in.SecurityScore).WithDetail("minimum", min))
+	}
+	r.Actions = actions(in.Spec)
+	r.Warnings = warnings(in)
+	r.Deployable = len(r.Refusals) == 0
+	return r
+}
+
+func unfilled(in Input) []string {
+	var out []string
+	for name, s := range in.Spec.Slots {
+		if s.Required && (in.Filled == nil || !in.Filled(name)) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// chooseRuntime picks the runtime a deploy would use: the one the spec
+// names, else the primary; it must be loaded and meet host policy's
+// minimum runtime isolation and the spec's own.
+func chooseRuntime(in Input) (Runtime, *errcode.Error) {
+	want := ""
+	if in.Spec.Runtime != nil {
+		want = in.Spec.Runtime.Adapter
+	}
+	var candidates []Runtime
+	for _, rt := range in.Runtimes {
+		if want == "" || rt.ID == want || rt.Kind == want {
+			candidates = append(candidates, rt)
+		}
+	}
+	if want != "" && len(candidates) == 0 {
+		return Runtime{}, errcode.New(errcode.PlanAdapterNotConfig, "the spec names the runtime %q, which this installation has not configured", want).
+			WithDetail("adapter", want).WithRemedy("configure it with POST /api/v1/adapters, or remove runtime.adapter from the spec")
+	}
+	need := in.Policy.MinRuntimeIsolation
+	var meets []Runtime
+	for _, rt := range candidates {
+		if rt.Loaded && policy.AtLeast(rt.Isolation, need) {
+			meets = append(meets, rt)
+		}
+	}
+	if len(meets) == 0 {
+		return Runtime{}, errcode.New(errcode.PlanNoAdapterPolicy, "no configured runtime offers the isolation host policy requires (%s)", need).
+			WithDetail("min_runtime_isolation", need).WithDetail("runtimes", runtimeIsolations(candidates))
+	}
+	slices.SortStableFunc(meets, func(a, b Runtime) int {
+		if a.Primary != b.Primary {
+			if a.Primary {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return meets[0], nil
+}
+
+func runtimeIsolations(rts []Runtime) map[string]string {
+	out := map[string]string{}
+	for _, rt := range rts {
+		out[rt.ID] = rt.Isolation
+	}
+	return out
+}
+
+// capabilities refuses what the chosen runtime cannot do.
+func capabilities(d spec.Document, rt Runtime) []*errcode.Error {
+	var out []*errcode.Error
+	if d.Runtime != nil && d.Runtime.Isolation != "" && !policy.AtLeast(rt.Isolation, d.Runtime.Isolation) {
+		out = append(out, errcode.New(errcode.PlanCapabilityUnsupp, "the spec asks for %s isolation; the runtime %s offers %s", d.Runtime.Isolation, rt.ID, rt.Isolation).
+			WithDetail("capability", "isolation"))
+	}
+	for _, name := range sortedWorkloads(d) {
+		w := d.Workloads[name]
+		if w.Build != nil && len(rt.Builds) > 0 && !slices.Contains(rt.Builds, w.Build.Kind) {
+			out = append(out, errcode.New(errcode.PlanCapabilityUnsupp, "workload %s needs a %s build, which the runtime %s (%s) cannot run", name, w.Build.Kind, rt.ID, rt.Kind).
+				WithDetail("capability", "build."+w.Build.Kind).WithDetail("workload", name))
+		}
+	}
+	return out
+}
+
+func sortedWorkloads(d spec.Document) []string {
+	names := make([]string, 0, len(d.Workloads))
+	for n := range d.Workloads {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// actions lists builds then starts, dependencies first.
+func actions(d spec.Document) []Action {
+	order := startOrder(d)
+	out := []Action{}
+	for _, name := range order {
+		if b := d.Workloads[name].Build; b != nil {
+			out = append(out, Action{Workload: name, Step: "build", Detail: b.Kind})
+		}
+	}
+	for _, name := range order {
+		w := d.Workloads[name]
+		detail := strings.Join(w.Run.Command, " ")
+		if w.Run.Port > 0 {
+			detail = fmt.Sprintf("%s (port %d)", detail, w.Run.Port)
+		}
+		out = append(out, Action{Workload: name, Step: "start", Detail: strings.TrimSpace(detail)})
+	}
+	return out
+}
+
+// startOrder is a topological order of the workloads by depends_on (by
+// name among equals); a cycle (which validation refuses) falls back to
+// name order for what remains.
+func startOrder(d spec.Document) []string {
+	names := sortedWorkloads(d)
+	done := map[string]bool{}
+	var out []string
+	for len(out) < len(names) {
+		progressed := false
+		for _, n := range names {
+			if done[n] {
+				continue
+			}
+			ready := true
+			for _, dep := range d.Workloads[n].DependsOn {
+				if _, known := d.Workloads[dep]; known && !done[dep] {
+					ready = false
+				}
+			}
+			if ready {
+				done[n], progressed = true, true
+				out = append(out, n)
+			}
+		}
+		if !progressed {
+			for _, n := range names {
+				if !done[n] {
+					done[n] = true
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func warnings(in Input) []Warning {
+	out := []Warning{}
+	for _, name := range sortedWorkloads(in.Spec) {
+		w := in.Spec.Workloads[name]
+		if w.Run.Port > 0 && w.Run.Health == nil {
+			out = append(out, Warning{Code: "WARN_NO_HEALTH_CHECK", Message: fmt.Sprintf("workload %s serves HTTP without a health check: a broken start is noticed only when it exits", name)})
+		}
+		if w.Resources == nil || (w.Resources.MemoryBytes == 0 && w.Resources.CPUMillis == 0) {
+			out = append(out, Warning{Code: "WARN_NO_RESOURCE_LIMITS", Message: fmt.Sprintf("workload %s has no CPU or memory limit", name)})
+		}
+	}
+	if in.SecretSet != nil {
+		var missing []string
+		for _, ref := range secretRefs(in.Spec) {
+			if !in.SecretSet(ref) {
+				missing = append(missing, ref)
+			}
+		}
+		if len(missing) > 0 {
+			out = append(out, Warning{Code: "WARN_SECRET_NOT_SET", Message: "the spec uses secrets the app does not have yet: " + strings.Join(missing, ", ") + "; they will be empty"})
+		}
+	}
+	if in.SecurityScore != nil && in.Policy.MinSecurityScore > 0 && *in.SecurityScore < in.Policy.MinSecurityScore && in.Policy.InsecureAction != policy.InsecureStop {
+		out = append(out, Warning{Code: "WARN_SECURITY_BELOW_MINIMUM", Message: fmt.Sprintf("the security score %d is below the minimum %d", *in.SecurityScore, in.Policy.MinSecurityScore)})
+	}
+	return out
+}
+
+func secretRefs(d spec.Document) []string {
+	seen := map[string]bool{}
+	add := func(env map[string]spec.EnvValue) {
+		for _, v := range env {
+			if v.Secret != "" {
+				seen[v.Secret] = true
+			}
+		}
+	}
+	add(d.Env)
+	for _, w := range d.Workloads {
+		add(w.Env)
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
