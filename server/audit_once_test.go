@@ -133,7 +133,7 @@ func TestStateChangingRequestsAreAuditedOnce(t *testing.T) {
 				if b, ok := bodies[key]; ok {
 					c.body = b
 				}
-				check(t, h, r, c.path, c.body, "token", admin.tokenID)
+				check(t, h, r, c.path, c.body, "token", admin.tokenID, c.header...)
 				if c.after != nil {
 					c.after(answer{status: http.StatusNoContent})
 				}

@@ -144,6 +144,15 @@ func (s *Server) authorize(r route, next echo.HandlerFunc) echo.HandlerFunc {
 			return errcode.New(errcode.PermDenied, "this account must change its password first").
 				WithRemedy("POST /api/v1/me/password")
 		}
+		if r.access == accessOpen {
+			// Whoever may open the app, or manages it; to anyone else it
+			// does not exist.
+			appID := c.Param("appID")
+			if authz.AppVerbs(a.facts, a.Principal, appID, a.floor) == 0 && !identity.CanOpen(s.d.Facts.Read(), appID, a.Principal) {
+				return errcode.New(errcode.NotFound, "no app %s", appID)
+			}
+			return next(c)
+		}
 		if r.access != accessVerb {
 			return next(c)
 		}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -250,9 +251,44 @@ func (m *matrix) builders() map[string]buildFn {
 			h.putSecret(t, m.appID, key, "to-delete")
 			return call{path: api + "/apps/" + m.appID + "/secrets/" + key}
 		},
+		"POST /api/v1/apps/{appID}/source": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/apps/" + m.appID + "/source", body: string(tinyApp(t)), header: []string{"Content-Type", "application/gzip"}}
+		},
 		"GET /api/v1/apps/{appID}/secrets/{key}/value": func(t *testing.T, _, _ *principal) call {
 			h.putSecret(t, m.appID, "READ_ME", "read-value")
 			return call{path: api + "/apps/" + m.appID + "/secrets/READ_ME/value"}
+		},
+		"GET /api/v1/apps/{appID}/icon": fixed(api + "/apps/" + m.appID + "/icon"),
+		"PUT /api/v1/apps/{appID}/icon": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/apps/" + m.appID + "/icon", body: string(testPNG(t, 7))}
+		},
+		"DELETE /api/v1/apps/{appID}/icon": func(t *testing.T, _, _ *principal) call {
+			if a := h.putIcon(t, m.appID, testPNG(t, 8)); a.status != http.StatusOK {
+				t.Fatalf("set an icon to delete: %d %s", a.status, a.body)
+			}
+			return call{path: api + "/apps/" + m.appID + "/icon"}
+		},
+		"POST /api/v1/apps/{appID}/specs": withBody(api+"/apps/"+m.appID+"/specs", func() string { return specExampleJSON }),
+		"GET /api/v1/apps/{appID}/specs/{rev}": func(t *testing.T, _, _ *principal) call {
+			return call{path: fmt.Sprintf("%s/apps/%s/specs/%d", api, m.appID, h.specRevision(t, m.appID))}
+		},
+		"POST /api/v1/apps/{appID}/specs/{rev}/pin": func(t *testing.T, _, _ *principal) call {
+			return call{path: fmt.Sprintf("%s/apps/%s/specs/%d/pin", api, m.appID, h.specRevision(t, m.appID))}
+		},
+		"GET /api/v1/apps/{appID}/specs/{a}/diff/{b}": func(t *testing.T, _, _ *principal) call {
+			a := h.specRevision(t, m.appID)
+			return call{path: fmt.Sprintf("%s/apps/%s/specs/%d/diff/%d", api, m.appID, a, h.specRevision(t, m.appID))}
+		},
+		"GET /api/v1/apps/{appID}/slots":   fixed(api + "/apps/" + m.appID + "/slots"),
+		"GET /api/v1/apps/{appID}/volumes": fixed(api + "/apps/" + m.appID + "/volumes"),
+		"PUT /api/v1/apps/{appID}/slots/{key}": func(t *testing.T, _, _ *principal) call {
+			h.specRevision(t, m.appID) // declares the slot db
+			return call{path: api + "/apps/" + m.appID + "/slots/db", body: `{"value":{"url":"postgres://matrix:matrix-pw@db.internal/matrix"}}`}
+		},
+		"POST /api/v1/apps/{appID}/volumes": func(t *testing.T, _, _ *principal) call {
+			h.specRevision(t, m.appID) // a latest revision to add the volume to
+			name := uniq("vol")
+			return call{path: api + "/apps/" + m.appID + "/volumes", body: jsonOf(map[string]any{"name": name, "size_bytes": 1 << 20, "path": "/" + name})}
 		},
 		"GET /api/v1/adapters":        fixed(api + "/adapters"),
 		"GET /api/v1/adapters/kinds":  fixed(api + "/adapters/kinds"),
@@ -383,6 +419,21 @@ func (m *matrix) exercise(t *testing.T, r route) bool {
 		notRefused("no verbs on its own", send("own", m.noVerbs, m.noVerbs, m.noVerbs.bearer()...))
 		p := m.holder(t, r.verb)
 		notRefused("holder of the verb on someone else's", send("holder", p, someone(), p.bearer()...))
+
+	case accessOpen:
+		// Whoever may open the app (a data-plane grant) or holds any verb on
+		// it; to anyone else the app does not exist.
+		stranger := m.h.account(t, "stranger", nil, true)
+		refused("no grant", send("no verbs", stranger, stranger, stranger.bearer()...), http.StatusNotFound, errcode.NotFound)
+		refused("service token", send("service token", m.service, m.service, m.service.bearer()...), http.StatusNotFound, errcode.NotFound)
+		elsewhere := m.h.account(t, "openelsewhere", nil, true)
+		m.h.grantOpen(t, m.otherApp, authz.KindUser, elsewhere.userID, false)
+		refused("a data-plane grant on another app", send("open elsewhere", elsewhere, elsewhere, elsewhere.bearer()...), http.StatusNotFound, errcode.NotFound)
+		opener := m.h.account(t, "opener", nil, true)
+		m.h.grantOpen(t, m.appID, authz.KindUser, opener.userID, false)
+		notRefused("a data-plane grant only", send("opener", opener, opener, opener.bearer()...))
+		p := m.holder(t, authz.AppView)
+		notRefused("a verb on the app", send("holder", p, p, p.bearer()...))
 
 	default:
 		t.Errorf("access %s is not covered by the matrix", r.access)

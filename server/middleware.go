@@ -100,11 +100,17 @@ func (s *Server) recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // limitBody caps the request body; reading past the cap fails with
-// http.MaxBytesError, which answers 413 VALID_INVALID.
-func limitBody(limit int64, next echo.HandlerFunc) echo.HandlerFunc {
+// http.MaxBytesError, which answers 413 VALID_INVALID. A body declared
+// larger than the cap is refused at once: by refuse when the route names
+// its own refusal (the handler then answers the same for a body that goes
+// past the cap), else 413.
+func limitBody(limit int64, refuse func() *errcode.Error, next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		if req.ContentLength > limit {
+			if refuse != nil {
+				return refuse()
+			}
 			return tooLarge(limit)
 		}
 		req.Body = http.MaxBytesReader(c.Response(), req.Body, limit)

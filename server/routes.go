@@ -8,10 +8,14 @@ import (
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/icon"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/keyring"
 	"github.com/svchost/svc/internal/launcher"
 	"github.com/svchost/svc/internal/operator"
+	"github.com/svchost/svc/internal/source"
+	"github.com/svchost/svc/internal/spec"
 )
 
 // route is one endpoint. The table below registers the routes, and the
@@ -34,6 +38,9 @@ type route struct {
 	idempotent bool
 	// bodyLimit overrides the default request body cap.
 	bodyLimit int64
+	// bodyTooLarge, if set, refuses a body over bodyLimit instead of the
+	// generic 413 (an image over 256 KB is 400 VALID_INVALID, as API.md says).
+	bodyTooLarge func() *errcode.Error
 	// request and response are zero values of the body types, for the
 	// OpenAPI document; status is the success status.
 	request  any
@@ -126,11 +133,33 @@ func (s *Server) routeTable() []route {
 		{method: patch, path: api + "/apps/{appID}", access: accessVerb, verb: authz.AppSpecEdit, summary: "Rename an app or change its slug", handler: s.patchApp, action: "app.update", request: patchAppRequest{}, response: appAnswer{}},
 		{method: del, path: api + "/apps/{appID}", access: accessVerb, verb: authz.AppDelete, summary: "Delete an app; query backup=true keeps a final copy, force=true discards it", handler: s.deleteApp, action: "app.delete", status: 204},
 
+		// Tile images.
+		{method: get, path: api + "/apps/{appID}/icon", access: accessOpen, summary: "Tile image, or a generated one when none is set; anyone who can open the app (or holds a verb on it) may load it; ETag and If-None-Match", handler: s.getIcon},
+		{method: put, path: api + "/apps/{appID}/icon", access: accessVerb, verb: authz.AppSpecEdit, summary: "Set the tile image: the body is the image itself, PNG, JPEG, WebP or GIF (told by its content), at most 256 KB; SVG is refused", handler: s.putIcon, action: "icon.update", bodyLimit: icon.MaxBytes, bodyTooLarge: icon.TooLarge, response: appAnswer{}},
+		{method: del, path: api + "/apps/{appID}/icon", access: accessVerb, verb: authz.AppSpecEdit, summary: "Remove the tile image; the tile reverts to a generated one", handler: s.deleteIcon, action: "icon.delete", status: 204},
+
+		// Sources.
+		{method: post, path: api + "/apps/{appID}/source", access: accessVerb, verb: authz.AppSpecEdit, summary: "Upload a source archive as the app's source: the body is the archive, Content-Type application/gzip (tar.gz), application/x-tar or application/zip; refused whole if any entry is unsafe (traversal, links leading out, devices) or over the limits; detection runs behind it", handler: s.postSource, action: "source.upload", bodyLimit: source.DefaultMaxArchiveBytes, response: sourceAnswer{}, status: 202},
+
 		// Secrets.
 		{method: get, path: api + "/apps/{appID}/secrets", access: accessVerb, verb: authz.AppView, summary: "Which secrets exist, where each is kept (origin) and at which version; never values", handler: s.listSecrets, response: secretList{}},
 		{method: put, path: api + "/apps/{appID}/secrets/{key}", access: accessVerb, verb: authz.AppSecretsW, summary: "Set a secret; setting an existing one is a rotation (a new version)", handler: s.putSecret, action: "secret.set", request: putSecretRequest{}, response: secretAnswer{}},
 		{method: del, path: api + "/apps/{appID}/secrets/{key}", access: accessVerb, verb: authz.AppSecretsW, summary: "Remove a secret from its adapter", handler: s.deleteSecret, action: "secret.delete", status: 204},
 		{method: get, path: api + "/apps/{appID}/secrets/{key}/value", access: accessVerb, verb: authz.AppSecretsR, summary: "Read one value; audited every time", handler: s.getSecretValue, action: "secret.read", response: secretValue{}},
+
+		// Spec revisions.
+		{method: get, path: api + "/apps/{appID}/specs", access: accessVerb, verb: authz.AppView, summary: "All revisions, newest first, without their documents, and which is pinned (pinned_revision); paged with limit and cursor", handler: s.listSpecs, response: specList{}},
+		{method: post, path: api + "/apps/{appID}/specs", access: accessVerb, verb: authz.AppSpecEdit, summary: "Write a new revision: {\"spec\": document}, or the document itself as YAML (Content-Type application/yaml); validated, neither pinned nor deployed; details.field of a problem is its path in the document", handler: s.postSpec, action: "spec.create", bodyLimit: specBodyLimit, request: createSpecRequest{}, response: specAnswer{}, status: 201},
+		{method: get, path: api + "/apps/{appID}/specs/{rev}", access: accessVerb, verb: authz.AppView, summary: "One revision in full", handler: s.getSpec, response: specAnswer{}},
+		{method: post, path: api + "/apps/{appID}/specs/{rev}/pin", access: accessVerb, verb: authz.AppSpecEdit, summary: "Pin a revision: the target of the reconciler and of the next deploy; the app's pinned changes with it", handler: s.pinSpec, action: "spec.pin", response: specAnswer{}},
+		{method: get, path: api + "/apps/{appID}/specs/{a}/diff/{b}", access: accessVerb, verb: authz.AppView, summary: "Classified difference from revision a to b: what a deploy would restart, rebuild or leave alone", handler: s.diffSpecs, response: spec.DiffResult{}},
+		{method: get, path: api + "/apps/{appID}/export", access: accessVerb, verb: authz.AppView, summary: "Configuration as a document: the pinned spec (or the latest), secrets by key; every secret value redacted; format=yaml answers YAML", handler: s.getExport, response: spec.Export{}},
+
+		// Slots and volumes.
+		{method: get, path: api + "/apps/{appID}/slots", access: accessVerb, verb: authz.AppView, summary: "Needs of the app and what fills each: every slot the pinned and the latest spec revision declare (type, required, filled, mode, adapter_id, non-secret fields, the names of secret fields, effective: next_deploy), then fills of slots no longer declared (declared: false); never a credential", handler: s.listSlots, response: slotList{}},
+		{method: put, path: api + "/apps/{appID}/slots/{key}", access: accessVerb, verb: authz.AppSpecEdit, summary: "Fill a declared slot in exactly one way: {provision: {adapter_id?, rotate_password?}} (a slots adapter of the slot's type makes the resource; again: the same one, its password kept unless rotate_password), {bind: {url}} or {value: {fields}} (postgres: url, or host, port, database, username, password, sslmode); secret fields are stored encrypted and never shown; a resource provisioned before is left in place; effective at the next deploy", handler: s.putSlot, action: "slot.fill", request: fillSlotRequest{}, response: slotAnswer{}},
+		{method: get, path: api + "/apps/{appID}/volumes", access: accessVerb, verb: authz.AppView, summary: "The app's storage: the volumes of the pinned spec revision (the latest when none is pinned), with size and mounts", handler: s.listVolumes, response: volumeList{}},
+		{method: post, path: api + "/apps/{appID}/volumes", access: accessVerb, verb: authz.AppSpecEdit, summary: "Declare a path kept between deploys: {name, size_bytes (1 MiB to 10 TiB), workload? (default the primary), path}; writes a new spec revision from the latest with the volume and its mount, neither pinned nor deployed, and answers it as spec_revision; data written elsewhere is discarded at the next deploy", handler: s.postVolume, action: "volume.create", request: createVolumeRequest{}, response: volumeAnswer{}, status: 201},
 
 		// Operator.
 		{method: get, path: api + "/operator/raft", access: accessVerb, verb: authz.InstallView, summary: "The replicated store as this node sees it; digest=true adds a hash of the whole state", handler: s.getRaft, response: raftStatusDTO{}},

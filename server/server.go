@@ -66,7 +66,12 @@ type Deps struct {
 	Policy   policyService
 	Apps     appsService
 	Launcher launcherService
+	Icons    iconsService
 	Secrets  secretsService
+	Sources  sourcesService
+	Specs    specsService
+	Slots    slotsService
+	Volumes  volumesService
 	Adapters adaptersService
 	Keyring  keyringService
 	// Facts reads the state authorization decisions are made on.
@@ -174,6 +179,9 @@ const (
 	// accessSelf routes need the verb only when the caller acts on what is
 	// not its own (its account, its token); the service decides.
 	accessSelf
+	// accessOpen routes are for whoever may open the app (a data-plane
+	// grant) or holds any verb on it.
+	accessOpen
 )
 
 func (a access) String() string {
@@ -184,6 +192,8 @@ func (a access) String() string {
 		return "verb"
 	case accessSelf:
 		return "verb_unless_own"
+	case accessOpen:
+		return "can_open_or_any_verb"
 	}
 	return "signed_in"
 }
@@ -201,7 +211,7 @@ func (s *Server) register(r route) error {
 	if limit == 0 {
 		limit = defaultBodyLimit
 	}
-	h = limitBody(limit, s.authorize(r, h))
+	h = limitBody(limit, r.bodyTooLarge, s.authorize(r, h))
 	s.echo.Add(r.method, echoPath(r.path), h)
 	s.routes = append(s.routes, r)
 	return nil

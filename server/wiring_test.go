@@ -10,12 +10,19 @@ import (
 	"github.com/svchost/svc/edge"
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/icon"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/keyring"
 	"github.com/svchost/svc/internal/launcher"
+	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/secrets"
+	"github.com/svchost/svc/internal/slots"
+	"github.com/svchost/svc/internal/source"
+	"github.com/svchost/svc/internal/spec"
+	"github.com/svchost/svc/internal/volumes"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler/process"
+	"github.com/svchost/svc/slots/postgres"
 	"github.com/svchost/svc/vaultsecrets"
 )
 
@@ -24,10 +31,14 @@ import (
 type wired struct {
 	apps     *apps.Service
 	launcher *launcher.Service
+	icons    *icon.Service
 	secrets  *secrets.Service
+	specs    *spec.Service
 	adapters *adapters.Service
 	ring     *keyring.Ring
 	set      *adapters.Set
+	slots    *slots.Service
+	volumes  *volumes.Service
 }
 
 func wireStorage(t testing.TB, store *raftstore.Store, dir string, now func() time.Time, log *slog.Logger) wired {
@@ -39,6 +50,7 @@ func wireStorage(t testing.TB, store *raftstore.Store, dir string, now func() ti
 	ring := keyring.New(store, kek, now)
 	ad, err := adapters.New(adapters.Deps{Store: store, Ring: ring, Now: now, Logger: log, StartedAt: now(), Kinds: []adapters.Kind{
 		process.Kind(), edge.RoutesKind(), vaultsecrets.BuiltinKind(store, ring), vaultsecrets.VaultKind(log), identity.LocalKind(),
+		postgres.Kind(),
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -50,5 +62,21 @@ func wireStorage(t testing.TB, store *raftstore.Store, dir string, now func() ti
 	}})
 	ring.OnRotate(ad)
 	ring.OnRotate(vaultsecrets.NewBuiltin(vaultsecrets.BuiltinID, store, ring))
-	return wired{apps: apps.NewService(store, now), launcher: launcher.NewService(store, now), secrets: sec, adapters: ad, ring: ring, set: set}
+	sl := slots.NewService(slots.Deps{Store: store, Ring: ring, Now: now, Logger: log,
+		Provisioners: func() []slots.Loaded { return slots.ProvisionersOf(ad.Current()) }})
+	ring.OnRotate(sl)
+	return wired{apps: apps.NewService(store, now), launcher: launcher.NewService(store, now), icons: icon.NewService(store, now), secrets: sec, specs: spec.NewService(store, now), adapters: ad, ring: ring, set: set, slots: sl, volumes: volumes.NewService(store, now)}
+}
+
+// wireSources builds the sources service as cmd/svc does, with the work dir
+// under dir and local repositories allowed (tests clone bare repositories
+// made in a temporary directory).
+func wireSources(t testing.TB, dir string, a *apps.Service, pol *policy.Service, log *slog.Logger) *source.Service {
+	t.Helper()
+	src, err := source.New(source.Deps{WorkDir: filepath.Join(dir, "work"), Apps: a, Policy: pol, Git: source.Fetcher{AllowFile: true}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src.Close() })
+	return src
 }

@@ -10,12 +10,18 @@ import (
 	"github.com/svchost/svc/internal/actor"
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/icon"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/keyring"
 	"github.com/svchost/svc/internal/launcher"
+	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/secrets"
+	"github.com/svchost/svc/internal/slots"
+	"github.com/svchost/svc/internal/source"
+	"github.com/svchost/svc/internal/volumes"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler/process"
+	"github.com/svchost/svc/slots/postgres"
 	"github.com/svchost/svc/vaultsecrets"
 )
 
@@ -24,9 +30,12 @@ import (
 type storage struct {
 	apps     *apps.Service
 	launcher *launcher.Service
+	icons    *icon.Service
 	secrets  *secrets.Service
 	adapters *adapters.Service
 	ring     *keyring.Ring
+	slots    *slots.Service
+	volumes  *volumes.Service
 }
 
 // kekFile is where the key-encryption key lives in the work dir.
@@ -56,6 +65,7 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 			vaultsecrets.BuiltinKind(store, ring),
 			vaultsecrets.VaultKind(gen.log),
 			identity.LocalKind(),
+			postgres.Kind(),
 		},
 	})
 	if err != nil {
@@ -80,7 +90,28 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 		return raftstore.Every(healthInterval, check)(ctx)
 	})
 	store.RunWhileLeader("secrets-sweep", raftstore.Every(sweepInterval, sec.SweepDeletedApps))
-	return &storage{apps: apps.NewService(store, now), launcher: launcher.NewService(store, now), secrets: sec, adapters: ad, ring: ring}, nil
+	icons := icon.NewService(store, now)
+	store.RunWhileLeader("icons-sweep", raftstore.Every(sweepInterval, icons.SweepDeletedApps))
+	sl := slots.NewService(slots.Deps{Store: store, Ring: ring, Now: now, Logger: gen.log,
+		Provisioners: func() []slots.Loaded { return slots.ProvisionersOf(ad.Current()) }})
+	ring.OnRotate(sl)
+	store.RunWhileLeader("slots-sweep", raftstore.Every(sweepInterval, sl.SweepDeletedApps))
+	return &storage{apps: apps.NewService(store, now), launcher: launcher.NewService(store, now), icons: icons, secrets: sec, adapters: ad, ring: ring,
+		slots: sl, volumes: volumes.NewService(store, now)}, nil
+}
+
+// buildSources wires apps' checkouts under the work dir: uploaded archives
+// and clones (file:// and local paths refused), under host policy's
+// source_allowlist. Every node sweeps its own work dir of deleted apps'
+// checkouts.
+func buildSources(ctx context.Context, rt *runtime, gen *generation, a *apps.Service, pol *policy.Service, now func() time.Time) (*source.Service, error) {
+	src, err := source.New(source.Deps{WorkDir: gen.cfg.Server.WorkDir, Apps: a, Policy: pol, Now: now, Logger: gen.log})
+	if err != nil {
+		return nil, err
+	}
+	rt.onClose("sources", src.Close)
+	go func() { _ = raftstore.Every(sweepInterval, src.Sweep)(ctx) }()
+	return src, nil
 }
 
 // loadAdapters waits until the store serves consistent reads, then loads

@@ -24,6 +24,7 @@ import (
 	"github.com/svchost/svc/internal/password"
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/schema"
+	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/internal/telemetry"
 	"github.com/svchost/svc/internal/throttle"
 	"github.com/svchost/svc/raftstore"
@@ -302,9 +303,15 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	if err != nil {
 		return nil, err
 	}
+	sources, err := buildSources(ctx, rt, gen, storage.apps, pol, now)
+	if err != nil {
+		return nil, err
+	}
 	store.RunWhileLeader("idempotency-expiry", idem.ExpiryLoop(10*time.Minute))
 	store.RunWhileLeader("probe-expiry", ops.ExpiryLoop(5*time.Minute))
 	store.RunWhileLeader("session-expiry", raftstore.Every(10*time.Minute, ident.ExpireSessions))
+	specs := spec.NewService(store, now)
+	store.RunWhileLeader("spec-retention", raftstore.Every(time.Hour, specs.SweepRetention))
 	firstRun(ctx, ident, cfg.Admin.Password, log)
 
 	rt.api, err = server.New(server.Deps{
@@ -315,7 +322,12 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Policy:         pol,
 		Apps:           storage.apps,
 		Launcher:       storage.launcher,
+		Icons:          storage.icons,
 		Secrets:        storage.secrets,
+		Specs:          specs,
+		Slots:          storage.slots,
+		Volumes:        storage.volumes,
+		Sources:        sources,
 		Adapters:       storage.adapters,
 		Keyring:        storage.ring,
 		Facts:          store,

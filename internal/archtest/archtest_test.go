@@ -81,6 +81,12 @@ var rules = []rule{
 		imports: []pattern{"github.com/hashicorp/vault/api/..."},
 	},
 	{
+		name:    "only the postgres slots adapter uses the PostgreSQL driver",
+		from:    []pattern{"./..."},
+		notFrom: []pattern{"./slots/postgres"},
+		imports: []pattern{"github.com/jackc/..."},
+	},
+	{
 		name:    "only cmd/svc uses cobra",
 		from:    []pattern{"./..."},
 		notFrom: []pattern{"./cmd/svc"},
@@ -113,9 +119,9 @@ var rules = []rule{
 		name: "production packages never link fakes or the test agent",
 		from: []pattern{"./..."},
 		notFrom: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest",
-			"./internal/secrets/secretstest", "./internal/vaulttest"},
+			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/pgtest"},
 		imports: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest",
-			"./internal/secrets/secretstest", "./internal/vaulttest"},
+			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/pgtest"},
 	},
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/audit"
 	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/icon"
 	"github.com/svchost/svc/internal/idempotency"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/keyring"
@@ -18,6 +19,7 @@ import (
 	"github.com/svchost/svc/internal/operator"
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/secrets"
+	"github.com/svchost/svc/internal/slots"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/raftstore"
 )
@@ -35,7 +37,7 @@ func Tables() []raftstore.Def {
 		spec.Heads,
 		keyring.Keys,
 	}
-	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), launcher.Tables(), secrets.Tables(), adapters.Tables()} {
+	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables()} {
 		tables = append(tables, ts...)
 	}
 	return tables

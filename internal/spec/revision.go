@@ -1,11 +1,16 @@
-// Package spec owns spec revisions: the append-only history of how each app
-// runs, and the head that says which revision is latest and which is pinned.
-// Later it also owns the spec document and its validation.
+// Package spec owns the spec document (the sole record of how an app runs),
+// reading it from JSON or YAML (Parse), its validation (Validate), the
+// classified difference between two documents (Diff), the redacted export
+// of an app's configuration, and spec revisions: the append-only history of
+// how each app runs, and the head that says which revision is latest and
+// which is pinned. Its Service creates, lists, reads and pins revisions over
+// the replicated store, and sweeps those retention lets go.
 //
 // Revisions are append-only, enforced by the store's FSM through the tables
 // declared here: a revision is only ever inserted, numbers run 1, 2, 3… per
 // app without gaps, and retention removes only revisions that are neither
 // pinned, nor among the last ten pinned, nor newer than the newest of those.
+// Pinning also records the pin on the app's row, in the same write.
 // This package must not touch HTTP or adapters.
 package spec
 
@@ -31,6 +36,33 @@ type Revision struct {
 	CreatedAt time.Time       `json:"created_at"`
 	CreatedBy string          `json:"created_by"`
 	Document  json.RawMessage `json:"spec"`
+}
+
+// maxStoredBytes caps a revision's stored document. Parse caps the text it
+// reads at MaxDocumentBytes; its JSON form may be somewhat larger.
+const maxStoredBytes = 4 * MaxDocumentBytes
+
+// encodeDocument is a document's stored form: its JSON encoding, which
+// Revision.Spec reads back to an equal document.
+func encodeDocument(d Document) (json.RawMessage, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("encode spec document: %w", err)
+	}
+	if len(b) > maxStoredBytes {
+		return nil, errcode.New(errcode.ValidInvalid, "the spec document is %d bytes as JSON; at most %d", len(b), maxStoredBytes)
+	}
+	return b, nil
+}
+
+// Spec decodes the revision's document.
+func (r Revision) Spec() (Document, error) {
+	var d Document
+	if err := json.Unmarshal(r.Document, &d); err != nil {
+		return Document{}, fmt.Errorf("decode revision %d of %s: %w", r.Number, r.AppID, err)
+	}
+	d.normalize()
+	return d, nil
 }
 
 // Head is an app's revision pointer: the latest number written, the pinned

@@ -1,0 +1,161 @@
+package icon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/raftstore"
+)
+
+// Store is what the service needs of the replicated store.
+type Store interface {
+	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Read() *raftstore.Reader
+}
+
+var _ Store = (*raftstore.Store)(nil)
+
+// maxCachedTiles bounds the generated tiles kept in memory; past it the
+// cache starts over.
+const maxCachedTiles = 2048
+
+// writeTries is how often a write is tried when the app changed between
+// the read and the write.
+const writeTries = 3
+
+// Service sets, removes and serves apps' tile images.
+type Service struct {
+	store Store
+	now   func() time.Time
+
+	mu    sync.Mutex
+	tiles map[tileKey]Icon // generated tiles by app ID and name
+}
+
+type tileKey struct{ id, name string }
+
+// NewService returns the icon service.
+func NewService(store Store, now func() time.Time) *Service {
+	return &Service{store: store, now: now, tiles: map[tileKey]Icon{}}
+}
+
+// Get returns the app's tile: the uploaded image, or (generated true) a PNG
+// drawn from its name when none is set. NOT_FOUND when the app does not
+// exist.
+func (s *Service) Get(appID string) (Icon, bool, error) {
+	r := s.store.Read()
+	app, _, ok := apps.Apps.Get(r, appID)
+	if !ok {
+		return Icon{}, false, errcode.New(errcode.NotFound, "no app %s", appID)
+	}
+	if ic, _, ok := Icons.Get(r, appID); ok {
+		return ic, false, nil
+	}
+	return s.generated(app), true, nil
+}
+
+func (s *Service) generated(app apps.App) Icon {
+	k := tileKey{app.ID, app.Name}
+	s.mu.Lock()
+	ic, ok := s.tiles[k]
+	s.mu.Unlock()
+	if ok {
+		return ic
+	}
+	b := Tile(app.ID, app.Name)
+	ic = Icon{ID: app.ID, ContentType: PNG.ContentType(), Data: b, SHA256: tileHash(b), UpdatedAt: app.CreatedAt}
+	s.mu.Lock()
+	if len(s.tiles) >= maxCachedTiles {
+		clear(s.tiles)
+	}
+	s.tiles[k] = ic
+	s.mu.Unlock()
+	return ic
+}
+
+// Put checks an uploaded image (Check) and makes it the app's tile: the
+// icon row and the app's icon_updated_at in one write with its audit entry
+// (icon.update: format, size and bytes, never the image). It returns the
+// app as changed.
+func (s *Service) Put(ctx context.Context, appID string, b []byte) (apps.App, error) {
+	f, cfg, err := Check(b)
+	if err != nil {
+		return apps.App{}, err
+	}
+	sum := sha256.Sum256(b)
+	hash := hex.EncodeToString(sum[:])
+	return s.write(ctx, appID, func(r *raftstore.Reader, app *apps.App, now time.Time) ([]raftstore.Op, error) {
+		app.IconUpdatedAt = &now
+		details := map[string]any{"format": string(f), "width": cfg.Width, "height": cfg.Height, "bytes": len(b), "sha256": hash}
+		return []raftstore.Op{
+			Icons.Put(&Icon{ID: appID, ContentType: f.ContentType(), Data: b, SHA256: hash, UpdatedAt: now}),
+			audit.Entries.Insert(audit.New(ctx, now, "icon.update", appID, audit.Target{Kind: "app", ID: appID}, details)),
+		}, nil
+	})
+}
+
+// Delete removes the app's uploaded tile, so that it shows a generated one
+// again, and clears its icon_updated_at, with the audit entry icon.delete.
+// NOT_FOUND when the app has no uploaded tile.
+func (s *Service) Delete(ctx context.Context, appID string) (apps.App, error) {
+	return s.write(ctx, appID, func(r *raftstore.Reader, app *apps.App, now time.Time) ([]raftstore.Op, error) {
+		_, meta, ok := Icons.Get(r, appID)
+		if !ok {
+			return nil, errcode.New(errcode.NotFound, "app %s has no uploaded icon; its tile is already the generated one", appID)
+		}
+		app.IconUpdatedAt = nil
+		return []raftstore.Op{
+			Icons.DeleteIf(appID, meta.ModifyIndex),
+			audit.Entries.Insert(audit.New(ctx, now, "icon.delete", appID, audit.Target{Kind: "app", ID: appID}, nil)),
+		}, nil
+	})
+}
+
+// write changes the app record and whatever change returns in one write,
+// on the condition that the app (and the rows change checked) did not
+// change since they were read; it reads and tries again when they did.
+func (s *Service) write(ctx context.Context, appID string, change func(r *raftstore.Reader, app *apps.App, now time.Time) ([]raftstore.Op, error)) (apps.App, error) {
+	for try := 1; ; try++ {
+		r := s.store.Read()
+		app, meta, ok := apps.Apps.Get(r, appID)
+		if !ok {
+			return apps.App{}, errcode.New(errcode.NotFound, "no app %s", appID)
+		}
+		now := s.now().UTC()
+		app.UpdatedAt = now
+		ops, err := change(r, &app, now)
+		if err != nil {
+			return apps.App{}, err
+		}
+		_, err = s.store.Apply(ctx, append([]raftstore.Op{apps.Apps.PutIf(&app, meta.ModifyIndex)}, ops...)...)
+		switch {
+		case err == nil:
+			return app, nil
+		case raftstore.IsReason(err, raftstore.ReasonStale) && try < writeTries:
+			continue
+		case raftstore.IsReason(err, raftstore.ReasonStale), raftstore.IsReason(err, raftstore.ReasonNotFound):
+			if !apps.Exists(s.store.Read(), appID) {
+				return apps.App{}, errcode.New(errcode.NotFound, "no app %s", appID)
+			}
+			return apps.App{}, errcode.New(errcode.StateInvalid, "the app changed while its icon was being written; try again")
+		}
+		return apps.App{}, fmt.Errorf("write icon of app %s: %w", appID, err)
+	}
+}
+
+// SweepDeletedApps removes the icons of apps that no longer exist. It runs
+// on the leader.
+func (s *Service) SweepDeletedApps(ctx context.Context) error {
+	r := s.store.Read()
+	if _, err := Icons.Sweep(ctx, s.store, func(i *Icon) bool { return !apps.Exists(r, i.ID) }, 100); err != nil {
+		return fmt.Errorf("sweep icons of deleted apps: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,430 @@
+package source
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/internal/policy"
+)
+
+// Source kinds, as apps.Source records them.
+const (
+	KindRepository = "repository"
+	KindArchive    = "archive"
+)
+
+// checkoutPrefix names checkouts: chk_<ULID>, sorting by creation.
+const checkoutPrefix ids.Prefix = "chk"
+
+// Checkout is one fetched copy of an app's source.
+type Checkout struct {
+	ID string `json:"id"`
+	// Dir is the root of the checkout: the archive's contents, or the
+	// repository's tree without .git.
+	Dir string `json:"dir"`
+	// Commit is the commit checked out, or sha256:<hex> of the archive.
+	Commit string `json:"commit"`
+	// Kind is repository or archive.
+	Kind string `json:"kind"`
+	// Source is the source recorded on the app.
+	Source    apps.Source `json:"source"`
+	CreatedAt time.Time   `json:"created_at"`
+}
+
+// AppDir is where the app lives in the checkout: Dir, or its subdir.
+func (c Checkout) AppDir() string { return filepath.Join(c.Dir, filepath.FromSlash(c.Source.Subdir)) }
+
+// appRecords is what the service needs of the apps service.
+type appRecords interface {
+	Get(id string) (apps.App, error)
+	SetSource(ctx context.Context, id string, src apps.Source) error
+}
+
+// policyReader gives the current host policy.
+type policyReader interface {
+	Current() policy.Policy
+}
+
+var (
+	_ appRecords   = (*apps.Service)(nil)
+	_ policyReader = (*policy.Service)(nil)
+)
+
+// Deps configure the service.
+type Deps struct {
+	// WorkDir is the work dir; checkouts live under <WorkDir>/apps.
+	WorkDir string
+	Apps    appRecords
+	Policy  policyReader
+	Limits  Limits
+	// Git clones repositories; AllowFile stays off in production.
+	Git    Fetcher
+	Now    func() time.Time
+	Logger *slog.Logger
+	// OnCheckout, if set, is called after every successful checkout, once
+	// the app's source is recorded and the current pointer swapped; it
+	// must return quickly (detection starts its own work).
+	OnCheckout func(ctx context.Context, appID string, c Checkout)
+}
+
+// Service keeps apps' checkouts: <WorkDir>/apps/<app id>/source/<checkout
+// id>, a current link naming the newest, and <checkout id>.json beside it.
+// One checkout of an app runs at a time; a new one that succeeds replaces
+// the older ones.
+type Service struct {
+	d       Deps
+	mu      sync.Mutex
+	busy    map[string]chan struct{} // per app: held while a checkout runs
+	bg      sync.WaitGroup
+	ctx     context.Context // ends at Close: background fetches stop
+	stop    context.CancelFunc
+	closeMu sync.Mutex
+	closed  bool
+}
+
+// New returns the service.
+func New(d Deps) (*Service, error) {
+	if d.WorkDir == "" || d.Apps == nil || d.Policy == nil {
+		return nil, errors.New("source: work dir, apps and policy are required")
+	}
+	if d.Now == nil {
+		d.Now = func() time.Time { return time.Now().UTC() }
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	d.Limits = d.Limits.withDefaults()
+	ctx, stop := context.WithCancel(context.Background())
+	return &Service{d: d, busy: map[string]chan struct{}{}, ctx: ctx, stop: stop}, nil
+}
+
+// Limits returns the limits in force.
+func (s *Service) Limits() Limits { return s.d.Limits }
+
+// Close stops background fetches and waits for them.
+func (s *Service) Close() error {
+	s.closeMu.Lock()
+	s.closed = true
+	s.closeMu.Unlock()
+	s.stop()
+	s.bg.Wait()
+	return nil
+}
+
+var appIDRE = regexp.MustCompile(`^app_[0-9A-HJKMNP-TV-Z]{26}$`)
+
+// sourceDir is <work>/apps/<app id>/source, for an ID that is safe in a path.
+func (s *Service) sourceDir(appID string) (string, error) {
+	if !appIDRE.MatchString(appID) {
+		return "", errcode.New(errcode.NotFound, "no app %s", appID)
+	}
+	return filepath.Join(s.d.WorkDir, "apps", appID, "source"), nil
+}
+
+// lock holds the app's checkout slot until unlock, or fails with ctx.
+func (s *Service) lock(ctx context.Context, appID string) (unlock func(), err error) {
+	for {
+		s.mu.Lock()
+		ch, held := s.busy[appID]
+		if !held {
+			s.busy[appID] = make(chan struct{})
+			s.mu.Unlock()
+			return func() {
+				s.mu.Lock()
+				close(s.busy[appID])
+				delete(s.busy, appID)
+				s.mu.Unlock()
+			}, nil
+		}
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for the app's checkout in progress: %w", ctx.Err())
+		}
+	}
+}
+
+// FromArchive extracts an uploaded archive as the app's new checkout and
+// records the app's source as kind archive, commit sha256:<hex> of the
+// archive. contentType names the format (KindOf); a wrong one is a 415.
+func (s *Service) FromArchive(ctx context.Context, appID, contentType string, body io.Reader) (Checkout, error) {
+	kind, err := KindOf(contentType)
+	if err != nil {
+		return Checkout{}, err
+	}
+	return s.checkout(ctx, appID, KindArchive, func(dest string) (apps.Source, error) {
+		st, err := Extract(ctx, body, kind, dest, s.d.Limits)
+		if err != nil {
+			return apps.Source{}, err
+		}
+		return apps.Source{Kind: KindArchive, Commit: "sha256:" + st.SHA256}, nil
+	})
+}
+
+// FromRepository clones the app's repository as its new checkout and
+// records the app's source with the commit checked out. The repository
+// must pass host policy's source_allowlist.
+func (s *Service) FromRepository(ctx context.Context, appID string, src apps.Source) (Checkout, error) {
+	if src.Kind != "" && src.Kind != KindRepository {
+		return Checkout{}, errcode.Invalid("source.kind", "source.kind must be repository to fetch a repository")
+	}
+	if _, err := parseRepository(src.Repository, s.d.Git.AllowFile); err != nil {
+		return Checkout{}, err
+	}
+	if err := CheckAllowed(src.Repository, s.d.Policy.Current().SourceAllowlist); err != nil {
+		return Checkout{}, err
+	}
+	if err := checkRef(src.Ref); err != nil {
+		return Checkout{}, err
+	}
+	subdir, err := cleanSubdir(src.Subdir)
+	if err != nil {
+		return Checkout{}, err
+	}
+	return s.checkout(ctx, appID, KindRepository, func(dest string) (apps.Source, error) {
+		commit, err := s.d.Git.Clone(ctx, src.Repository, src.Ref, subdir, dest, s.d.Limits)
+		if err != nil {
+			return apps.Source{}, err
+		}
+		return apps.Source{Kind: KindRepository, Repository: withoutCredentials(src.Repository), Ref: src.Ref, Commit: commit, Subdir: subdir}, nil
+	})
+}
+
+// Fetch starts FromRepository in the background, as the caller (its
+// context's actor is the audit entry's), and returns at once after
+// checking what can be checked now: the address, the allowlist, the ref
+// and the subdir. Failures later are logged. Close stops it.
+func (s *Service) Fetch(ctx context.Context, appID string, src apps.Source) error {
+	if _, err := s.sourceDir(appID); err != nil {
+		return err
+	}
+	if _, err := s.d.Apps.Get(appID); err != nil {
+		return err
+	}
+	if _, err := parseRepository(src.Repository, s.d.Git.AllowFile); err != nil {
+		return err
+	}
+	if err := CheckAllowed(src.Repository, s.d.Policy.Current().SourceAllowlist); err != nil {
+		return err
+	}
+	if err := checkRef(src.Ref); err != nil {
+		return err
+	}
+	if _, err := cleanSubdir(src.Subdir); err != nil {
+		return err
+	}
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return errors.New("source: the service is closed")
+	}
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(s.ctx, cancel)
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		defer stop()
+		defer cancel()
+		c, err := s.FromRepository(bctx, appID, src)
+		if err != nil {
+			s.d.Logger.Warn("fetching the app's repository failed", "app_id", appID, "repository", Redact(src.Repository), "err", redactText(err.Error()))
+			return
+		}
+		s.d.Logger.Info("fetched the app's repository", "app_id", appID, "checkout_id", c.ID, "commit", c.Commit)
+	}()
+	return nil
+}
+
+// checkout runs fetch into a fresh checkout directory of the app, records
+// the source, swaps the current pointer and removes older checkouts.
+func (s *Service) checkout(ctx context.Context, appID, kind string, fetch func(dest string) (apps.Source, error)) (Checkout, error) {
+	dir, err := s.sourceDir(appID)
+	if err != nil {
+		return Checkout{}, err
+	}
+	if _, err := s.d.Apps.Get(appID); err != nil {
+		return Checkout{}, err
+	}
+	unlock, err := s.lock(ctx, appID)
+	if err != nil {
+		return Checkout{}, err
+	}
+	defer unlock()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Checkout{}, fmt.Errorf("checkout: %w", err)
+	}
+	now := s.d.Now()
+	c := Checkout{ID: ids.NewAt(checkoutPrefix, now), Kind: kind, CreatedAt: now}
+	c.Dir = filepath.Join(dir, c.ID)
+	src, err := fetch(c.Dir)
+	if err != nil {
+		return Checkout{}, err
+	}
+	c.Source, c.Commit = src, src.Commit
+	keep := false
+	defer func() {
+		if !keep {
+			_ = os.RemoveAll(c.Dir)
+			_ = os.Remove(c.Dir + ".json")
+		}
+	}()
+	meta, err := json.Marshal(c)
+	if err != nil {
+		return Checkout{}, fmt.Errorf("checkout: %w", err)
+	}
+	if err := writeFileAtomic(c.Dir+".json", meta); err != nil {
+		return Checkout{}, fmt.Errorf("checkout: %w", err)
+	}
+	if err := s.d.Apps.SetSource(ctx, appID, src); err != nil {
+		return Checkout{}, err
+	}
+	keep = true
+	if err := swapCurrent(dir, c.ID); err != nil {
+		return Checkout{}, fmt.Errorf("checkout: %w", err)
+	}
+	s.prune(dir, c.ID)
+	if s.d.OnCheckout != nil {
+		s.d.OnCheckout(ctx, appID, c)
+	}
+	return c, nil
+}
+
+// Current returns the app's current checkout; NOT_FOUND when it has none.
+func (s *Service) Current(appID string) (Checkout, error) {
+	dir, err := s.sourceDir(appID)
+	if err != nil {
+		return Checkout{}, err
+	}
+	id, err := os.Readlink(filepath.Join(dir, "current"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Checkout{}, errcode.New(errcode.NotFound, "app %s has no source checked out", appID)
+	}
+	if err != nil {
+		return Checkout{}, fmt.Errorf("current checkout: %w", err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, filepath.Base(id)+".json"))
+	if err != nil {
+		return Checkout{}, fmt.Errorf("current checkout: %w", err)
+	}
+	var c Checkout
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Checkout{}, fmt.Errorf("current checkout: %w", err)
+	}
+	return c, nil
+}
+
+// Remove deletes every checkout of an app (for an app that was deleted).
+func (s *Service) Remove(ctx context.Context, appID string) error {
+	dir, err := s.sourceDir(appID)
+	if err != nil {
+		return err
+	}
+	unlock, err := s.lock(ctx, appID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove checkouts: %w", err)
+	}
+	_ = os.Remove(filepath.Dir(dir)) // the app's area, if nothing else is left in it
+	return nil
+}
+
+// Sweep removes the checkouts of apps that no longer exist. The work dir
+// is this node's own, so every node sweeps it (not only the leader).
+// Problems are logged; it fails only when ctx ends.
+func (s *Service) Sweep(ctx context.Context) error {
+	entries, err := os.ReadDir(filepath.Join(s.d.WorkDir, "apps"))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.d.Logger.Warn("could not list apps' checkouts", "err", err)
+		}
+		return nil
+	}
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		id := e.Name()
+		if !appIDRE.MatchString(id) {
+			continue
+		}
+		if _, err := s.d.Apps.Get(id); !errcode.Has(err, errcode.NotFound) {
+			continue
+		}
+		if err := s.Remove(ctx, id); err != nil {
+			s.d.Logger.Warn("could not remove a deleted app's checkouts", "app_id", id, "err", err)
+		}
+	}
+	return nil
+}
+
+// swapCurrent points dir/current at id, atomically: a new link renamed
+// over the old one.
+func swapCurrent(dir, id string) error {
+	tmp := filepath.Join(dir, ".current-"+id)
+	_ = os.Remove(tmp)
+	if err := os.Symlink(id, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "current")); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// prune removes everything in dir but the current checkout, its metadata
+// and the pointer: older checkouts, and leftovers of interrupted ones. It
+// runs under the app's lock, so nothing in dir is in progress.
+func (s *Service) prune(dir, current string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		s.d.Logger.Warn("could not list old checkouts", "dir", dir, "err", err)
+		return
+	}
+	for _, e := range entries {
+		switch e.Name() {
+		case current, current + ".json", "current":
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			s.d.Logger.Warn("could not remove an old checkout", "path", filepath.Join(dir, e.Name()), "err", err)
+		}
+	}
+}
+
+func writeFileAtomic(name string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(name), ".meta-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), name)
+}

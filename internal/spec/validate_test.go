@@ -1,0 +1,252 @@
+package spec
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svchost/svc/internal/errcode"
+)
+
+// edit returns a valid document (the contract's example) changed by fn.
+func edit(t *testing.T, fn func(d *Document, w, worker *Workload)) Document {
+	t.Helper()
+	d := mustParse(t, exampleYAML)
+	web, worker := d.Workloads["web"], d.Workloads["worker"]
+	fn(&d, &web, &worker)
+	if d.Workloads != nil {
+		if _, ok := d.Workloads["web"]; ok {
+			d.Workloads["web"] = web
+		}
+		if _, ok := d.Workloads["worker"]; ok {
+			d.Workloads["worker"] = worker
+		}
+	}
+	return d
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name  string
+		edit  func(d *Document, web, worker *Workload)
+		code  errcode.Code // "" when valid
+		field string
+	}{
+		{"the example", func(*Document, *Workload, *Workload) {}, "", ""},
+		{"one workload, not marked primary", func(d *Document, _, _ *Workload) {
+			d.Workloads = map[string]Workload{"only": {Build: &Build{Kind: BuildStatic}}}
+		}, "", ""},
+		{"a static build runs without a command", func(_ *Document, web, _ *Workload) {
+			web.Build, web.Run.Command = &Build{Kind: BuildStatic}, nil
+		}, "", ""},
+		{"the same value at app and workload level", func(_ *Document, web, _ *Workload) { web.Env["LOG_LEVEL"] = Literal("info") }, "", ""},
+
+		{"a mount of an undeclared volume", func(_ *Document, web, _ *Workload) { web.Mounts[0].Volume = "cache" },
+			errcode.ValidDanglingMount, "workloads.web.mounts[0].volume"},
+		{"a reference to an undeclared slot", func(_ *Document, web, _ *Workload) { web.Env["DATABASE_URL"] = EnvValue{Slot: "cache", Field: "url"} },
+			errcode.ValidDanglingSlotRef, "workloads.web.env.DATABASE_URL.slot"},
+		{"an app-level reference to an undeclared slot", func(d *Document, _, _ *Workload) { d.Env["CACHE"] = EnvValue{Slot: "cache", Field: "url"} },
+			errcode.ValidDanglingSlotRef, "env.CACHE.slot"},
+		{"a dependency cycle", func(_ *Document, _, worker *Workload) { worker.DependsOn = []string{"web"} },
+			errcode.ValidDependencyCycle, "workloads.web.depends_on"},
+		{"a workload depending on itself", func(_ *Document, _, worker *Workload) { worker.DependsOn = []string{"worker"} },
+			errcode.ValidDependencyCycle, "workloads.worker.depends_on"},
+		{"a variable set differently at app and workload level", func(_ *Document, web, _ *Workload) { web.Env["LOG_LEVEL"] = Literal("debug") },
+			errcode.ValidEnvAmbiguous, "workloads.web.env.LOG_LEVEL"},
+		{"no primary among two", func(_ *Document, web, _ *Workload) { web.Primary = false },
+			errcode.ValidPrimaryWorkload, "workloads"},
+		{"two primaries", func(_ *Document, _, worker *Workload) { worker.Primary = true },
+			errcode.ValidPrimaryWorkload, "workloads.worker.primary"},
+		{"no workloads", func(d *Document, _, _ *Workload) { d.Workloads = nil },
+			errcode.ValidPrimaryWorkload, "workloads"},
+
+		{"a dependency on no workload", func(_ *Document, web, _ *Workload) { web.DependsOn = []string{"ghost"} },
+			errcode.ValidInvalid, "workloads.web.depends_on[0]"},
+		{"a dependency named twice", func(_ *Document, web, _ *Workload) { web.DependsOn = []string{"worker", "worker"} },
+			errcode.ValidInvalid, "workloads.web.depends_on[1]"},
+		{"an unknown build kind", func(_ *Document, web, _ *Workload) { web.Build.Kind = "rust" },
+			errcode.ValidInvalid, "workloads.web.build.kind"},
+		{"no build", func(_ *Document, web, _ *Workload) { web.Build = nil },
+			errcode.ValidInvalid, "workloads.web.build"},
+		{"an image build without an image", func(_ *Document, web, _ *Workload) { web.Build = &Build{Kind: BuildImage} },
+			errcode.ValidInvalid, "workloads.web.build.image"},
+		{"an image on a go build", func(_ *Document, web, _ *Workload) { web.Build.Image = "nginx:1" },
+			errcode.ValidInvalid, "workloads.web.build.image"},
+		{"a command build without a command", func(_ *Document, _, worker *Workload) { worker.Build.Command = " " },
+			errcode.ValidInvalid, "workloads.worker.build.command"},
+		{"a dockerfile on a go build", func(_ *Document, web, _ *Workload) { web.Build.Dockerfile = "Dockerfile" },
+			errcode.ValidInvalid, "workloads.web.build.dockerfile"},
+		{"a context outside the source", func(_ *Document, web, _ *Workload) { web.Build.Context = "../other" },
+			errcode.ValidInvalid, "workloads.web.build.context"},
+		{"an absolute context", func(_ *Document, web, _ *Workload) { web.Build.Context = "/src" },
+			errcode.ValidInvalid, "workloads.web.build.context"},
+		{"no run command for a go build", func(_ *Document, web, _ *Workload) { web.Run.Command = nil },
+			errcode.ValidInvalid, "workloads.web.run.command"},
+		{"an empty program", func(_ *Document, web, _ *Workload) { web.Run.Command = []string{""} },
+			errcode.ValidInvalid, "workloads.web.run.command[0]"},
+		{"a port above 65535", func(_ *Document, web, _ *Workload) { web.Run.Port = 70000 },
+			errcode.ValidInvalid, "workloads.web.run.port"},
+		{"a negative port", func(_ *Document, web, _ *Workload) { web.Run.Port = -1 },
+			errcode.ValidInvalid, "workloads.web.run.port"},
+		{"a health path without /", func(_ *Document, web, _ *Workload) { web.Run.Health.Path = "healthz" },
+			errcode.ValidInvalid, "workloads.web.run.health.path"},
+		{"a health check without a port", func(_ *Document, _, worker *Workload) { worker.Run.Health = &Health{Path: "/"} },
+			errcode.ValidInvalid, "workloads.worker.run.health"},
+		{"a timeout as long as the interval", func(_ *Document, web, _ *Workload) { web.Run.Health.Timeout = web.Run.Health.Interval },
+			errcode.ValidInvalid, "workloads.web.run.health.timeout"},
+		{"a timeout longer than the default interval", func(_ *Document, web, _ *Workload) {
+			web.Run.Health = &Health{Path: "/", Timeout: Duration(time.Minute)}
+		}, errcode.ValidInvalid, "workloads.web.run.health.timeout"},
+		{"a negative interval", func(_ *Document, web, _ *Workload) { web.Run.Health.Interval = Duration(-time.Second) },
+			errcode.ValidInvalid, "workloads.web.run.health.interval"},
+		{"negative resources", func(_ *Document, web, _ *Workload) { web.Resources.MemoryBytes = -1 },
+			errcode.ValidInvalid, "workloads.web.resources.memory_bytes"},
+		{"a relative mount path", func(_ *Document, web, _ *Workload) { web.Mounts[0].Path = "data" },
+			errcode.ValidInvalid, "workloads.web.mounts[0].path"},
+		{"an unclean mount path", func(_ *Document, web, _ *Workload) { web.Mounts[0].Path = "/data/../etc" },
+			errcode.ValidInvalid, "workloads.web.mounts[0].path"},
+		{"a mount at /", func(_ *Document, web, _ *Workload) { web.Mounts[0].Path = "/" },
+			errcode.ValidInvalid, "workloads.web.mounts[0].path"},
+		{"two mounts at one path", func(_ *Document, web, _ *Workload) { web.Mounts = append(web.Mounts, web.Mounts[0]) },
+			errcode.ValidInvalid, "workloads.web.mounts[1].path"},
+		{"a variable name starting with a digit", func(_ *Document, web, _ *Workload) { web.Env["1PORT"] = Literal("1") },
+			errcode.ValidInvalid, "workloads.web.env.1PORT"},
+		{"a variable name with a dash", func(d *Document, _, _ *Workload) { d.Env["LOG-LEVEL"] = Literal("1") },
+			errcode.ValidInvalid, "env.LOG-LEVEL"},
+		{"a NUL in a value", func(d *Document, _, _ *Workload) { d.Env["LOG_LEVEL"] = Literal("a\x00b") },
+			errcode.ValidInvalid, "env.LOG_LEVEL"},
+		{"a secret reference that is not a key", func(_ *Document, web, _ *Workload) { web.Env["API_KEY"] = EnvValue{Secret: "api-key"} },
+			errcode.ValidInvalid, "workloads.web.env.API_KEY.secret"},
+		{"a slot field that is not a name", func(_ *Document, web, _ *Workload) { web.Env["DATABASE_URL"] = EnvValue{Slot: "db", Field: "URL"} },
+			errcode.ValidInvalid, "workloads.web.env.DATABASE_URL.field"},
+		{"a volume without a size", func(d *Document, _, _ *Workload) { d.Volumes["data"] = Volume{} },
+			errcode.ValidInvalid, "volumes.data.size_bytes"},
+		{"a slot without a type", func(d *Document, _, _ *Workload) { d.Slots["db"] = Slot{Required: true} },
+			errcode.ValidInvalid, "slots.db.type"},
+		{"an unknown isolation", func(d *Document, _, _ *Workload) { d.Runtime = &Runtime{Isolation: "chroot"} },
+			errcode.ValidInvalid, "runtime.isolation"},
+		{"a workload name that is not a name", func(d *Document, _, _ *Workload) { d.Workloads["Admin"] = Workload{Build: &Build{Kind: BuildStatic}} },
+			errcode.ValidInvalid, "workloads.Admin"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := Validate(edit(t, c.edit))
+			if c.code == "" {
+				if err != nil {
+					t.Fatalf("err = %v, want none", err)
+				}
+				return
+			}
+			e, ok := errcode.As(err)
+			if !ok {
+				t.Fatalf("err = %v, want %s", err, c.code)
+			}
+			if e.Code != c.code || e.Details["field"] != c.field {
+				t.Errorf("got %s at %v, want %s at %s: %s", e.Code, e.Details["field"], c.code, c.field, e.Message)
+			}
+			if ps, _ := e.Details["problems"].([]Problem); len(ps) == 0 || ps[0].Code != e.Code || ps[0].Field != c.field {
+				t.Errorf("details.problems = %+v", e.Details["problems"])
+			}
+		})
+	}
+}
+
+// Every problem is listed; the first leads.
+func TestValidateListsEveryProblem(t *testing.T) {
+	d := edit(t, func(d *Document, web, worker *Workload) {
+		web.Run.Port = 0
+		web.Run.Health = nil
+		web.Mounts[0].Volume = "nope"
+		worker.DependsOn = []string{"web"}
+		d.Volumes["data"] = Volume{}
+	})
+	e, _ := errcode.As(Validate(d))
+	if e == nil {
+		t.Fatal("no error")
+	}
+	ps := e.Details["problems"].([]Problem)
+	var got []string
+	for _, p := range ps {
+		got = append(got, string(p.Code)+" "+p.Field)
+	}
+	want := []string{
+		"VALID_DANGLING_MOUNT workloads.web.mounts[0].volume",
+		"VALID_INVALID volumes.data.size_bytes",
+		"VALID_DEPENDENCY_CYCLE workloads.web.depends_on",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if e.Code != errcode.ValidDanglingMount || e.Details["cycle"] != nil {
+		t.Errorf("leading error %s, details %v", e.Code, e.Details)
+	}
+}
+
+func TestValidateNamesTheCycle(t *testing.T) {
+	d := edit(t, func(d *Document, web, worker *Workload) {
+		d.Workloads["cron"] = Workload{Build: &Build{Kind: BuildStatic}, DependsOn: []string{"web"}}
+		worker.DependsOn = []string{"cron"}
+	})
+	e, _ := errcode.As(Validate(d))
+	if e == nil || e.Code != errcode.ValidDependencyCycle {
+		t.Fatalf("err = %v", e)
+	}
+	if got := strings.Join(e.Details["cycle"].([]string), " "); got != "cron web worker cron" {
+		t.Errorf("cycle = %s", got)
+	}
+}
+
+func TestPrimary(t *testing.T) {
+	d := mustParse(t, exampleYAML)
+	if p := d.Primary(); p != "web" {
+		t.Errorf("primary = %q", p)
+	}
+	one := Document{Workloads: map[string]Workload{"solo": {}}}
+	if p := one.Primary(); p != "solo" {
+		t.Errorf("the only workload: primary = %q", p)
+	}
+	if p := (Document{}).Primary(); p != "" {
+		t.Errorf("no workloads: primary = %q", p)
+	}
+}
+
+// threeWorkloads is a typical document: a web front, a worker and a cron
+// job, with a database, a volume and secrets.
+const threeWorkloads = `
+env: {LOG_LEVEL: info}
+workloads:
+  web:
+    primary: true
+    build: {kind: go, context: ., command: "go build -o app ."}
+    run: {command: ["./app"], port: 8080, health: {path: /healthz, interval: 10s, timeout: 2s}}
+    env: {PORT: "8080", DATABASE_URL: {slot: db, field: url}, API_KEY: {secret: API_KEY}}
+    mounts: [{volume: data, path: /data}]
+    depends_on: [worker]
+    resources: {cpu_millis: 500, memory_bytes: 268435456, disk_bytes: 1073741824}
+  worker:
+    build: {kind: command, command: "make worker"}
+    run: {command: ["./worker", "--queue", "default"]}
+    env: {DATABASE_URL: {slot: db, field: url}}
+  cron:
+    build: {kind: python, command: "pip install -r requirements.txt"}
+    run: {command: [python, cron.py]}
+    env: {SCHEDULE: "*/5 * * * *", DATABASE_URL: {slot: db, field: url}}
+    depends_on: [worker]
+volumes: {data: {size_bytes: 1073741824}}
+slots: {db: {type: postgres, required: true}}
+`
+
+func BenchmarkParseValidate(b *testing.B) {
+	doc := []byte(threeWorkloads)
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := Parse(doc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := Validate(d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,274 @@
+// Package volumes owns the declaration side of apps' volumes (paths kept
+// between deploys): listing the volumes an app's spec declares, with where
+// each is mounted, and declaring a new one. A volume is part of the spec
+// document, so declaring one writes a new spec revision: the latest
+// revision plus the volume and its mount, neither pinned nor deployed, in
+// one write with its audit entry (volume.create). It takes effect when that
+// revision is pinned and deployed.
+//
+// The data side (making the storage, sizing, backing it up, restoring it)
+// belongs to the runtime and the backups. This package must not touch HTTP
+// or adapters.
+package volumes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/svchost/svc/internal/actor"
+	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/internal/spec"
+	"github.com/svchost/svc/raftstore"
+)
+
+// Store is what the service needs of the replicated store.
+type Store interface {
+	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Read() *raftstore.Reader
+}
+
+var _ Store = (*raftstore.Store)(nil)
+
+// Service lists and declares apps' volumes.
+type Service struct {
+	store Store
+	now   func() time.Time
+}
+
+// NewService returns the volumes service.
+func NewService(store Store, now func() time.Time) *Service {
+	return &Service{store: store, now: now}
+}
+
+// Limits of a volume.
+const (
+	MinSizeBytes int64 = 1 << 20 // 1 MiB
+	MaxSizeBytes int64 = 10 << 40
+)
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,30}$`)
+
+// Mount is where a workload mounts a volume.
+type Mount struct {
+	Workload string `json:"workload"`
+	Path     string `json:"path"`
+}
+
+// View is a volume as the API shows it.
+type View struct {
+	Name      string  `json:"name"`
+	SizeBytes int64   `json:"size_bytes"`
+	Mounts    []Mount `json:"mounts"`
+}
+
+// Request declares a volume mounted at Path in a workload (the primary
+// one when Workload is empty).
+type Request struct {
+	Name      string `json:"name"`
+	SizeBytes int64  `json:"size_bytes"`
+	Workload  string `json:"workload,omitempty"`
+	Path      string `json:"path"`
+}
+
+// Created is a declared volume and the spec revision that declares it.
+type Created struct {
+	Volume       View   `json:"volume"`
+	SpecRevision uint64 `json:"spec_revision"`
+}
+
+// List returns the volumes of the app's pinned spec revision (the latest
+// when none is pinned), by name, with their mounts.
+func (s *Service) List(appID string) ([]View, error) {
+	r := s.store.Read()
+	if !apps.Exists(r, appID) {
+		return nil, errcode.New(errcode.NotFound, "no app %s", appID)
+	}
+	h, _, _ := spec.Heads.Get(r, appID)
+	n := h.Pinned
+	if n == 0 {
+		n = h.Latest
+	}
+	out := []View{}
+	if n == 0 {
+		return out, nil
+	}
+	rev, _, ok := spec.Revisions.First(r, "app_revision", raftstore.Key(appID, raftstore.Uint(n)))
+	if !ok {
+		return out, nil
+	}
+	doc, err := rev.Spec()
+	if err != nil {
+		return nil, fmt.Errorf("list volumes: %w", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(doc.Volumes)) {
+		out = append(out, viewOf(doc, name))
+	}
+	return out, nil
+}
+
+func viewOf(doc spec.Document, name string) View {
+	v := View{Name: name, SizeBytes: doc.Volumes[name].SizeBytes, Mounts: []Mount{}}
+	for _, wl := range slices.Sorted(maps.Keys(doc.Workloads)) {
+		for _, m := range doc.Workloads[wl].Mounts {
+			if m.Volume == name {
+				v.Mounts = append(v.Mounts, Mount{Workload: wl, Path: m.Path})
+			}
+		}
+	}
+	return v
+}
+
+func (req Request) check() error {
+	switch {
+	case !nameRE.MatchString(req.Name):
+		return errcode.Invalid("name", "a volume's name is a lower-case letter, then up to 30 lower-case letters, digits and hyphens").
+			WithRemedy("for example data")
+	case req.SizeBytes < MinSizeBytes || req.SizeBytes > MaxSizeBytes:
+		return errcode.Invalid("size_bytes", "size_bytes is from %d (1 MiB) to %d (10 TiB)", MinSizeBytes, MaxSizeBytes)
+	case !path.IsAbs(req.Path) || path.Clean(req.Path) != req.Path || req.Path == "/" ||
+		strings.ContainsFunc(req.Path, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return errcode.Invalid("path", "path is an absolute, clean path other than / (for example /data)")
+	}
+	return nil
+}
+
+// primary returns the workload a spec routes to: the one marked primary,
+// or the only one.
+func primary(doc spec.Document) (string, bool) {
+	for name, w := range doc.Workloads {
+		if w.Primary {
+			return name, true
+		}
+	}
+	if len(doc.Workloads) == 1 {
+		for name := range doc.Workloads {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// attempts bounds the retries of a write that raced another write.
+const attempts = 5
+
+// Create declares a volume: it writes the app's next spec revision, the
+// latest one with the volume added and mounted at req.Path in the
+// workload, neither pinned nor deployed, with its audit entry
+// (volume.create) in the same write.
+func (s *Service) Create(ctx context.Context, appID string, req Request) (Created, error) {
+	if err := req.check(); err != nil {
+		return Created{}, err
+	}
+	for try := 1; ; try++ {
+		r := s.store.Read()
+		_, appMeta, ok := apps.Apps.Get(r, appID)
+		if !ok {
+			return Created{}, errcode.New(errcode.NotFound, "no app %s", appID)
+		}
+		head, headMeta, _ := spec.Heads.Get(r, appID)
+		latest, _, ok := spec.Revisions.First(r, "app_revision", raftstore.Key(appID, raftstore.Uint(head.Latest)))
+		if head.Latest == 0 || !ok {
+			return Created{}, errcode.New(errcode.StateInvalid, "app %s has no spec yet: a volume is declared in it", appID).
+				WithRemedy("write one with POST /api/v1/apps/%s/specs (or accept detection's proposal) first", appID)
+		}
+		doc, err := latest.Spec()
+		if err != nil {
+			return Created{}, fmt.Errorf("declare volume %s: %w", req.Name, err)
+		}
+		next, workload, err := withVolume(doc, req)
+		if err != nil {
+			return Created{}, err
+		}
+		if err := spec.Validate(next); err != nil {
+			return Created{}, err
+		}
+		raw, err := json.Marshal(next)
+		if err != nil {
+			return Created{}, fmt.Errorf("declare volume %s: encode the spec: %w", req.Name, err)
+		}
+		if len(raw) > 4*spec.MaxDocumentBytes { // the spec service's cap on a stored document
+			return Created{}, errcode.New(errcode.ValidInvalid, "the spec document would be %d bytes as JSON; at most %d", len(raw), 4*spec.MaxDocumentBytes)
+		}
+		now := s.now()
+		rev := spec.Revision{ID: ids.NewAt(ids.Spec, now), AppID: appID, Number: head.Latest + 1,
+			CreatedAt: now, CreatedBy: createdBy(ctx), Document: raw}
+		head.AppID, head.Latest = appID, rev.Number
+		_, err = s.store.Apply(ctx,
+			spec.Revisions.Insert(&rev),
+			spec.Heads.PutIf(&head, headMeta.ModifyIndex),
+			apps.Apps.Check(appID, appMeta.ModifyIndex),
+			audit.Entries.Insert(audit.New(ctx, now, "volume.create", appID, audit.Target{Kind: "volume", ID: req.Name}, map[string]any{
+				"name": req.Name, "size_bytes": req.SizeBytes, "workload": workload, "path": req.Path,
+				"spec_revision": rev.Number, "spec_id": rev.ID,
+			})),
+		)
+		if err == nil {
+			return Created{Volume: viewOf(next, req.Name), SpecRevision: rev.Number}, nil
+		}
+		if !raced(err) || try == attempts {
+			return Created{}, fmt.Errorf("declare volume %s: %w", req.Name, err)
+		}
+	}
+}
+
+// withVolume returns a copy of doc declaring the volume and mounting it in
+// the workload, and the workload's name; doc itself is not changed.
+func withVolume(doc spec.Document, req Request) (spec.Document, string, error) {
+	if _, ok := doc.Volumes[req.Name]; ok {
+		return spec.Document{}, "", errcode.New(errcode.StateInvalid, "the spec already declares a volume %q", req.Name).
+			WithDetail("field", "name").WithRemedy("choose another name; a volume's size is changed in the spec itself")
+	}
+	wl := req.Workload
+	if wl == "" {
+		p, ok := primary(doc)
+		if !ok {
+			return spec.Document{}, "", errcode.Invalid("workload", "the spec names no primary workload: say which workload mounts the volume")
+		}
+		wl = p
+	}
+	w, ok := doc.Workloads[wl]
+	if !ok {
+		return spec.Document{}, "", errcode.Invalid("workload", "the spec has no workload %q", wl).
+			WithDetail("workloads", slices.Sorted(maps.Keys(doc.Workloads)))
+	}
+	for _, m := range w.Mounts {
+		if m.Path == req.Path {
+			return spec.Document{}, "", errcode.Invalid("path", "workload %s already mounts the volume %s at %s", wl, m.Volume, req.Path)
+		}
+	}
+	next := doc
+	next.Volumes = maps.Clone(doc.Volumes)
+	if next.Volumes == nil {
+		next.Volumes = map[string]spec.Volume{}
+	}
+	next.Volumes[req.Name] = spec.Volume{SizeBytes: req.SizeBytes}
+	next.Workloads = maps.Clone(doc.Workloads)
+	w.Mounts = append(slices.Clone(w.Mounts), spec.Mount{Volume: req.Name, Path: req.Path})
+	next.Workloads[wl] = w
+	return next, wl, nil
+}
+
+// createdBy names who writes a revision: the account or token acting, or
+// the service itself (as the spec service records it).
+func createdBy(ctx context.Context) string {
+	a := actor.From(ctx)
+	if a.ID == "" {
+		return a.Kind
+	}
+	return a.ID
+}
+
+func raced(err error) bool {
+	return raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound) ||
+		raftstore.IsReason(err, raftstore.ReasonConflict)
+}

@@ -1,0 +1,87 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/svchost/svc/internal/slots"
+	"github.com/svchost/svc/internal/volumes"
+)
+
+type (
+	slotsService interface {
+		List(appID string) ([]slots.View, error)
+		Fill(ctx context.Context, appID, key string, req slots.FillRequest) (slots.View, error)
+	}
+	volumesService interface {
+		List(appID string) ([]volumes.View, error)
+		Create(ctx context.Context, appID string, req volumes.Request) (volumes.Created, error)
+	}
+)
+
+type slotList struct {
+	Items []slots.View `json:"items"`
+}
+
+type slotAnswer struct {
+	Slot slots.View `json:"slot"`
+}
+
+func (s *Server) listSlots(c echo.Context) error {
+	vs, err := s.d.Slots.List(c.Param("appID"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, slotList{Items: vs})
+}
+
+func (s *Server) putSlot(c echo.Context) error {
+	var req slots.FillRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	v, err := s.d.Slots.Fill(c.Request().Context(), c.Param("appID"), c.Param("key"), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, slotAnswer{Slot: v})
+}
+
+type volumeList struct {
+	Items []volumes.View `json:"items"`
+}
+
+func (s *Server) listVolumes(c echo.Context) error {
+	vs, err := s.d.Volumes.List(c.Param("appID"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, volumeList{Items: vs})
+}
+
+func (s *Server) postVolume(c echo.Context) error {
+	var req volumes.Request
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	created, err := s.d.Volumes.Create(c.Request().Context(), c.Param("appID"), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, created)
+}
+
+// Body types of the route table.
+type (
+	fillSlotRequest     = slots.FillRequest
+	createVolumeRequest = volumes.Request
+	volumeAnswer        = volumes.Created
+)
+
+// The services satisfy the interfaces the server declares.
+var (
+	_ slotsService   = (*slots.Service)(nil)
+	_ volumesService = (*volumes.Service)(nil)
+)

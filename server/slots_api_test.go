@@ -1,0 +1,215 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/pgtest"
+	"github.com/svchost/svc/internal/slots"
+	"github.com/svchost/svc/internal/volumes"
+)
+
+type slotListDTO struct {
+	Items []slots.View `json:"items"`
+}
+
+type volumeListDTO struct {
+	Items []volumes.View `json:"items"`
+}
+
+func slotByKey(t *testing.T, a answer, key string) slots.View {
+	t.Helper()
+	for _, v := range decodeAs[slotListDTO](t, a).Items {
+		if v.Key == key {
+			return v
+		}
+	}
+	t.Fatalf("no slot %s in %s", key, a.body)
+	return slots.View{}
+}
+
+func (h *harness) resolveSlot(t *testing.T, appID, key, field string) string {
+	t.Helper()
+	v, err := h.srv.d.Slots.(*slots.Service).Resolve(appID, key, field)
+	if err != nil {
+		t.Fatalf("resolve %s.%s: %v", key, field, err)
+	}
+	return v
+}
+
+func TestSlotsAPI(t *testing.T) {
+	h := newHarness(t)
+	app := h.app(t, "Slot Shop")
+	base := api + "/apps/" + app + "/slots"
+
+	a := h.send("GET", base, "")
+	wantStatus(t, "list without a spec", a, http.StatusOK)
+	if string(a.body) != `{"items":[]}`+"\n" {
+		t.Errorf("list without a spec = %s", a.body)
+	}
+	e := wantError(t, "fill before the spec declares it", h.send("PUT", base+"/db", `{"provision":{}}`), http.StatusNotFound, errcode.NotFound)
+	if !strings.Contains(e.Remedy, "declare it in the spec") {
+		t.Errorf("remedy = %q", e.Remedy)
+	}
+
+	h.specRevision(t, app) // declares db: {type: postgres, required: true}
+	db := slotByKey(t, h.send("GET", base, ""), "db")
+	if db.Filled || !db.Required || !db.Declared || db.Type != "postgres" || db.Mode != nil {
+		t.Fatalf("db before filling = %+v", db)
+	}
+
+	const valuePW = "canary-slot-value-pw-9b1d"
+	before := h.auditEntries(t)
+	a = h.send("PUT", base+"/db", jsonOf(map[string]any{"value": map[string]any{
+		"host": "pg.internal", "port": 5433, "database": "shop", "username": "shop", "password": valuePW}}))
+	wantStatus(t, "fill by value", a, http.StatusOK)
+	v := decodeAs[slotAnswer](t, a).Slot
+	if !v.Filled || *v.Mode != "value" || *v.Effective != "next_deploy" || v.Fields["port"] != "5433" || strings.Contains(string(a.body), valuePW) {
+		t.Fatalf("fill by value answered %s", a.body)
+	}
+	got := newEntries(before, h.auditEntries(t))
+	if len(got) != 1 || got[0].Action != "slot.fill" || *got[0].TargetID != "db" || got[0].Details["mode"] != "value" {
+		t.Fatalf("audit = %+v", got)
+	}
+	if h.resolveSlot(t, app, "db", "url") != "postgres://shop:"+valuePW+"@pg.internal:5433/shop" {
+		t.Errorf("url = %s", h.resolveSlot(t, app, "db", "url"))
+	}
+
+	const bound = "postgres://app:canary-bind-pw-4c0a@db.example:5432/app?sslmode=require"
+	a = h.send("PUT", base+"/db", jsonOf(map[string]any{"bind": map[string]string{"url": bound}}))
+	wantStatus(t, "bind", a, http.StatusOK)
+	if v := decodeAs[slotAnswer](t, a).Slot; *v.Mode != "bind" || v.Fields["host"] != "db.example" || strings.Contains(string(a.body), "canary-bind-pw") {
+		t.Fatalf("bind answered %s", a.body)
+	}
+
+	for _, c := range []struct{ name, body, field string }{
+		{"two ways", `{"provision":{},"bind":{"url":"postgres://u@h/d"}}`, ""},
+		{"no way", `{}`, ""},
+		{"unknown field", `{"provision":{"adapter":"x"}}`, "adapter"},
+		{"bad url", `{"bind":{"url":"http://h/d"}}`, "bind.url"},
+	} {
+		e := wantError(t, c.name, h.send("PUT", base+"/db", c.body), http.StatusBadRequest, errcode.ValidInvalid)
+		if c.field != "" && e.Details["field"] != c.field {
+			t.Errorf("%s: field = %v", c.name, e.Details["field"])
+		}
+	}
+	wantError(t, "provision without a slots adapter", h.send("PUT", base+"/db", `{"provision":{}}`), http.StatusBadGateway, errcode.AdapterUnavailable)
+	wantError(t, "unknown app", h.send("GET", api+"/apps/app_01J00000000000000000000000/slots", ""), http.StatusNotFound, errcode.NotFound)
+
+	// Provisioning needs a real PostgreSQL and the postgres slots adapter,
+	// configured and loaded by a restart.
+	pg := pgtest.Start(t)
+	a = h.send("POST", api+"/adapters", jsonOf(map[string]any{"category": "slots", "kind": "postgres",
+		"config":      map[string]any{"host": pg.Host, "port": pg.Port, "username": pg.User, "sslmode": "disable"},
+		"credentials": map[string]string{"password": pg.Password}}))
+	wantStatus(t, "configure the postgres adapter", a, http.StatusCreated)
+	adapterID := decodeAs[adapterAnswer](t, a).Adapter.AdapterID
+	h.restart()
+	l := decodeAs[adapters.List](t, h.send("GET", api+"/adapters", ""))
+	if av := adapterByID(t, l, adapterID); !av.Loaded || av.Category != "slots" || fmt.Sprint(av.Capabilities["types"]) != "[postgres]" {
+		t.Fatalf("the postgres adapter = %+v", av)
+	}
+
+	a = h.send("PUT", base+"/db", `{"provision":{}}`)
+	wantStatus(t, "provision", a, http.StatusOK)
+	v = decodeAs[slotAnswer](t, a).Slot
+	if *v.Mode != "provision" || *v.AdapterID != adapterID || v.Fields["database"] != "svc_slot_shop_db" || v.Fields["username"] != "svc_slot_shop_db" ||
+		v.Fields["port"] != fmt.Sprint(pg.Port) || strings.Join(v.SecretFields, ",") != "password,url" {
+		t.Fatalf("provision answered %s", a.body)
+	}
+	pw := h.resolveSlot(t, app, "db", "password")
+	wantURL := fmt.Sprintf("postgres://svc_slot_shop_db:%s@%s/svc_slot_shop_db?sslmode=disable", pw, pg.Addr())
+	if h.resolveSlot(t, app, "db", "url") != wantURL {
+		t.Errorf("url = %s, want %s", h.resolveSlot(t, app, "db", "url"), wantURL)
+	}
+	// Again: the same database, the password kept.
+	wantStatus(t, "provision again", h.send("PUT", base+"/db", jsonOf(map[string]any{"provision": map[string]string{"adapter_id": adapterID}})), http.StatusOK)
+	if h.resolveSlot(t, app, "db", "password") != pw {
+		t.Error("provisioning again changed the password")
+	}
+
+	a = h.send("GET", base, "")
+	wantStatus(t, "list", a, http.StatusOK)
+	if db := slotByKey(t, a, "db"); !db.Filled || *db.Mode != "provision" || *db.AdapterID != adapterID {
+		t.Errorf("db = %+v", db)
+	}
+	entries, _ := json.Marshal(h.auditEntries(t))
+	for where, text := range map[string]string{"the list": string(a.body), "the audit log": string(entries), "the log": h.logs.String()} {
+		for _, secret := range []string{pw, valuePW, "canary-bind-pw", pg.Password} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s contains a password", where)
+			}
+		}
+	}
+
+	// The server stops: provisioning answers ADAPTER_UNAVAILABLE, and
+	// the fill stays as it was.
+	pg.Stop()
+	wantError(t, "provision with the server down", h.send("PUT", base+"/db", `{"provision":{"rotate_password":true}}`), http.StatusBadGateway, errcode.AdapterUnavailable)
+	if h.resolveSlot(t, app, "db", "password") != pw {
+		t.Error("a failed provision changed the fill")
+	}
+}
+
+func TestVolumesAPI(t *testing.T) {
+	h := newHarness(t)
+	app := h.app(t, "Volume App")
+	base := api + "/apps/" + app + "/volumes"
+	a := h.send("GET", base, "")
+	wantStatus(t, "list without a spec", a, http.StatusOK)
+	if len(decodeAs[volumeListDTO](t, a).Items) != 0 {
+		t.Errorf("list = %s", a.body)
+	}
+	wantError(t, "declare without a spec", h.send("POST", base, `{"name":"uploads","size_bytes":1048576,"path":"/uploads"}`), http.StatusConflict, errcode.StateInvalid)
+
+	h.specRevision(t, app)
+	list := decodeAs[volumeListDTO](t, h.send("GET", base, "")).Items
+	if len(list) != 1 || list[0].Name != "data" || list[0].SizeBytes != 1<<30 || len(list[0].Mounts) != 1 ||
+		list[0].Mounts[0] != (volumes.Mount{Workload: "web", Path: "/data"}) {
+		t.Fatalf("list = %+v", list)
+	}
+
+	before := h.auditEntries(t)
+	a = h.send("POST", base, `{"name":"uploads","size_bytes":2097152,"workload":"worker","path":"/srv/uploads"}`)
+	wantStatus(t, "declare", a, http.StatusCreated)
+	c := decodeAs[volumes.Created](t, a)
+	if c.SpecRevision != 2 || c.Volume.Name != "uploads" || c.Volume.Mounts[0] != (volumes.Mount{Workload: "worker", Path: "/srv/uploads"}) {
+		t.Fatalf("declare answered %s", a.body)
+	}
+	got := newEntries(before, h.auditEntries(t))
+	if len(got) != 1 || got[0].Action != "volume.create" || *got[0].TargetID != "uploads" {
+		t.Fatalf("audit = %v", actionsOf(got))
+	}
+	rev := decodeAs[specAnswer](t, h.send("GET", api+"/apps/"+app+"/specs/2", ""))
+	if rev.Spec.Pinned || rev.Spec.Spec.Volumes["uploads"].SizeBytes != 2<<20 {
+		t.Errorf("revision 2 = %+v", rev.Spec)
+	}
+	if n := len(decodeAs[volumeListDTO](t, h.send("GET", base, "")).Items); n != 2 {
+		t.Errorf("%d volumes in the latest revision", n)
+	}
+
+	for _, c := range []struct {
+		name, body string
+		status     int
+		code       errcode.Code
+		field      string
+	}{
+		{"bad name", `{"name":"Up","size_bytes":1048576,"path":"/up"}`, 400, errcode.ValidInvalid, "name"},
+		{"too small", `{"name":"up","size_bytes":1024,"path":"/up"}`, 400, errcode.ValidInvalid, "size_bytes"},
+		{"relative path", `{"name":"up","size_bytes":1048576,"path":"up"}`, 400, errcode.ValidInvalid, "path"},
+		{"no such workload", `{"name":"up","size_bytes":1048576,"workload":"cron","path":"/up"}`, 400, errcode.ValidInvalid, "workload"},
+		{"unknown field", `{"name":"up","size_bytes":1048576,"path":"/up","mode":"rw"}`, 400, errcode.ValidInvalid, "mode"},
+		{"size as text", `{"name":"up","size_bytes":"1M","path":"/up"}`, 400, errcode.ValidInvalid, "size_bytes"},
+		{"declared already", `{"name":"data","size_bytes":1048576,"path":"/other"}`, 409, errcode.StateInvalid, "name"},
+	} {
+		e := wantError(t, c.name, h.send("POST", base, c.body), c.status, c.code)
+		if e.Details["field"] != c.field {
+			t.Errorf("%s: field = %v (%s)", c.name, e.Details["field"], e.Message)
+		}
+	}
+}
