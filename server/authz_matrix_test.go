@@ -41,7 +41,9 @@ type matrix struct {
 	checks   int
 	// byAccess counts checks per principal class, for the report.
 	byClass map[string]int
-	build   map[string]buildFn
+	// detected says the matrix's app has a source and a detection.
+	detected bool
+	build    map[string]buildFn
 }
 
 func newMatrix(t *testing.T, h *harness) *matrix {
@@ -237,6 +239,15 @@ func (m *matrix) builders() map[string]buildFn {
 		},
 		"PATCH /api/v1/apps/{appID}": func(*testing.T, *principal, *principal) call {
 			return call{path: api + "/apps/" + m.appID, body: jsonOf(map[string]string{"name": uniq("Matrix")})}
+		},
+		"POST /api/v1/apps/{appID}/detection/rerun": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/apps/" + m.detectedApp(t) + "/detection/rerun"}
+		},
+		"POST /api/v1/apps/{appID}/detection/answers": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/apps/" + m.detectedApp(t) + "/detection/answers", body: `{"answers":{"port":"3000"}}`}
+		},
+		"POST /api/v1/apps/{appID}/detection/accept": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/apps/" + m.detectedApp(t) + "/detection/accept", body: `{"confirm":true}`}
 		},
 		"GET /api/v1/apps":  fixed(api + "/apps"),
 		"POST /api/v1/apps": withBody(api+"/apps", func() string { return jsonOf(map[string]string{"name": uniq("Matrix App")}) }),
@@ -597,4 +608,18 @@ func (m *matrix) sectionOf(t *testing.T, actor *principal) string {
 		t.Fatalf("create a section: %d %s", a.status, a.body)
 	}
 	return decodeAs[sectionAnswer](t, a).Section.ID
+}
+
+// detectedApp gives the matrix's app a source once, so that detection has
+// a proposal, and returns its ID.
+func (m *matrix) detectedApp(t *testing.T) string {
+	t.Helper()
+	if !m.detected {
+		a := m.h.upload(api+"/apps/"+m.appID+"/source", "application/gzip", nodeApp(t))
+		if a.status != http.StatusAccepted {
+			t.Fatalf("upload the matrix app's source: %d %s", a.status, a.body)
+		}
+		m.detected = true
+	}
+	return m.appID
 }

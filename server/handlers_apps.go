@@ -8,6 +8,7 @@ import (
 
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/source"
 )
 
 type appsService interface {
@@ -19,8 +20,16 @@ type appsService interface {
 }
 
 type createAppRequest struct {
-	Name string `json:"name"`
-	Slug string `json:"slug,omitempty"`
+	Name   string             `json:"name"`
+	Slug   string             `json:"slug,omitempty"`
+	Source *repositoryRequest `json:"source,omitempty"`
+}
+
+// repositoryRequest is a git repository to create an app from.
+type repositoryRequest struct {
+	Repository string `json:"repository"`
+	Ref        string `json:"ref,omitempty"`
+	Subdir     string `json:"subdir,omitempty"`
 }
 
 type appAnswer struct {
@@ -32,11 +41,19 @@ func (s *Server) postApp(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	a, err := s.d.Apps.Create(c.Request().Context(), callerOf(c), apps.New{Name: req.Name, Slug: req.Slug})
-	if err != nil {
-		return err
+	var src *apps.Source
+	if req.Source != nil {
+		src = &apps.Source{Kind: source.KindRepository, Repository: req.Source.Repository, Ref: req.Source.Ref, Subdir: req.Source.Subdir}
+		if err := s.d.Sources.Check(*src); err != nil {
+			return err
+		}
 	}
-	return c.JSON(http.StatusCreated, appAnswer{App: a})
+	ctx := c.Request().Context()
+	a, err := s.d.Apps.Create(ctx, callerOf(c), apps.New{Name: req.Name, Slug: req.Slug})
+	if err == nil && src != nil {
+		err = s.d.Sources.Fetch(ctx, a.ID, *src) // the clone and detection run behind the answer
+	}
+	return jsonOr(c, http.StatusCreated, appAnswer{App: a}, err)
 }
 
 func (s *Server) listApps(c echo.Context) error {

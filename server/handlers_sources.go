@@ -14,6 +14,8 @@ import (
 
 type sourcesService interface {
 	FromArchive(ctx context.Context, appID, contentType string, body io.Reader) (source.Checkout, error)
+	Check(src apps.Source) error
+	Fetch(ctx context.Context, appID string, src apps.Source) error
 }
 
 type sourceAnswer struct {

@@ -8,6 +8,7 @@ import (
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/detection"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/icon"
 	"github.com/svchost/svc/internal/identity"
@@ -140,6 +141,13 @@ func (s *Server) routeTable() []route {
 
 		// Sources.
 		{method: post, path: api + "/apps/{appID}/source", access: accessVerb, verb: authz.AppSpecEdit, summary: "Upload a source archive as the app's source: the body is the archive, Content-Type application/gzip (tar.gz), application/x-tar or application/zip; refused whole if any entry is unsafe (traversal, links leading out, devices) or over the limits; detection runs behind it", handler: s.postSource, action: "source.upload", bodyLimit: source.DefaultMaxArchiveBytes, response: sourceAnswer{}, status: 202},
+
+		// Detection.
+		{method: get, path: api + "/apps/{appID}/detection", access: accessVerb, verb: authz.AppView, summary: "Winning bid, evidence, runners-up, outstanding questions and answers", handler: s.getDetection, response: detection.Record{}},
+		{method: post, path: api + "/apps/{appID}/detection/rerun", access: accessVerb, verb: authz.AppSpecEdit, summary: "Run detection again on the current commit", handler: s.postDetectionRerun, action: "detection.rerun", response: detection.Record{}},
+		{method: get, path: api + "/apps/{appID}/detection/diff", access: accessVerb, verb: authz.AppView, summary: "What accepting the proposal changes on the running app: the pinned revision against the proposal", handler: s.getDetectionDiff, response: spec.DiffResult{}},
+		{method: post, path: api + "/apps/{appID}/detection/answers", access: accessVerb, verb: authz.AppSpecEdit, summary: "Answer detection's questions (never a secret: give secrets at accept) and detect again", handler: s.postDetectionAnswers, action: "detection.answer", request: answersRequest{}, response: detection.Record{}},
+		{method: post, path: api + "/apps/{appID}/detection/accept", access: accessVerb, verb: authz.AppSpecEdit, summary: "Write the proposal, with values set, as a pinned revision; a secret value goes to the secrets adapter and also needs app.secrets.write; confirm is required over a configured app", handler: s.postDetectionAccept, action: "detection.accept", request: acceptRequest{}, response: specAnswer{}, status: 201},
 
 		// Secrets.
 		{method: get, path: api + "/apps/{appID}/secrets", access: accessVerb, verb: authz.AppView, summary: "Which secrets exist, where each is kept (origin) and at which version; never values", handler: s.listSecrets, response: secretList{}},

@@ -59,21 +59,22 @@ type CommandRef struct {
 
 // Deps are the server's collaborators.
 type Deps struct {
-	Logger   *slog.Logger
-	Version  string
-	Config   *config.Config
-	Identity identityService
-	Policy   policyService
-	Apps     appsService
-	Launcher launcherService
-	Icons    iconsService
-	Secrets  secretsService
-	Sources  sourcesService
-	Specs    specsService
-	Slots    slotsService
-	Volumes  volumesService
-	Adapters adaptersService
-	Keyring  keyringService
+	Logger    *slog.Logger
+	Version   string
+	Config    *config.Config
+	Identity  identityService
+	Policy    policyService
+	Apps      appsService
+	Launcher  launcherService
+	Detection detectionService
+	Icons     iconsService
+	Secrets   secretsService
+	Sources   sourcesService
+	Specs     specsService
+	Slots     slotsService
+	Volumes   volumesService
+	Adapters  adaptersService
+	Keyring   keyringService
 	// Facts reads the state authorization decisions are made on.
 	Facts       factsSource
 	Operator    operatorService

@@ -120,10 +120,11 @@ func (h *harness) open() {
 		Now:          now, Logger: log,
 	})
 	w := wireStorage(h.t, store, h.dir, now, log)
+	det, sources := wireDetection(h.t, h.dir, w, store, pol, log)
 	srv, err := New(Deps{
 		Logger: log, Version: "test", Config: cfg,
 		Identity: ident, Policy: pol, Facts: store,
-		Apps: w.apps, Launcher: w.launcher, Icons: w.icons, Secrets: w.secrets, Specs: w.specs, Slots: w.slots, Volumes: w.volumes, Sources: wireSources(h.t, h.dir, w.apps, pol, log), Adapters: w.adapters, Keyring: w.ring,
+		Apps: w.apps, Launcher: w.launcher, Icons: w.icons, Secrets: w.secrets, Specs: w.specs, Slots: w.slots, Volumes: w.volumes, Sources: sources, Detection: det, Adapters: w.adapters, Keyring: w.ring,
 		Operator: operator.New(store, "n1", now), Idempotency: idempotency.New(store, now),
 		Ready: store, Metrics: metrics, MetricsHandler: metrics.Handler(),
 		Commands: []CommandRef{{Command: "svc serve", Summary: "Run a server", Usage: "svc serve [flags]"}},

@@ -10,6 +10,7 @@ import (
 	"github.com/svchost/svc/edge"
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/detection"
 	"github.com/svchost/svc/internal/icon"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/keyring"
@@ -71,12 +72,23 @@ func wireStorage(t testing.TB, store *raftstore.Store, dir string, now func() ti
 // wireSources builds the sources service as cmd/svc does, with the work dir
 // under dir and local repositories allowed (tests clone bare repositories
 // made in a temporary directory).
-func wireSources(t testing.TB, dir string, a *apps.Service, pol *policy.Service, log *slog.Logger) *source.Service {
+func wireSources(t testing.TB, dir string, a *apps.Service, pol *policy.Service, log *slog.Logger, onCheckout func(context.Context, string, source.Checkout)) *source.Service {
 	t.Helper()
-	src, err := source.New(source.Deps{WorkDir: filepath.Join(dir, "work"), Apps: a, Policy: pol, Git: source.Fetcher{AllowFile: true}, Logger: log})
+	src, err := source.New(source.Deps{WorkDir: filepath.Join(dir, "work"), Apps: a, Policy: pol, Git: source.Fetcher{AllowFile: true}, Logger: log, OnCheckout: onCheckout})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = src.Close() })
 	return src
+}
+
+// wireDetection builds sources and detection as cmd/svc does, except that
+// detection runs inside the request that made the checkout, so that tests
+// read its result at once.
+func wireDetection(t testing.TB, dir string, w wired, store *raftstore.Store, pol *policy.Service, log *slog.Logger) (*detection.Service, *source.Service) {
+	t.Helper()
+	var det *detection.Service
+	src := wireSources(t, dir, w.apps, pol, log, func(ctx context.Context, appID string, c source.Checkout) { det.OnCheckout(ctx, appID, c) })
+	det = detection.New(detection.Deps{Store: store, Checkouts: src, Specs: w.specs, Secrets: w.secrets, Now: func() time.Time { return time.Now().UTC() }, Logger: log})
+	return det, src
 }

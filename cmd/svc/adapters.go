@@ -10,6 +10,7 @@ import (
 	"github.com/svchost/svc/internal/actor"
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/detection"
 	"github.com/svchost/svc/internal/icon"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/keyring"
@@ -18,6 +19,7 @@ import (
 	"github.com/svchost/svc/internal/secrets"
 	"github.com/svchost/svc/internal/slots"
 	"github.com/svchost/svc/internal/source"
+	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/internal/volumes"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler/process"
@@ -104,14 +106,30 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 // and clones (file:// and local paths refused), under host policy's
 // source_allowlist. Every node sweeps its own work dir of deleted apps'
 // checkouts.
-func buildSources(ctx context.Context, rt *runtime, gen *generation, a *apps.Service, pol *policy.Service, now func() time.Time) (*source.Service, error) {
-	src, err := source.New(source.Deps{WorkDir: gen.cfg.Server.WorkDir, Apps: a, Policy: pol, Now: now, Logger: gen.log})
+func buildSources(ctx context.Context, rt *runtime, gen *generation, a *apps.Service, pol *policy.Service, now func() time.Time,
+	onCheckout func(ctx context.Context, appID string, c source.Checkout)) (*source.Service, error) {
+	src, err := source.New(source.Deps{WorkDir: gen.cfg.Server.WorkDir, Apps: a, Policy: pol, Now: now, Logger: gen.log, OnCheckout: onCheckout})
 	if err != nil {
 		return nil, err
 	}
 	rt.onClose("sources", src.Close)
 	go func() { _ = raftstore.Every(sweepInterval, src.Sweep)(ctx) }()
 	return src, nil
+}
+
+// buildDetection wires detection over the sources, specs and secrets. It
+// runs on every new checkout, behind the request that made it.
+func buildDetection(ctx context.Context, rt *runtime, gen *generation, store *raftstore.Store, st *storage, pol *policy.Service, specs *spec.Service, now func() time.Time) (*detection.Service, *source.Service, error) {
+	var det *detection.Service
+	src, err := buildSources(ctx, rt, gen, st.apps, pol, now, func(ctx context.Context, appID string, c source.Checkout) {
+		go det.OnCheckout(context.WithoutCancel(ctx), appID, c)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	det = detection.New(detection.Deps{Store: store, Checkouts: src, Specs: specs, Secrets: st.secrets, Now: now, Logger: gen.log})
+	store.RunWhileLeader("detection-sweep", raftstore.Every(sweepInterval, det.SweepDeletedApps))
+	return det, src, nil
 }
 
 // loadAdapters waits until the store serves consistent reads, then loads

@@ -303,14 +303,14 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	if err != nil {
 		return nil, err
 	}
-	sources, err := buildSources(ctx, rt, gen, storage.apps, pol, now)
+	specs := spec.NewService(store, now)
+	det, sources, err := buildDetection(ctx, rt, gen, store, storage, pol, specs, now)
 	if err != nil {
 		return nil, err
 	}
 	store.RunWhileLeader("idempotency-expiry", idem.ExpiryLoop(10*time.Minute))
 	store.RunWhileLeader("probe-expiry", ops.ExpiryLoop(5*time.Minute))
 	store.RunWhileLeader("session-expiry", raftstore.Every(10*time.Minute, ident.ExpireSessions))
-	specs := spec.NewService(store, now)
 	store.RunWhileLeader("spec-retention", raftstore.Every(time.Hour, specs.SweepRetention))
 	firstRun(ctx, ident, cfg.Admin.Password, log)
 
@@ -322,6 +322,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Policy:         pol,
 		Apps:           storage.apps,
 		Launcher:       storage.launcher,
+		Detection:      det,
 		Icons:          storage.icons,
 		Secrets:        storage.secrets,
 		Specs:          specs,

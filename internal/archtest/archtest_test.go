@@ -87,6 +87,18 @@ var rules = []rule{
 		imports: []pattern{"github.com/jackc/..."},
 	},
 	{
+		name:    "only detection reads compose files",
+		from:    []pattern{"./..."},
+		notFrom: []pattern{"./internal/detect"},
+		imports: []pattern{"github.com/compose-spec/..."},
+	},
+	{
+		name:    "only the icon package decodes WebP and draws tiles",
+		from:    []pattern{"./..."},
+		notFrom: []pattern{"./internal/icon"},
+		imports: []pattern{"golang.org/x/image/..."},
+	},
+	{
 		name:    "only cmd/svc uses cobra",
 		from:    []pattern{"./..."},
 		notFrom: []pattern{"./cmd/svc"},

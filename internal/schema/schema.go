@@ -10,6 +10,7 @@ import (
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/internal/detection"
 	"github.com/svchost/svc/internal/events"
 	"github.com/svchost/svc/internal/icon"
 	"github.com/svchost/svc/internal/idempotency"
@@ -37,7 +38,7 @@ func Tables() []raftstore.Def {
 		spec.Heads,
 		keyring.Keys,
 	}
-	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables()} {
+	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), detection.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables()} {
 		tables = append(tables, ts...)
 	}
 	return tables

@@ -204,6 +204,23 @@ func (s *Service) FromRepository(ctx context.Context, appID string, src apps.Sou
 	})
 }
 
+// Check says whether a repository source can be fetched, as far as can
+// be told without fetching it: the address, host policy's allowlist
+// (POLICY_SOURCE_NOT_ALLOWED), the ref and the subdir.
+func (s *Service) Check(src apps.Source) error {
+	if _, err := parseRepository(src.Repository, s.d.Git.AllowFile); err != nil {
+		return err
+	}
+	if err := CheckAllowed(src.Repository, s.d.Policy.Current().SourceAllowlist); err != nil {
+		return err
+	}
+	if err := checkRef(src.Ref); err != nil {
+		return err
+	}
+	_, err := cleanSubdir(src.Subdir)
+	return err
+}
+
 // Fetch starts FromRepository in the background, as the caller (its
 // context's actor is the audit entry's), and returns at once after
 // checking what can be checked now: the address, the allowlist, the ref
@@ -215,16 +232,7 @@ func (s *Service) Fetch(ctx context.Context, appID string, src apps.Source) erro
 	if _, err := s.d.Apps.Get(appID); err != nil {
 		return err
 	}
-	if _, err := parseRepository(src.Repository, s.d.Git.AllowFile); err != nil {
-		return err
-	}
-	if err := CheckAllowed(src.Repository, s.d.Policy.Current().SourceAllowlist); err != nil {
-		return err
-	}
-	if err := checkRef(src.Ref); err != nil {
-		return err
-	}
-	if _, err := cleanSubdir(src.Subdir); err != nil {
+	if err := s.Check(src); err != nil {
 		return err
 	}
 	s.closeMu.Lock()

@@ -137,8 +137,9 @@ func (s *Service) Create(ctx context.Context, appID string, d Document) (View, e
 }
 
 // CreateAndPin validates a document, writes it as the app's next revision
-// and pins it, in one write with one audit entry (spec.create, with
-// details pinned: true and the trigger, such as "accept"), for flows that
+// and pins it, in one write with one audit entry (spec.create, or
+// detection.accept for the trigger "accept"; details pinned: true and the
+// trigger), for flows that
 // write a revision to run it (detection's accept).
 func (s *Service) CreateAndPin(ctx context.Context, appID string, d Document, trigger string) (View, error) {
 	v, err := s.write(ctx, appID, d, true, trigger)
@@ -179,7 +180,7 @@ func (s *Service) write(ctx context.Context, appID string, d Document, pin bool,
 			Revisions.Insert(&rev),
 			Heads.PutIf(&head, headMeta.ModifyIndex),
 			appOp,
-			audit.Entries.Insert(audit.New(ctx, now, "spec.create", appID, audit.Target{Kind: "spec", ID: rev.ID}, details)),
+			audit.Entries.Insert(audit.New(ctx, now, actionOf(trigger), appID, audit.Target{Kind: "spec", ID: rev.ID}, details)),
 		)
 		if err == nil {
 			return viewOf(rev, head)
@@ -188,6 +189,16 @@ func (s *Service) write(ctx context.Context, appID string, d Document, pin bool,
 			return View{}, err
 		}
 	}
+}
+
+// actionOf is the audit action of a revision's write: spec.create, or
+// detection.accept when accepting detection's proposal wrote it (one entry
+// for the whole request).
+func actionOf(trigger string) string {
+	if trigger == "accept" {
+		return "detection.accept"
+	}
+	return "spec.create"
 }
 
 // createdBy names who writes a revision: the account or token acting, or

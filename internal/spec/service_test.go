@@ -161,7 +161,7 @@ func TestServiceCreateAndPin(t *testing.T) {
 		t.Errorf("the app row's pin = %+v", app.Pinned)
 	}
 	items, _ := audit.Entries.List(f.store.Read(), raftstore.Query{})
-	if len(items) != 1 || items[0].Value.Action != "spec.create" || items[0].Value.Details["trigger"] != "accept" || items[0].Value.Details["pinned"] != true {
+	if len(items) != 1 || items[0].Value.Action != "detection.accept" || items[0].Value.Details["trigger"] != "accept" || items[0].Value.Details["pinned"] != true {
 		t.Errorf("audit = %+v", items)
 	}
 }

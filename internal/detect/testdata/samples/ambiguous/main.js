@@ -1,0 +1,1 @@
+document.querySelector('h1').addEventListener('click', () => alert('soon'));

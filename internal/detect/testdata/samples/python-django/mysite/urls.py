@@ -1,0 +1,5 @@
+from django.urls import path
+
+from polls import views
+
+urlpatterns = [path("", views.index)]
