@@ -12,6 +12,7 @@ import (
 var writesNothing = map[string]bool{
 	"POST /api/v1/passwords/generate": true, // stores nothing
 	"POST /api/v1/policy/preview":     true, // validates a candidate only
+	"POST /api/v1/apps/{appID}/plan":  true, // creates nothing
 }
 
 // Reads that are audited every time.

@@ -249,6 +249,9 @@ func (m *matrix) builders() map[string]buildFn {
 		"POST /api/v1/apps/{appID}/detection/accept": func(t *testing.T, _, _ *principal) call {
 			return call{path: api + "/apps/" + m.detectedApp(t) + "/detection/accept", body: `{"confirm":true}`}
 		},
+		"POST /api/v1/apps/{appID}/plan": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/apps/" + m.appID + "/plan", body: `{}`}
+		},
 		"GET /api/v1/apps":  fixed(api + "/apps"),
 		"POST /api/v1/apps": withBody(api+"/apps", func() string { return jsonOf(map[string]string{"name": uniq("Matrix App")}) }),
 		"DELETE /api/v1/apps/{appID}": func(t *testing.T, _, _ *principal) call {

@@ -83,7 +83,11 @@ func (s *Server) deleteApp(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.d.Apps.Delete(c.Request().Context(), c.Param("appID"), apps.Decision{Backup: backup, Force: force}); err != nil {
+	vols, err := s.d.Volumes.List(c.Param("appID"))
+	if err != nil {
+		return err
+	}
+	if err := s.d.Apps.Delete(c.Request().Context(), c.Param("appID"), apps.Decision{Storage: len(vols) > 0, Backup: backup, Force: force}); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/svchost/svc/internal/audit"
 	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/plan"
 	"github.com/svchost/svc/internal/policy"
 )
 
@@ -56,28 +57,22 @@ func (s *Server) putPolicy(c echo.Context) error {
 	return c.JSON(http.StatusOK, policyDTO{Policy: p, Fixed: s.d.Policy.Fixed()})
 }
 
-// blockedApp is an app a candidate policy would block, with the reasons.
-type blockedApp struct {
-	AppID   string          `json:"app_id"`
-	Name    string          `json:"name"`
-	Reasons []errcode.Error `json:"reasons"`
-}
-
 type previewDTO struct {
-	Blocked []blockedApp `json:"blocked"`
+	Blocked []plan.Blocked `json:"blocked"`
 }
 
-// postPolicyPreview validates a candidate policy. The apps it would block
-// are named once apps exist (the apps issue); until then none can be.
+// postPolicyPreview names the apps a candidate policy would block that the
+// policy in force does not, with the reasons.
 func (s *Server) postPolicyPreview(c echo.Context) error {
 	body, err := policyBody(c)
 	if err != nil {
 		return err
 	}
-	if _, err := s.d.Policy.Candidate(body); err != nil {
+	candidate, err := s.d.Policy.Candidate(body)
+	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, previewDTO{Blocked: []blockedApp{}})
+	return c.JSON(http.StatusOK, previewDTO{Blocked: s.d.Plans.Preview(candidate)})
 }
 
 type auditDTO struct {

@@ -18,7 +18,9 @@ func TestLauncherListsWhatTheCallerCanOpen(t *testing.T) {
 	h.openGrant(t, everyone, authz.KindAnonymous, "")
 	_ = hidden
 
-	view := func() launcher.View { return decodeAs[launcher.View](t, h.send("GET", api+"/me/apps", "", alice.bearer()...)) }
+	view := func() launcher.View {
+		return decodeAs[launcher.View](t, h.send("GET", api+"/me/apps", "", alice.bearer()...))
+	}
 	v := view()
 	if len(v.Items) != 2 || v.Items[0].App.ID != everyone || v.Items[1].App.ID != shared {
 		t.Fatalf("GET /me/apps = %+v", v.Items)
@@ -78,5 +80,20 @@ func TestPatchApp(t *testing.T) {
 	wantError(t, "an unknown field", h.send("PATCH", api+"/apps/"+b, `{"state":"running"}`), http.StatusBadRequest, errcode.ValidInvalid)
 	if got := decodeAs[appAnswer](t, h.send("GET", api+"/apps/"+b, "")).App; got.Name != "Second" || got.Slug != "second" {
 		t.Fatalf("refused patches changed the app: %+v", got)
+	}
+}
+
+func TestDeletingAnAppWithStorageNeedsADecision(t *testing.T) {
+	h := newHarness(t)
+	plain, stored := h.app(t, "Plain"), h.app(t, "Stored")
+	wantStatus(t, "write a revision", h.send("POST", api+"/apps/"+stored+"/specs", `{"spec":{"workloads":{"web":{"build":{"kind":"go"},"run":{"command":["./app"],"port":8080}}}}}`), http.StatusCreated)
+	wantStatus(t, "declare a volume", h.send("POST", api+"/apps/"+stored+"/volumes", `{"name":"data","size_bytes":1048576,"path":"/data"}`), http.StatusCreated)
+	wantError(t, "delete without a decision", h.send("DELETE", api+"/apps/"+stored, ""), http.StatusConflict, errcode.StateBackupDecision)
+	wantError(t, "both decisions", h.send("DELETE", api+"/apps/"+stored+"?backup=true&force=true", ""), http.StatusBadRequest, errcode.ValidInvalid)
+	wantStatus(t, "delete without storage", h.send("DELETE", api+"/apps/"+plain, ""), http.StatusNoContent)
+	wantStatus(t, "delete keeping a backup", h.send("DELETE", api+"/apps/"+stored+"?backup=true", ""), http.StatusNoContent)
+	last := h.auditEntries(t)
+	if e := last[len(last)-1]; e.Action != "app.delete" || e.Details["backup"] != true || e.Details["storage"] != true {
+		t.Fatalf("audit = %+v", e)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/svchost/svc/internal/keyring"
 	"github.com/svchost/svc/internal/launcher"
 	"github.com/svchost/svc/internal/operator"
+	"github.com/svchost/svc/internal/plan"
 	"github.com/svchost/svc/internal/source"
 	"github.com/svchost/svc/internal/spec"
 )
@@ -148,6 +149,8 @@ func (s *Server) routeTable() []route {
 		{method: get, path: api + "/apps/{appID}/detection/diff", access: accessVerb, verb: authz.AppView, summary: "What accepting the proposal changes on the running app: the pinned revision against the proposal", handler: s.getDetectionDiff, response: spec.DiffResult{}},
 		{method: post, path: api + "/apps/{appID}/detection/answers", access: accessVerb, verb: authz.AppSpecEdit, summary: "Answer detection's questions (never a secret: give secrets at accept) and detect again", handler: s.postDetectionAnswers, action: "detection.answer", request: answersRequest{}, response: detection.Record{}},
 		{method: post, path: api + "/apps/{appID}/detection/accept", access: accessVerb, verb: authz.AppSpecEdit, summary: "Write the proposal, with values set, as a pinned revision; a secret value goes to the secrets adapter and also needs app.secrets.write; confirm is required over a configured app", handler: s.postDetectionAccept, action: "detection.accept", request: acceptRequest{}, response: specAnswer{}, status: 201},
+
+		{method: post, path: api + "/apps/{appID}/plan", access: accessVerb, verb: authz.AppView, summary: "What a deploy of a revision (default: the pinned one) would do and every reason it would be refused, with warnings that never block; creates nothing", handler: s.postPlan, request: planRequest{}, response: plan.Result{}},
 
 		// Secrets.
 		{method: get, path: api + "/apps/{appID}/secrets", access: accessVerb, verb: authz.AppView, summary: "Which secrets exist, where each is kept (origin) and at which version; never values", handler: s.listSecrets, response: secretList{}},

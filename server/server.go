@@ -67,6 +67,7 @@ type Deps struct {
 	Apps      appsService
 	Launcher  launcherService
 	Detection detectionService
+	Plans     plansService
 	Icons     iconsService
 	Secrets   secretsService
 	Sources   sourcesService

@@ -27,6 +27,7 @@ import (
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/operator"
 	"github.com/svchost/svc/internal/password"
+	"github.com/svchost/svc/internal/plan"
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/schema"
 	"github.com/svchost/svc/internal/telemetry"
@@ -124,7 +125,8 @@ func (h *harness) open() {
 	srv, err := New(Deps{
 		Logger: log, Version: "test", Config: cfg,
 		Identity: ident, Policy: pol, Facts: store,
-		Apps: w.apps, Launcher: w.launcher, Icons: w.icons, Secrets: w.secrets, Specs: w.specs, Slots: w.slots, Volumes: w.volumes, Sources: sources, Detection: det, Adapters: w.adapters, Keyring: w.ring,
+		Apps: w.apps, Launcher: w.launcher, Icons: w.icons, Secrets: w.secrets, Specs: w.specs, Slots: w.slots, Volumes: w.volumes, Sources: sources, Detection: det,
+		Plans: plan.NewService(plan.Deps{Store: store, Specs: w.specs, Slots: w.slots, Secrets: w.secrets, Adapters: w.adapters, Detections: det, Policy: pol}), Adapters: w.adapters, Keyring: w.ring,
 		Operator: operator.New(store, "n1", now), Idempotency: idempotency.New(store, now),
 		Ready: store, Metrics: metrics, MetricsHandler: metrics.Handler(),
 		Commands: []CommandRef{{Command: "svc serve", Summary: "Run a server", Usage: "svc serve [flags]"}},

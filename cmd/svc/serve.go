@@ -22,6 +22,7 @@ import (
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/operator"
 	"github.com/svchost/svc/internal/password"
+	"github.com/svchost/svc/internal/plan"
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/schema"
 	"github.com/svchost/svc/internal/spec"
@@ -315,14 +316,16 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	firstRun(ctx, ident, cfg.Admin.Password, log)
 
 	rt.api, err = server.New(server.Deps{
-		Logger:         log,
-		Version:        version,
-		Config:         cfg,
-		Identity:       ident,
-		Policy:         pol,
-		Apps:           storage.apps,
-		Launcher:       storage.launcher,
-		Detection:      det,
+		Logger:    log,
+		Version:   version,
+		Config:    cfg,
+		Identity:  ident,
+		Policy:    pol,
+		Apps:      storage.apps,
+		Launcher:  storage.launcher,
+		Detection: det,
+		Plans: plan.NewService(plan.Deps{Store: store, Specs: specs, Slots: storage.slots, Secrets: storage.secrets,
+			Adapters: storage.adapters, Detections: det, Policy: pol}),
 		Icons:          storage.icons,
 		Secrets:        storage.secrets,
 		Specs:          specs,

@@ -165,13 +165,20 @@ func (s *Service) Delete(ctx context.Context, id string, d Decision) error {
 	if !ok {
 		return errcode.New(errcode.NotFound, "no app %s", id)
 	}
+	switch {
+	case d.Backup && d.Force:
+		return errcode.Invalid("backup", "choose backup=true (keep a final copy) or force=true (discard it), not both")
+	case d.Storage && !d.Backup && !d.Force:
+		return errcode.New(errcode.StateBackupDecision, "app %s keeps data in volumes; decide about a final backup", id).
+			WithRemedy("delete with ?backup=true to keep a final copy, or ?force=true to discard the data")
+	}
 	now := s.now()
 	ops := []raftstore.Op{Apps.DeleteIf(id, meta.ModifyIndex)}
 	grants, _ := identity.Grants.List(r, raftstore.Query{Index: "app", Key: id})
 	for _, g := range grants {
 		ops = append(ops, identity.Grants.Delete(g.Value.ID))
 	}
-	details := map[string]any{"backup": d.Backup, "force": d.Force}
+	details := map[string]any{"backup": d.Backup, "force": d.Force, "storage": d.Storage}
 	ops = append(ops,
 		audit.Entries.Insert(audit.New(ctx, now, "app.delete", id, audit.Target{Kind: "app", ID: id}, details)),
 		events.Events.Insert(events.New(ctx, now, "app.deleted", refOf(app), "", "", map[string]any{
@@ -188,9 +195,13 @@ func (s *Service) Delete(ctx context.Context, id string, d Decision) error {
 }
 
 // Decision is what the caller chose about a final backup when deleting.
+// An app with storage (volumes) needs Backup or Force; the backup itself
+// arrives with the storage issue, so Backup is recorded in the audit entry
+// and nothing is copied yet.
 type Decision struct {
-	Backup bool
-	Force  bool
+	Storage bool // the app declares volumes
+	Backup  bool
+	Force   bool
 	Reason string // "" means requested
 }
 

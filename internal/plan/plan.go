@@ -1,11 +1,13 @@
 // Package plan decides what a deploy of a spec revision would do and every
 // reason it would be refused (PLAN_* errors), with warnings (WARN_*) that
-// never block. It is a pure function of its input: the server gathers the
-// facts (the revision, filled slots, loaded runtimes, host policy, the
-// detection's compose rejection, the security score) and the deploy path
-// runs the same checks before it builds anything.
+// never block, and which apps a candidate host policy would block. Make is
+// a pure function of its input; Service gathers the facts (the revision,
+// filled slots, set secrets, loaded runtimes and their capabilities, host
+// policy, the detection's compose rejection) through the small interfaces
+// of the services that keep them, and the deploy path runs the same checks
+// before it builds anything.
 //
-// It must not read the store, call adapters or start anything.
+// It must not write anything, call adapters or start anything.
 package plan
 
 import (
