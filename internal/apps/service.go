@@ -202,7 +202,7 @@ type Decision struct {
 	Storage bool // the app declares volumes
 	Backup  bool
 	Force   bool
-	Reason string // "" means requested
+	Reason  string // "" means requested
 }
 
 func (d Decision) reason() string {
