@@ -16,7 +16,7 @@ func doc() spec.Document {
 		Workloads: map[string]spec.Workload{
 			"web": {Primary: true, Build: &spec.Build{Kind: spec.BuildGo}, Run: spec.Run{Command: []string{"./app"}, Port: 8080,
 				Health: &spec.Health{Path: "/healthz"}}, DependsOn: []string{"worker"},
-				Env: map[string]spec.EnvValue{"DB": {Slot: "db", Field: "url"}, "KEY": {Secret: "API_KEY"}},
+				Env:       map[string]spec.EnvValue{"DB": {Slot: "db", Field: "url"}, "KEY": {Secret: "API_KEY"}},
 				Resources: &spec.Resources{MemoryBytes: 1 << 28}},
 			"worker": {Build: &spec.Build{Kind: spec.BuildCommand, Command: "make"}, Run: spec.Run{Command: []string{"./worker"}},
 				Resources: &spec.Resources{CPUMillis: 500}},
