@@ -9,6 +9,7 @@ import (
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/authz"
 	"github.com/svchost/svc/internal/launcher"
+	"github.com/svchost/svc/internal/source"
 )
 
 type launcherService interface {
@@ -92,8 +93,9 @@ func noContent(c echo.Context, err error) error {
 }
 
 type patchAppRequest struct {
-	Name *string `json:"name,omitempty"`
-	Slug *string `json:"slug,omitempty"`
+	Name   *string            `json:"name,omitempty"`
+	Slug   *string            `json:"slug,omitempty"`
+	Source *repositoryRequest `json:"source,omitempty"`
 }
 
 func (s *Server) patchApp(c echo.Context) error {
@@ -101,9 +103,20 @@ func (s *Server) patchApp(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	a, err := s.d.Apps.Update(c.Request().Context(), c.Param("appID"), apps.Patch{Name: req.Name, Slug: req.Slug})
-	if err != nil {
-		return err
+	ctx := c.Request().Context()
+	var src *apps.Source
+	if req.Source != nil {
+		// A new repository is checked now and fetched behind the answer;
+		// the app's source changes (audited as source.fetch) when the
+		// clone succeeds, and detection runs on it.
+		src = &apps.Source{Kind: source.KindRepository, Repository: req.Source.Repository, Ref: req.Source.Ref, Subdir: req.Source.Subdir}
+		if err := s.d.Sources.Check(*src); err != nil {
+			return err
+		}
 	}
-	return c.JSON(http.StatusOK, appAnswer{App: a})
+	a, err := s.d.Apps.Update(ctx, c.Param("appID"), apps.Patch{Name: req.Name, Slug: req.Slug})
+	if err == nil && src != nil {
+		err = s.d.Sources.Fetch(ctx, a.ID, *src)
+	}
+	return jsonOr(c, http.StatusOK, appAnswer{App: a}, err)
 }

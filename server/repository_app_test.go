@@ -75,3 +75,18 @@ func TestCreateAnAppFromARepository(t *testing.T) {
 		t.Fatalf("a refused source created an app (%d apps, then %d)", before, after)
 	}
 }
+
+func TestPatchAppSource(t *testing.T) {
+	h := newHarness(t)
+	repo := gitRepo(t, map[string]string{"index.html": "<h1>hi</h1>\n"})
+	app := h.app(t, "Static")
+	wantStatus(t, "change the source", h.send("PATCH", api+"/apps/"+app, jsonOf(map[string]any{"source": map[string]string{"repository": repo}})), http.StatusOK)
+	var rec detection.Record
+	for deadline := time.Now().Add(60 * time.Second); rec.Status != detection.StatusDone && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		rec = decodeAs[detection.Record](t, h.send("GET", api+"/apps/"+app+"/detection", ""))
+	}
+	if rec.Winner == nil || rec.Winner.Detector != "static" {
+		t.Fatalf("detection = %+v", rec)
+	}
+	wantError(t, "an option as a repository", h.send("PATCH", api+"/apps/"+app, `{"source":{"repository":"--upload-pack=touch /tmp/x"}}`), http.StatusBadRequest, errcode.ValidInvalid)
+}

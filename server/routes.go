@@ -132,7 +132,7 @@ func (s *Server) routeTable() []route {
 		{method: get, path: api + "/apps", access: accessSignedIn, summary: "Apps the caller can administer; paged with limit and cursor", handler: s.listApps, response: list[apps.App]{}},
 		{method: post, path: api + "/apps", access: accessVerb, verb: authz.AppCreate, summary: "Create an app; returns at once in draft. The creator gets an owner grant and a data-plane grant", handler: s.postApp, action: "app.create", idempotent: true, request: createAppRequest{}, response: appAnswer{}, status: 201},
 		{method: get, path: api + "/apps/{appID}", access: accessVerb, verb: authz.AppView, summary: "Name, source, state, pinned spec", handler: s.getApp, response: appAnswer{}},
-		{method: patch, path: api + "/apps/{appID}", access: accessVerb, verb: authz.AppSpecEdit, summary: "Rename an app or change its slug", handler: s.patchApp, action: "app.update", request: patchAppRequest{}, response: appAnswer{}},
+		{method: patch, path: api + "/apps/{appID}", access: accessVerb, verb: authz.AppSpecEdit, summary: "Rename an app, change its slug, or change its repository (checked now, cloned and detected behind the answer)", handler: s.patchApp, action: "app.update", request: patchAppRequest{}, response: appAnswer{}},
 		{method: del, path: api + "/apps/{appID}", access: accessVerb, verb: authz.AppDelete, summary: "Delete an app; query backup=true keeps a final copy, force=true discards it", handler: s.deleteApp, action: "app.delete", status: 204},
 
 		// Tile images.
