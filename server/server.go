@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -144,12 +145,14 @@ func (s *Server) Handler() http.Handler { return s.echo }
 // Serve answers requests on ln until ctx ends, then stops accepting, lets
 // requests in flight finish for up to drain, and returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	var fresh newConns
 	srv := &http.Server{
 		Handler:           s.echo,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnState:         fresh.track,
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
@@ -161,11 +164,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	s.log.Info("shutting down: finishing requests in flight", "drain", drain)
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
+	// http.Server's Shutdown drops a connection it accepted but whose
+	// request it has not read yet: the client sees the connection close
+	// without an answer. Stop accepting first, and give such connections
+	// a moment to send their request, which then finishes like any other.
+	_ = ln.Close()
+	fresh.wait(sctx, time.Second)
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+	// Serve may have returned from the listener closed above before
+	// Shutdown marked the server closed.
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 		return err
 	}
 	return nil
@@ -228,4 +239,39 @@ func echoPath(p string) string {
 		}
 	}
 	return strings.Join(parts, "/")
+}
+
+// newConns counts the connections accepted whose first request has not
+// been read yet.
+type newConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+func (n *newConns) track(c net.Conn, st http.ConnState) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.conns == nil {
+		n.conns = map[net.Conn]bool{}
+	}
+	if st == http.StateNew {
+		n.conns[c] = true
+	} else {
+		delete(n.conns, c)
+	}
+}
+
+// wait returns once no new connection is waiting to be read, after at most
+// limit.
+func (n *newConns) wait(ctx context.Context, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		n.mu.Lock()
+		waiting := len(n.conns)
+		n.mu.Unlock()
+		if waiting == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
