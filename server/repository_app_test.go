@@ -90,3 +90,20 @@ func TestPatchAppSource(t *testing.T) {
 	}
 	wantError(t, "an option as a repository", h.send("PATCH", api+"/apps/"+app, `{"source":{"repository":"--upload-pack=touch /tmp/x"}}`), http.StatusBadRequest, errcode.ValidInvalid)
 }
+
+// A clone that fails behind the answer shows in the detection's status,
+// with the reason and without the credentials in the address.
+func TestAFailedCloneShowsInDetection(t *testing.T) {
+	h := newHarness(t)
+	repo := gitRepo(t, map[string]string{"index.html": "hi\n"})
+	a := h.send("POST", api+"/apps", jsonOf(map[string]any{"name": "Bad Ref", "source": map[string]string{"repository": repo, "ref": "no-such-branch"}}))
+	wantStatus(t, "create", a, http.StatusCreated)
+	app := decodeAs[appAnswer](t, a).App
+	var rec detection.Record
+	for deadline := time.Now().Add(60 * time.Second); rec.Status != detection.StatusFailed && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		rec = decodeAs[detection.Record](t, h.send("GET", api+"/apps/"+app.ID+"/detection", ""))
+	}
+	if rec.Status != detection.StatusFailed || !strings.Contains(rec.Error, "fetching the source failed") {
+		t.Fatalf("detection = %+v", rec)
+	}
+}

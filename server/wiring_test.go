@@ -72,9 +72,10 @@ func wireStorage(t testing.TB, store *raftstore.Store, dir string, now func() ti
 // wireSources builds the sources service as cmd/svc does, with the work dir
 // under dir and local repositories allowed (tests clone bare repositories
 // made in a temporary directory).
-func wireSources(t testing.TB, dir string, a *apps.Service, pol *policy.Service, log *slog.Logger, onCheckout func(context.Context, string, source.Checkout)) *source.Service {
+func wireSources(t testing.TB, dir string, a *apps.Service, pol *policy.Service, log *slog.Logger, onCheckout func(context.Context, string, source.Checkout), onFailed func(context.Context, string, string)) *source.Service {
 	t.Helper()
-	src, err := source.New(source.Deps{WorkDir: filepath.Join(dir, "work"), Apps: a, Policy: pol, Git: source.Fetcher{AllowFile: true}, Logger: log, OnCheckout: onCheckout})
+	src, err := source.New(source.Deps{WorkDir: filepath.Join(dir, "work"), Apps: a, Policy: pol, Git: source.Fetcher{AllowFile: true}, Logger: log,
+		OnCheckout: onCheckout, OnFetchFailed: onFailed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,8 @@ func wireSources(t testing.TB, dir string, a *apps.Service, pol *policy.Service,
 func wireDetection(t testing.TB, dir string, w wired, store *raftstore.Store, pol *policy.Service, log *slog.Logger) (*detection.Service, *source.Service) {
 	t.Helper()
 	var det *detection.Service
-	src := wireSources(t, dir, w.apps, pol, log, func(ctx context.Context, appID string, c source.Checkout) { det.OnCheckout(ctx, appID, c) })
+	src := wireSources(t, dir, w.apps, pol, log, func(ctx context.Context, appID string, c source.Checkout) { det.OnCheckout(ctx, appID, c) },
+		func(ctx context.Context, appID, msg string) { det.OnFetchFailed(ctx, appID, msg) })
 	det = detection.New(detection.Deps{Store: store, Checkouts: src, Specs: w.specs, Secrets: w.secrets, Now: func() time.Time { return time.Now().UTC() }, Logger: log})
 	return det, src
 }

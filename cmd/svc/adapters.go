@@ -107,8 +107,9 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 // source_allowlist. Every node sweeps its own work dir of deleted apps'
 // checkouts.
 func buildSources(ctx context.Context, rt *runtime, gen *generation, a *apps.Service, pol *policy.Service, now func() time.Time,
-	onCheckout func(ctx context.Context, appID string, c source.Checkout)) (*source.Service, error) {
-	src, err := source.New(source.Deps{WorkDir: gen.cfg.Server.WorkDir, Apps: a, Policy: pol, Now: now, Logger: gen.log, OnCheckout: onCheckout})
+	onCheckout func(ctx context.Context, appID string, c source.Checkout), onFailed func(ctx context.Context, appID, message string)) (*source.Service, error) {
+	src, err := source.New(source.Deps{WorkDir: gen.cfg.Server.WorkDir, Apps: a, Policy: pol, Now: now, Logger: gen.log,
+		OnCheckout: onCheckout, OnFetchFailed: onFailed})
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +124,7 @@ func buildDetection(ctx context.Context, rt *runtime, gen *generation, store *ra
 	var det *detection.Service
 	src, err := buildSources(ctx, rt, gen, st.apps, pol, now, func(ctx context.Context, appID string, c source.Checkout) {
 		go det.OnCheckout(context.WithoutCancel(ctx), appID, c)
-	})
+	}, func(ctx context.Context, appID, message string) { det.OnFetchFailed(ctx, appID, message) })
 	if err != nil {
 		return nil, nil, err
 	}

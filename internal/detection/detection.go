@@ -281,3 +281,20 @@ func (s *Service) SweepDeletedApps(ctx context.Context) error {
 	_, err := Records.Sweep(ctx, s.d.Store, func(r *Record) bool { return !apps.Exists(s.d.Store.Read(), r.AppID) }, 500)
 	return err
 }
+
+// OnFetchFailed records that fetching the app's source failed: the
+// detection's status becomes failed with the reason, so that the console
+// and the API say why nothing was detected.
+func (s *Service) OnFetchFailed(ctx context.Context, appID, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.d.Store.Read()
+	if !apps.Exists(r, appID) {
+		return
+	}
+	rec, meta, _ := Records.Get(r, appID)
+	rec.AppID, rec.Status, rec.Error, rec.UpdatedAt = appID, StatusFailed, "fetching the source failed: "+message, s.d.Now()
+	if _, err := s.d.Store.Apply(ctx, Records.PutIf(&rec, meta.ModifyIndex)); err != nil {
+		s.d.Logger.Warn("record a failed fetch", "app_id", appID, "err", err)
+	}
+}

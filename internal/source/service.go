@@ -78,6 +78,9 @@ type Deps struct {
 	// the app's source is recorded and the current pointer swapped; it
 	// must return quickly (detection starts its own work).
 	OnCheckout func(ctx context.Context, appID string, c Checkout)
+	// OnFetchFailed, if set, is told when a background fetch fails, with
+	// a message from which credentials are removed.
+	OnFetchFailed func(ctx context.Context, appID, message string)
 }
 
 // Service keeps apps' checkouts: <WorkDir>/apps/<app id>/source/<checkout
@@ -249,7 +252,11 @@ func (s *Service) Fetch(ctx context.Context, appID string, src apps.Source) erro
 		defer cancel()
 		c, err := s.FromRepository(bctx, appID, src)
 		if err != nil {
+			msg := redactText(errcode.MessageOf(err))
 			s.d.Logger.Warn("fetching the app's repository failed", "app_id", appID, "repository", Redact(src.Repository), "err", redactText(err.Error()))
+			if s.d.OnFetchFailed != nil {
+				s.d.OnFetchFailed(bctx, appID, msg)
+			}
 			return
 		}
 		s.d.Logger.Info("fetched the app's repository", "app_id", appID, "checkout_id", c.ID, "commit", c.Commit)
