@@ -17,11 +17,9 @@
 package pgtest
 
 import (
-	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/svchost/svc/internal/testserver"
 	"net"
 	"os"
 	"os/exec"
@@ -147,7 +145,7 @@ func Start(t testing.TB) *Server {
 	if err := as.prepare(dir); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	s := &Server{Host: "127.0.0.1", User: "postgres", Password: "pg-" + randomHex(16), Database: "postgres",
+	s := &Server{Host: "127.0.0.1", User: "postgres", Password: "pg-" + testserver.RandomHex(16), Database: "postgres",
 		Version: version(bin), dataDir: filepath.Join(dir, "data")}
 	if err := s.initdb(bin, dir, as); err != nil {
 		t.Fatalf("pgtest: %v", err)
@@ -211,7 +209,7 @@ func (id identity) prepare(dir string) error {
 func (id identity) command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(name, args...)
 	// No PG* settings of ours, and a locale every system has.
-	cmd.Env = append(environWithout("PG", "LC_", "LANG="), "LC_ALL=C", "LANG=C")
+	cmd.Env = append(testserver.EnvironWithout("PG", "LC_", "LANG="), "LC_ALL=C", "LANG=C")
 	cmd.SysProcAttr = procAttr(id.cred)
 	return cmd
 }
@@ -243,7 +241,7 @@ func (s *Server) initdb(bin, dir string, as identity) error {
 
 func (s *Server) start(t testing.TB, bin, dir string, as identity, attempt int) error {
 	t.Helper()
-	port, err := freePort()
+	port, err := testserver.FreePorts(1)
 	if err != nil {
 		return err
 	}
@@ -275,13 +273,13 @@ func (s *Server) start(t testing.TB, bin, dir string, as identity, attempt int) 
 	// shown if the test failed.
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("postgres output (%s):\n%s", s.LogPath, tail(s.LogPath, 16<<10))
+			t.Logf("postgres output (%s):\n%s", s.LogPath, testserver.Tail(s.LogPath, 16<<10))
 		}
 	})
 	t.Cleanup(s.Stop)
 	if err := s.waitReady(); err != nil {
 		s.Stop()
-		return fmt.Errorf("%w\npostgres output (%s):\n%s", err, s.LogPath, tail(s.LogPath, 8<<10))
+		return fmt.Errorf("%w\npostgres output (%s):\n%s", err, s.LogPath, testserver.Tail(s.LogPath, 8<<10))
 	}
 	return nil
 }
@@ -332,7 +330,7 @@ func (s *Server) Stop() {
 }
 
 // Log returns the server's output so far.
-func (s *Server) Log() string { return tail(s.LogPath, 1<<20) }
+func (s *Server) Log() string { return testserver.Tail(s.LogPath, 1<<20) }
 
 // version names the major version of the binaries.
 func version(bin string) string {
@@ -349,48 +347,4 @@ func version(bin string) string {
 	}
 	major, _, _ := strings.Cut(f[len(f)-1], ".")
 	return major
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pick a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// environWithout returns the environment minus variables with the given
-// name prefixes.
-func environWithout(prefixes ...string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(kv, p) }) {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// tail returns at most the last n bytes of a file.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	if len(b) > n {
-		b = b[len(b)-n:]
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			b = b[i+1:]
-		}
-		return "…\n" + string(b)
-	}
-	return string(b)
 }

@@ -14,19 +14,15 @@
 package vaulttest
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
+	"github.com/svchost/svc/internal/testserver"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -150,13 +146,13 @@ func Start(t testing.TB) *Server {
 
 func start(t testing.TB, bin, dir string, attempt int) (*Server, error) {
 	t.Helper()
-	port, err := freePort()
+	port, err := testserver.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
 		Addr:      "http://127.0.0.1:" + strconv.Itoa(port),
-		RootToken: "root-" + randomHex(16),
+		RootToken: "root-" + testserver.RandomHex(16),
 		LogPath:   filepath.Join(dir, fmt.Sprintf("vault-%d.log", attempt)),
 		exited:    make(chan struct{}),
 	}
@@ -173,7 +169,7 @@ func start(t testing.TB, bin, dir string, attempt int) (*Server, error) {
 		"-dev-listen-address=127.0.0.1:"+strconv.Itoa(port))
 	// The dev server stores its root token in ~/.vault-token: give it a
 	// home of its own, and none of our VAULT_* settings.
-	s.cmd.Env = append(environWithout("VAULT_", "HOME="), "HOME="+home)
+	s.cmd.Env = append(testserver.EnvironWithout("VAULT_", "HOME="), "HOME="+home)
 	s.cmd.Dir = dir
 	s.cmd.Stdout = logFile
 	s.cmd.Stderr = logFile
@@ -191,14 +187,14 @@ func start(t testing.TB, bin, dir string, attempt int) (*Server, error) {
 	// shown if the test failed.
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("vault dev server output (%s):\n%s", s.LogPath, tail(s.LogPath, 32<<10))
+			t.Logf("vault dev server output (%s):\n%s", s.LogPath, testserver.Tail(s.LogPath, 32<<10))
 		}
 	})
 	t.Cleanup(s.Stop)
 
 	if err := s.waitHealthy(); err != nil {
 		s.Stop()
-		return nil, fmt.Errorf("%w\nvault output (%s):\n%s", err, s.LogPath, tail(s.LogPath, 8<<10))
+		return nil, fmt.Errorf("%w\nvault output (%s):\n%s", err, s.LogPath, testserver.Tail(s.LogPath, 8<<10))
 	}
 	return s, nil
 }
@@ -252,65 +248,4 @@ func (s *Server) Stop() {
 }
 
 // Log returns the server's output so far.
-func (s *Server) Log() string { return tail(s.LogPath, 1<<20) }
-
-// freePort returns a loopback port that was free a moment ago, along with
-// the next one (a dev server may open a cluster listener there).
-func freePort() (int, error) {
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("pick a free port: %w", err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		next, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+1))
-		_ = ln.Close()
-		if err != nil {
-			continue
-		}
-		_ = next.Close()
-		return port, nil
-	}
-	return 0, errors.New("pick a free port: no two adjacent free loopback ports")
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// environWithout returns the environment minus variables with the given
-// name prefixes.
-func environWithout(prefixes ...string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		drop := false
-		for _, p := range prefixes {
-			if strings.HasPrefix(kv, p) {
-				drop = true
-				break
-			}
-		}
-		if !drop {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// tail returns at most the last n bytes of a file.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	if len(b) > n {
-		b = b[len(b)-n:]
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			b = b[i+1:]
-		}
-		return "…\n" + string(b)
-	}
-	return string(b)
-}
+func (s *Server) Log() string { return testserver.Tail(s.LogPath, 1<<20) }
