@@ -188,7 +188,10 @@ func (s *Service) Delete(ctx context.Context, ref Ref) error {
 }
 
 func (s *Service) backend(origin string) (Backend, error) {
-	backends, _ := s.d.Backends()
+	backends, primary := s.d.Backends()
+	if primary == "" {
+		return pick(backends, "") // nothing loaded yet: the server is starting
+	}
 	return pick(backends, origin)
 }
 
@@ -213,10 +216,12 @@ func (s *Service) SweepDeletedApps(ctx context.Context) error {
 	gone, _ := Secrets.List(r, raftstore.Query{Filter: func(v any) bool { return !apps.Exists(r, v.(*Secret).AppID) }, Limit: 500})
 	for _, it := range gone {
 		row := it.Value
-		if b, ok := backends[row.Origin]; ok {
-			if err := b.Delete(ctx, Ref{AppID: row.AppID, Key: row.Key}); err != nil {
-				continue // the adapter is down: the next sweep tries again
-			}
+		b, ok := backends[row.Origin]
+		if !ok {
+			continue // its adapter is not loaded here: the row stays, so the value is not forgotten
+		}
+		if err := b.Delete(ctx, Ref{AppID: row.AppID, Key: row.Key}); err != nil {
+			continue // the adapter is down: the next sweep tries again
 		}
 		if _, err := s.d.Store.Apply(ctx, Secrets.DeleteIf(row.ID, it.Meta.ModifyIndex)); err != nil && !raced(err) {
 			return fmt.Errorf("sweep secrets of deleted apps: %w", err)
