@@ -7,6 +7,8 @@
 //
 // It must not import any adapter, HTTP framework or vendor client; adapters
 // import it for its types. Its decisions are pure functions of state and an
-// injected clock. The deploy pipeline arrives with the deploys issue; until
-// then this package only reserves its place in the layout.
+// injected clock. So far it declares the runtime interface (runtime.go):
+// Builder, Runner and the optional LogReader, with the Job, Task, Artifact
+// and status types; scheduler/runtimetest holds the contract suite. The
+// deploy pipeline and the reconciler arrive with the deploys issue.
 package scheduler

@@ -2,7 +2,14 @@
 // host's toolchains and supervises their workloads as process groups, like a
 // one-node Nomad. It implements the scheduler's runtime interface.
 //
-// It must not import other adapters or the HTTP server. So far it declares
-// its adapter kind (settings and live capabilities); building and running
-// arrive with the deploys issue.
+// Builds run with `sh -c` in a copy of the source (a work area per build)
+// with a clean environment and a time limit; static builds need no command
+// and are served by the runtime itself. Each workload runs as its own
+// process group on a 127.0.0.1 port, supervised: restarted with a backoff,
+// health-checked over HTTP, its output kept up to a cap. There is no
+// isolation: workloads run as the server's user.
+//
+// It must not import other adapters or the HTTP server. Its adapter kind
+// (kind.go) is not yet wired to a Runtime: Open still returns an instance
+// that only reports capabilities.
 package process

@@ -34,5 +34,13 @@ func (runtimeInstance) Check(context.Context) error { return nil }
 // what isolation the runtime can offer.
 func (runtimeInstance) Capabilities() map[string]any {
 	_, err := exec.LookPath("bwrap")
-	return map[string]any{"isolation": "none", "sandbox_available": err == nil, "builds": []string{"go", "node", "python", "static", "command"}}
+	return map[string]any{
+		"isolation":         "none",
+		"sandbox_available": err == nil,
+		"builds":            append([]string(nil), buildKinds...),
+		"health_checks":     []string{"http", "tcp"},
+		"restarts":          true,
+		"logs":              true,
+		"resource_limits":   false,
+	}
 }
