@@ -55,28 +55,9 @@ func tomlTables(src string) map[string]map[string]string {
 	return tables
 }
 
-// stripTOMLComment removes a # comment that is outside strings.
-func stripTOMLComment(line string) string {
-	var quote byte
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case quote != 0 && c == '\\' && quote == '"':
-			i++
-		case quote != 0 && c == quote:
-			quote = 0
-		case quote == 0 && (c == '"' || c == '\''):
-			quote = c
-		case quote == 0 && c == '#':
-			return line[:i]
-		}
-	}
-	return line
-}
-
-// bracketDepth counts [ and { minus ] and } outside strings.
-func bracketDepth(s string) int {
-	depth := 0
+// outsideStrings calls fn with each byte of s that is outside a TOML string
+// (basic "…" with escapes, or literal '…'), until fn returns false.
+func outsideStrings(s string, fn func(i int, c byte) bool) {
 	var quote byte
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -87,12 +68,39 @@ func bracketDepth(s string) int {
 			quote = 0
 		case quote == 0 && (c == '"' || c == '\''):
 			quote = c
-		case quote == 0 && (c == '[' || c == '{'):
-			depth++
-		case quote == 0 && (c == ']' || c == '}'):
-			depth--
+		case quote == 0:
+			if !fn(i, c) {
+				return
+			}
 		}
 	}
+}
+
+// stripTOMLComment removes a # comment that is outside strings.
+func stripTOMLComment(line string) string {
+	out := line
+	outsideStrings(line, func(i int, c byte) bool {
+		if c == '#' {
+			out = line[:i]
+			return false
+		}
+		return true
+	})
+	return out
+}
+
+// bracketDepth counts [ and { minus ] and } outside strings.
+func bracketDepth(s string) int {
+	depth := 0
+	outsideStrings(s, func(_ int, c byte) bool {
+		switch c {
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		}
+		return true
+	})
 	return depth
 }
 

@@ -100,7 +100,7 @@ type Deps struct {
 // Service runs and records detection.
 type Service struct {
 	d  Deps
-	mu sync.Mutex // one detection of an app at a time
+	mu sync.Mutex // one detection at a time on this server (each takes milliseconds)
 }
 
 // New returns the detection service.

@@ -70,7 +70,7 @@ type Server struct {
 
 	dataDir  string
 	cmd      *exec.Cmd
-	exited   chan struct{}
+	exited   <-chan struct{}
 	stopOnce sync.Once
 }
 
@@ -247,7 +247,6 @@ func (s *Server) start(t testing.TB, bin, dir string, as identity, attempt int) 
 	}
 	s.Port = port
 	s.LogPath = filepath.Join(dir, fmt.Sprintf("postgres-%d.log", attempt))
-	s.exited = make(chan struct{})
 	s.stopOnce = sync.Once{}
 	logFile, err := os.Create(s.LogPath)
 	if err != nil {
@@ -259,16 +258,9 @@ func (s *Server) start(t testing.TB, bin, dir string, as identity, attempt int) 
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=60", "-c", "shared_buffers=16MB")
 	s.cmd.Dir = dir
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	if err := s.cmd.Start(); err != nil {
-		logFile.Close()
-		return fmt.Errorf("run %s: %w", s.cmd.Path, err)
+	if s.exited, err = testserver.Run(s.cmd, logFile); err != nil {
+		return err
 	}
-	go func() {
-		_ = s.cmd.Wait()
-		logFile.Close()
-		close(s.exited)
-	}()
 	// Cleanups run last-in first-out: the server stops, then its log is
 	// shown if the test failed.
 	t.Cleanup(func() {
@@ -313,20 +305,7 @@ func (s *Server) waitReady() error {
 // period); it is safe to call more than once, and tests call it to make the
 // server unreachable.
 func (s *Server) Stop() {
-	s.stopOnce.Do(func() {
-		select {
-		case <-s.exited:
-			return
-		default:
-		}
-		_ = s.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-s.exited:
-		case <-time.After(stopTimeout):
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-		}
-	})
+	s.stopOnce.Do(func() { testserver.Stop(s.cmd.Process, s.exited, stopTimeout) })
 }
 
 // Log returns the server's output so far.

@@ -14,9 +14,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // FreePorts returns the first of n adjacent loopback ports that were free a
@@ -83,4 +85,39 @@ func Tail(path string, n int) string {
 		return "…\n" + string(b)
 	}
 	return string(b)
+}
+
+// Stop asks a server process to stop (SIGINT) and kills it if it has not
+// exited after grace; exited is closed when the process has been waited for.
+// It returns once the process is gone.
+func Stop(p *os.Process, exited <-chan struct{}, grace time.Duration) {
+	select {
+	case <-exited:
+		return
+	default:
+	}
+	_ = p.Signal(os.Interrupt)
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		_ = p.Kill()
+		<-exited
+	}
+}
+
+// Run starts cmd with its output in log, and returns a channel closed once
+// the process has exited and log is closed.
+func Run(cmd *exec.Cmd, log *os.File) (<-chan struct{}, error) {
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("run %s: %w", cmd.Path, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		log.Close()
+		close(exited)
+	}()
+	return exited, nil
 }

@@ -60,7 +60,7 @@ type Server struct {
 	LogPath string
 
 	cmd      *exec.Cmd
-	exited   chan struct{}
+	exited   <-chan struct{}
 	stopOnce sync.Once
 }
 
@@ -154,7 +154,6 @@ func start(t testing.TB, bin, dir string, attempt int) (*Server, error) {
 		Addr:      "http://127.0.0.1:" + strconv.Itoa(port),
 		RootToken: "root-" + testserver.RandomHex(16),
 		LogPath:   filepath.Join(dir, fmt.Sprintf("vault-%d.log", attempt)),
-		exited:    make(chan struct{}),
 	}
 	logFile, err := os.Create(s.LogPath)
 	if err != nil {
@@ -171,18 +170,10 @@ func start(t testing.TB, bin, dir string, attempt int) (*Server, error) {
 	// home of its own, and none of our VAULT_* settings.
 	s.cmd.Env = append(testserver.EnvironWithout("VAULT_", "HOME="), "HOME="+home)
 	s.cmd.Dir = dir
-	s.cmd.Stdout = logFile
-	s.cmd.Stderr = logFile
 	s.cmd.SysProcAttr = procAttr()
-	if err := s.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("run %s: %w", bin, err)
+	if s.exited, err = testserver.Run(s.cmd, logFile); err != nil {
+		return nil, err
 	}
-	go func() {
-		_ = s.cmd.Wait()
-		logFile.Close()
-		close(s.exited)
-	}()
 	// Cleanups run last-in first-out: the server stops, then its log is
 	// shown if the test failed.
 	t.Cleanup(func() {
@@ -231,20 +222,7 @@ func (s *Server) waitHealthy() error {
 // Stop stops the server (SIGINT, then SIGKILL after a grace period); it is
 // safe to call more than once, and tests call it to make Vault unreachable.
 func (s *Server) Stop() {
-	s.stopOnce.Do(func() {
-		select {
-		case <-s.exited:
-			return
-		default:
-		}
-		_ = s.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-s.exited:
-		case <-time.After(stopTimeout):
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-		}
-	})
+	s.stopOnce.Do(func() { testserver.Stop(s.cmd.Process, s.exited, stopTimeout) })
 }
 
 // Log returns the server's output so far.
