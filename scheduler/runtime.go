@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/svchost/svc/internal/spec"
@@ -17,7 +18,11 @@ import (
 //   - BUILD_TIMEOUT when a build runs past its time limit;
 //   - STATE_APP_EXITED when a workload exits before it is ready (details:
 //     "workload" and "exit_code");
-//   - NOT_FOUND when a job is not known to the runtime.
+//   - BUILD_LISTENS_ON_LOOPBACK when a workload listens on its port only at
+//     the loopback address while the runtime addresses workloads elsewhere
+//     (details: "workload", "address");
+//   - CAPACITY_NO_FREE_PORT when no port can be had for a workload;
+//   - NOT_FOUND when a job (or a workload of it) is not known to the runtime.
 
 // Streams a LogSink is given.
 const (
@@ -73,8 +78,15 @@ type Builder interface {
 // Job is one app revision for a runtime to run.
 type Job struct {
 	// ID names the job; one job per app revision.
-	ID        string
+	ID string
+	// AppID is the app the job belongs to: volumes are the app's, and
+	// outlive its jobs.
+	AppID     string
 	Workloads map[string]Task
+	// Order is the start order: each workload is started once those before
+	// it are ready (dependencies first). Workloads it leaves out start
+	// after it, by name. Empty means by name.
+	Order []string
 }
 
 // Task is one workload of a job, with everything resolved: the runtime
@@ -96,6 +108,25 @@ type Task struct {
 	// connections.
 	Health    *spec.Health
 	Resources *spec.Resources
+	// Mounts are the app's volumes this workload mounts. The runtime keeps
+	// a volume's data under the app's ID and the volume's name, so it
+	// survives new jobs of the app and the app itself.
+	Mounts []Mount
+	// LogCapBytes caps the workload's kept log; 0 means the runtime's
+	// default.
+	LogCapBytes int64
+	// Isolation is the isolation level the workload must run at (a policy
+	// isolation level); empty means the runtime's weakest.
+	Isolation string
+}
+
+// Mount is a volume mounted into a workload.
+type Mount struct {
+	Volume string `json:"volume"`
+	// Path is where the workload sees the volume.
+	Path string `json:"path"`
+	// SizeBytes is the volume's declared size (0: no limit).
+	SizeBytes int64 `json:"size_bytes,omitempty"`
 }
 
 // JobStatus is the observed state of a job.
@@ -114,6 +145,10 @@ type WorkloadStatus struct {
 	Health string `json:"health"`
 	// Address is host:port where the workload listens ("" for none).
 	Address string `json:"address,omitempty"`
+	// Dead says the runtime stopped restarting the workload: it failed
+	// more often than its restart policy allows. Only Stop (and a new Run)
+	// follow.
+	Dead bool `json:"dead,omitempty"`
 }
 
 // Runner runs jobs.
@@ -129,10 +164,95 @@ type Runner interface {
 	Stop(ctx context.Context, jobID string) error
 	// Status reports the job's state. NOT_FOUND if the job is unknown.
 	Status(ctx context.Context, jobID string) (JobStatus, error)
+	// Restart restarts every workload of the job in place: same artifact,
+	// same environment, same address. NOT_FOUND if the job is unknown.
+	Restart(ctx context.Context, jobID string) error
+}
+
+// Runtime is a runtime adapter's whole interface: it builds and runs.
+type Runtime interface {
+	Builder
+	Runner
 }
 
 // LogReader is the optional capability of reading a workload's kept logs.
 type LogReader interface {
 	// Logs returns the workload's most recent output lines, oldest first.
 	Logs(ctx context.Context, jobID, workload string) ([]string, error)
+}
+
+// Usage is a reading of a job's resource use beside its limits.
+type Usage struct {
+	// Supported is false when the runtime cannot read usage; the rest is
+	// then zero.
+	Supported bool `json:"supported"`
+	// HostCPUMillis and HostMemoryBytes say what "no limit" means: what the
+	// host has.
+	HostCPUMillis   int64                    `json:"host_cpu_millis"`
+	HostMemoryBytes int64                    `json:"host_memory_bytes"`
+	Workloads       map[string]WorkloadUsage `json:"workloads"`
+}
+
+// WorkloadUsage is one workload's reading.
+type WorkloadUsage struct {
+	// CPUMillis is CPU use in thousandths of a core, averaged over the
+	// runtime's last sampling interval.
+	CPUMillis   int64 `json:"cpu_millis"`
+	MemoryBytes int64 `json:"memory_bytes"`
+	DiskBytes   int64 `json:"disk_bytes"`
+	// Volumes is each mounted volume's size in bytes, by volume name.
+	Volumes map[string]int64 `json:"volumes"`
+	// Limits are the workload's limits; 0 means none.
+	Limits Limits `json:"limits"`
+}
+
+// Limits are resource limits; 0 means none.
+type Limits struct {
+	CPUMillis   int64 `json:"cpu_millis"`
+	MemoryBytes int64 `json:"memory_bytes"`
+	DiskBytes   int64 `json:"disk_bytes"`
+}
+
+// UsageReader is the optional capability of reading a job's resource use.
+type UsageReader interface {
+	Usage(ctx context.Context, jobID string) (Usage, error)
+}
+
+// Host is what a runtime's machine has, for capacity decisions.
+type Host struct {
+	CPUMillis   int64 `json:"cpu_millis"`
+	MemoryBytes int64 `json:"memory_bytes"`
+}
+
+// HostReader is the optional capability of saying what the host has.
+type HostReader interface {
+	Host(ctx context.Context) (Host, error)
+}
+
+// ExecRequest asks for a command in a running workload.
+type ExecRequest struct {
+	JobID    string
+	Workload string
+	// Command is the program and its arguments; empty means a shell.
+	Command []string
+	// TTY runs the command on a pseudo-terminal of Rows by Cols.
+	TTY        bool
+	Rows, Cols uint16
+}
+
+// ExecSession is a running command: writes go to its input, reads come
+// from its output (stdout and stderr merged on a terminal).
+type ExecSession interface {
+	io.ReadWriteCloser
+	// Resize changes the terminal's size; a no-op without a TTY.
+	Resize(rows, cols uint16) error
+	// Wait waits for the command to end and returns its exit code.
+	Wait() (int, error)
+}
+
+// Execer is the optional capability of running a command in a workload:
+// in its directory, with its environment, at its isolation. Close of the
+// session kills the command.
+type Execer interface {
+	Exec(ctx context.Context, req ExecRequest) (ExecSession, error)
 }

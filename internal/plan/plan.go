@@ -190,7 +190,7 @@ func sortedWorkloads(d spec.Document) []string {
 
 // actions lists builds then starts, dependencies first.
 func actions(d spec.Document) []Action {
-	order := startOrder(d)
+	order := StartOrder(d)
 	out := []Action{}
 	for _, name := range order {
 		if b := d.Workloads[name].Build; b != nil {
@@ -208,10 +208,10 @@ func actions(d spec.Document) []Action {
 	return out
 }
 
-// startOrder is a topological order of the workloads by depends_on (by
+// StartOrder is a topological order of the workloads by depends_on (by
 // name among equals); a cycle (which validation refuses) falls back to
 // name order for what remains.
-func startOrder(d spec.Document) []string {
+func StartOrder(d spec.Document) []string {
 	names := sortedWorkloads(d)
 	done := map[string]bool{}
 	var out []string

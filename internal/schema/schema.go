@@ -23,6 +23,7 @@ import (
 	"github.com/svchost/svc/internal/slots"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scheduler"
 )
 
 // Tables returns every table of the store.
@@ -38,7 +39,7 @@ func Tables() []raftstore.Def {
 		spec.Heads,
 		keyring.Keys,
 	}
-	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), detection.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables()} {
+	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), detection.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables(), scheduler.Tables()} {
 		tables = append(tables, ts...)
 	}
 	return tables

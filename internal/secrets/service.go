@@ -151,6 +151,26 @@ func (s *Service) Value(ctx context.Context, ref Ref) (string, error) {
 	return value, nil
 }
 
+// Resolve returns one secret's value and version for the deploy path,
+// which puts it into a workload's environment. It is not audited (a deploy
+// is) and the value must never be shown.
+func (s *Service) Resolve(ctx context.Context, appID, key string) (string, int64, error) {
+	row, _, ok := Secrets.Get(s.d.Store.Read(), RowID(appID, key))
+	if !ok {
+		return "", 0, errcode.New(errcode.NotFound, "app %s has no secret %s", appID, key).
+			WithRemedy("set it with PUT /api/v1/apps/%s/secrets/%s", appID, key)
+	}
+	backend, err := s.backend(row.Origin)
+	if err != nil {
+		return "", 0, err
+	}
+	value, err := backend.Get(ctx, Ref{AppID: appID, Key: key}, Stored{Version: row.Version, Sealed: row.Sealed})
+	if err != nil {
+		return "", 0, fmt.Errorf("read secret %s: %w", key, err)
+	}
+	return value, row.Version, nil
+}
+
 // Delete removes a secret from its adapter and then its row, with its audit
 // entry and an app.secret_changed event.
 func (s *Service) Delete(ctx context.Context, ref Ref) error {

@@ -20,7 +20,19 @@ type Document struct {
 	// isolation the app needs; empty means the installation's primary
 	// runtime at whatever isolation host policy allows.
 	Runtime *Runtime `json:"runtime,omitempty"`
+	// Deploy holds rules for deploys of this revision.
+	Deploy *DeployRules `json:"deploy,omitempty"`
 }
+
+// DeployRules are rules for deploys of a revision.
+type DeployRules struct {
+	// Approvals is how many people other than the one who asked must
+	// approve a deploy before it starts (0: none).
+	Approvals int `json:"approvals,omitempty"`
+}
+
+// MaxApprovals caps DeployRules.Approvals.
+const MaxApprovals = 10
 
 // Build kinds.
 const (

@@ -79,6 +79,9 @@ func Validate(d Document) error {
 			v.invalid("runtime.adapter", "runtime.adapter names an adapter by ID or kind")
 		}
 	}
+	if dr := d.Deploy; dr != nil && (dr.Approvals < 0 || dr.Approvals > MaxApprovals) {
+		v.invalid("deploy.approvals", "deploy.approvals is 0 to %d", MaxApprovals)
+	}
 	v.primary()
 	v.cycles()
 	return v.err()

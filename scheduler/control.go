@@ -1,0 +1,272 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/spec"
+)
+
+// Start makes an app meant to run; the reconciler converges. Starting
+// must fit the host (CAPACITY_WOULD_OVERSUBSCRIBE). A failed app stays
+// failed until somebody deploys it.
+func (s *Service) Start(ctx context.Context, appID string) (apps.App, error) {
+	return s.setDesired(ctx, appID, apps.DesiredRunning, "app.start")
+}
+
+// Stop makes an app meant to be stopped; the reconciler converges.
+func (s *Service) Stop(ctx context.Context, appID string) (apps.App, error) {
+	return s.setDesired(ctx, appID, apps.DesiredStopped, "app.stop")
+}
+
+func (s *Service) setDesired(ctx context.Context, appID, desired, action string) (apps.App, error) {
+	for try := 1; ; try++ {
+		r := s.d.Store.Read()
+		a, meta, ok := apps.Apps.Get(r, appID)
+		if !ok {
+			return apps.App{}, noApp(appID)
+		}
+		if desired == apps.DesiredRunning && a.DesiredState != desired {
+			if rel, _, ok := Releases.Get(r, appID); ok {
+				if view, err := s.d.Specs.Get(appID, rel.Revision); err == nil {
+					if err := s.checkCapacity(ctx, r, appID, view.Spec, rel.Runtime); err != nil {
+						return apps.App{}, err
+					}
+				}
+			}
+		}
+		now := s.d.Now()
+		from := a.DesiredState
+		a.DesiredState, a.UpdatedAt = desired, now
+		_, err := s.d.Store.Apply(ctx,
+			apps.Apps.PutIf(&a, meta.ModifyIndex),
+			audit.Entries.Insert(audit.New(ctx, now, action, appID, audit.Target{Kind: "app", ID: appID},
+				map[string]any{"from": from, "to": desired})),
+		)
+		if err == nil {
+			return a, nil
+		}
+		if !raced(err) || try == attempts {
+			return apps.App{}, fmt.Errorf("%s: %w", action, err)
+		}
+	}
+}
+
+// Restart asks for the app's running workloads to be restarted in place
+// (app.restarted); the reconciler on the leader does it. Only a running
+// (or degraded) app restarts.
+func (s *Service) Restart(ctx context.Context, appID string) (apps.App, error) {
+	for try := 1; ; try++ {
+		r := s.d.Store.Read()
+		a, _, ok := apps.Apps.Get(r, appID)
+		if !ok {
+			return apps.App{}, noApp(appID)
+		}
+		rel, meta, hasRel := Releases.Get(r, appID)
+		if !hasRel || (a.State != apps.StateRunning && a.State != apps.StateDegraded) {
+			return apps.App{}, errcode.New(errcode.StateInvalid, "app %s is %s; only a running app restarts in place", appID, a.State).
+				WithDetail("state", a.State).
+				WithRemedy("start it (POST /api/v1/apps/%s/start), or deploy it", appID)
+		}
+		now := s.d.Now()
+		rel.RestartGen++
+		_, err := s.d.Store.Apply(ctx,
+			Releases.PutIf(&rel, meta.ModifyIndex),
+			audit.Entries.Insert(audit.New(ctx, now, "app.restart", appID, audit.Target{Kind: "app", ID: appID}, nil)),
+			events.Events.Insert(events.New(ctx, now, "app.restarted", appRef(a), "app", appID, nil)),
+		)
+		if err == nil {
+			return a, nil
+		}
+		if !raced(err) || try == attempts {
+			return apps.App{}, fmt.Errorf("restart app: %w", err)
+		}
+	}
+}
+
+// Status is an app's state and each workload's.
+type Status struct {
+	State        string                    `json:"state"`
+	DesiredState string                    `json:"desired_state"`
+	DeploymentID *string                   `json:"deployment_id"`
+	Revision     *uint64                   `json:"revision"`
+	Workloads    map[string]WorkloadReport `json:"workloads"`
+}
+
+// WorkloadReport is one workload's status as the API shows it.
+type WorkloadReport struct {
+	Primary  bool   `json:"primary"`
+	Running  bool   `json:"running"`
+	Restarts int    `json:"restarts"`
+	Health   string `json:"health"`
+	ExitCode *int   `json:"exit_code"`
+}
+
+// Status reports an app's state and, per workload of the revision it runs,
+// whether it runs, its restarts, health and last exit code.
+func (s *Service) Status(ctx context.Context, appID string) (Status, error) {
+	r := s.d.Store.Read()
+	a, _, ok := apps.Apps.Get(r, appID)
+	if !ok {
+		return Status{}, noApp(appID)
+	}
+	out := Status{State: a.State, DesiredState: a.DesiredState, Workloads: map[string]WorkloadReport{}}
+	rel, _, ok := Releases.Get(r, appID)
+	if !ok {
+		return out, nil
+	}
+	out.DeploymentID, out.Revision = &rel.DeploymentID, &rel.Revision
+	var doc spec.Document
+	if view, err := s.d.Specs.Get(appID, rel.Revision); err == nil {
+		doc = view.Spec
+	}
+	var st JobStatus
+	if rt, err := s.runtime(rel.Runtime); err == nil {
+		st, _ = rt.Status(ctx, rel.JobID)
+	}
+	for name, w := range doc.Workloads {
+		rep := WorkloadReport{Primary: w.Primary, Health: HealthUnknown}
+		if ws, ok := st.Workloads[name]; ok {
+			rep.Running, rep.Restarts, rep.Health, rep.ExitCode = ws.Running, ws.Restarts, ws.Health, ws.ExitCode
+		}
+		out.Workloads[name] = rep
+	}
+	return out, nil
+}
+
+// Usage reads the resources an app's workloads use now.
+func (s *Service) Usage(ctx context.Context, appID string) (Usage, error) {
+	rel, rt, err := s.release(appID)
+	if err != nil {
+		return Usage{}, err
+	}
+	host := s.host(ctx, rel.Runtime)
+	ur, ok := rt.(UsageReader)
+	if !ok {
+		return Usage{Supported: false, HostCPUMillis: host.CPUMillis, HostMemoryBytes: host.MemoryBytes, Workloads: map[string]WorkloadUsage{}}, nil
+	}
+	u, err := ur.Usage(ctx, rel.JobID)
+	if errcode.Has(err, errcode.NotFound) {
+		return Usage{Supported: true, HostCPUMillis: host.CPUMillis, HostMemoryBytes: host.MemoryBytes, Workloads: map[string]WorkloadUsage{}}, nil
+	}
+	return u, err
+}
+
+// release returns the release an app runs and its runtime; STATE_INVALID
+// for an app never deployed.
+func (s *Service) release(appID string) (Release, Runtime, error) {
+	r := s.d.Store.Read()
+	if !apps.Exists(r, appID) {
+		return Release{}, nil, noApp(appID)
+	}
+	rel, _, ok := Releases.Get(r, appID)
+	if !ok {
+		return Release{}, nil, errcode.New(errcode.StateInvalid, "app %s has not been deployed", appID).
+			WithRemedy("deploy it: POST /api/v1/apps/%s/deployments", appID)
+	}
+	rt, err := s.runtime(rel.Runtime)
+	return rel, rt, err
+}
+
+// MaxTail caps the lines GET /logs returns.
+const MaxTail = 10000
+
+// Logs returns the last tail lines of a workload's output (default the
+// primary workload).
+func (s *Service) Logs(ctx context.Context, appID, workload string, tail int) ([]string, string, error) {
+	rel, rt, err := s.release(appID)
+	if err != nil {
+		return nil, "", err
+	}
+	workload, err = s.workloadOf(rel, workload)
+	if err != nil {
+		return nil, "", err
+	}
+	lr, ok := rt.(LogReader)
+	if !ok {
+		return nil, "", errcode.New(errcode.PlanCapabilityUnsupp, "runtime %s does not keep logs", rel.Runtime)
+	}
+	lines, err := lr.Logs(ctx, rel.JobID, workload)
+	if errcode.Has(err, errcode.NotFound) {
+		return []string{}, workload, nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if tail > 0 && len(lines) > tail {
+		lines = lines[len(lines)-tail:]
+	}
+	return lines, workload, nil
+}
+
+// workloadOf checks a workload name against the release's revision; empty
+// names the primary workload.
+func (s *Service) workloadOf(rel Release, name string) (string, error) {
+	view, err := s.d.Specs.Get(rel.AppID, rel.Revision)
+	if err != nil {
+		return "", err
+	}
+	if name == "" {
+		for n, w := range view.Spec.Workloads {
+			if w.Primary {
+				return n, nil
+			}
+		}
+	}
+	if _, ok := view.Spec.Workloads[name]; !ok {
+		names := make([]string, 0, len(view.Spec.Workloads))
+		for n := range view.Spec.Workloads {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return "", errcode.New(errcode.NotFound, "revision %d of app %s has no workload %q", rel.Revision, rel.AppID, name).
+			WithDetail("workloads", names)
+	}
+	return name, nil
+}
+
+// ExecCommandMax caps the length of an exec command line.
+const ExecCommandMax = 4096
+
+// Exec opens a command in one of the app's running workloads (default the
+// primary, default command a shell), after recording app.shell_opened with
+// the command (never what is typed). Host policy is checked by the caller.
+func (s *Service) Exec(ctx context.Context, appID, workload string, command []string, rows, cols uint16) (ExecSession, error) {
+	if len(strings.Join(command, " ")) > ExecCommandMax {
+		return nil, errcode.Invalid("command", "the command is at most %d bytes", ExecCommandMax)
+	}
+	rel, rt, err := s.release(appID)
+	if err != nil {
+		return nil, err
+	}
+	workload, err = s.workloadOf(rel, workload)
+	if err != nil {
+		return nil, err
+	}
+	ex, ok := rt.(Execer)
+	if !ok {
+		return nil, errcode.New(errcode.PlanCapabilityUnsupp, "runtime %s cannot open a terminal in a workload", rel.Runtime)
+	}
+	if len(command) == 0 {
+		command = []string{"/bin/sh"}
+	}
+	r := s.d.Store.Read()
+	a, _, _ := apps.Apps.Get(r, appID)
+	now := s.d.Now()
+	shown := strings.Join(command, " ")
+	if _, err := s.d.Store.Apply(ctx,
+		audit.Entries.Insert(audit.New(ctx, now, "app.exec", appID, audit.Target{Kind: "workload", ID: workload},
+			map[string]any{"workload": workload, "command": shown})),
+		events.Events.Insert(events.New(ctx, now, "app.shell_opened", appRef(a), "workload", workload,
+			map[string]any{"workload": workload, "command": shown})),
+	); err != nil {
+		return nil, fmt.Errorf("exec: record: %w", err)
+	}
+	return ex.Exec(ctx, ExecRequest{JobID: rel.JobID, Workload: workload, Command: command, TTY: true, Rows: rows, Cols: cols})
+}

@@ -1,0 +1,469 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/svchost/svc/internal/actor"
+	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/plan"
+	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/internal/spec"
+	"github.com/svchost/svc/raftstore"
+)
+
+// RunDeploys is the leader's deploy worker: it runs each app's oldest
+// queued deployment once nothing else deploys the app, and fails cleanly
+// the deployments a previous leader left half done. It returns when ctx
+// ends (leadership lost).
+func (s *Service) RunDeploys(ctx context.Context) error {
+	ctx = actor.With(ctx, actor.System)
+	tick := time.NewTicker(s.cfg.Interval)
+	defer tick.Stop()
+	for {
+		r := s.d.Store.Read()
+		items, _ := Deployments.List(r, raftstore.Query{Index: "active", Prefix: true})
+		busy := map[string]bool{}
+		var queued []Deployment
+		for _, it := range items {
+			d := it.Value
+			switch d.State {
+			case DepBuilding, DepStarting:
+				busy[d.AppID] = true
+				if !s.isExecuting(d.ID) {
+					s.interrupted(ctx, d)
+				}
+			case DepQueued:
+				queued = append(queued, d)
+			}
+		}
+		for _, d := range queued {
+			if busy[d.AppID] || s.isExecuting(d.ID) {
+				continue
+			}
+			busy[d.AppID] = true
+			s.setExecuting(d.ID, true)
+			go func() {
+				defer s.setExecuting(d.ID, false)
+				s.execute(ctx, d)
+			}()
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-tick.C:
+			case <-wctx.Done():
+			}
+			cancel()
+		}()
+		_ = r.Wait(wctx)
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+func (s *Service) isExecuting(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.executing[id]
+}
+
+func (s *Service) setExecuting(id string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if on {
+		s.executing[id] = true
+	} else {
+		delete(s.executing, id)
+	}
+}
+
+// interrupted fails a deployment that was building or starting when the
+// node running it stopped leading or died; the app keeps what it ran.
+func (s *Service) interrupted(ctx context.Context, d Deployment) {
+	s.finish(ctx, d, nil, errcode.New(errcode.Internal, "the deploy was interrupted: the server running it stopped or lost leadership; deploy again"), nil)
+}
+
+// execute runs one deployment: build, then run, then switch the release.
+func (s *Service) execute(ctx context.Context, d Deployment) {
+	log := s.logs.open(d.ID)
+	defer s.logs.close(d.ID)
+	d, ok := s.begin(ctx, d)
+	if !ok {
+		return
+	}
+	log.add(LogSystem, fmt.Sprintf("deploying revision %d of app %s (trigger %s) on runtime %s", d.Revision, d.AppID, d.Trigger, d.Runtime))
+	rel, err := s.deploy(ctx, &d, log)
+	if err != nil {
+		code, msg := s.errorOf(err)
+		log.add(LogSystem, fmt.Sprintf("deploy failed: %s: %s", code, msg))
+	} else {
+		log.add(LogSystem, "deploy succeeded; the app runs revision "+fmt.Sprint(d.Revision))
+	}
+	s.finish(ctx, d, rel, err, log.snapshot())
+}
+
+// begin moves a queued deployment to building and its app to deploying.
+func (s *Service) begin(ctx context.Context, d Deployment) (Deployment, bool) {
+	for try := 1; try <= attempts; try++ {
+		r := s.d.Store.Read()
+		cur, meta, ok := Deployments.Get(r, d.ID)
+		if !ok || cur.State != DepQueued {
+			return d, false
+		}
+		now := s.d.Now()
+		cur.State, cur.StartedAt = DepBuilding, &now
+		ops := []raftstore.Op{Deployments.PutIf(&cur, meta.ModifyIndex)}
+		stateOps, err := stateOps(ctx, r, cur.AppID, apps.StateDeploying, now)
+		if err != nil {
+			s.d.Log.Warn("deploy of a deleted app", "deployment", d.ID, "err", err)
+			s.finish(ctx, cur, nil, err, nil)
+			return d, false
+		}
+		if _, err = s.d.Store.Apply(ctx, append(ops, stateOps...)...); err == nil {
+			return cur, true
+		}
+		if !raced(err) {
+			s.d.Log.Warn("start deployment", "deployment", d.ID, "err", err)
+			return d, false
+		}
+	}
+	return d, false
+}
+
+// deploy builds (or reuses the release's build of the same revision) and
+// runs the deployment's job. On success the caller switches the release.
+func (s *Service) deploy(ctx context.Context, d *Deployment, log *liveLog) (*Release, error) {
+	view, err := s.d.Specs.Get(d.AppID, d.Revision)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := s.runtime(d.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	r := s.d.Store.Read()
+	old, _, hasOld := Releases.Get(r, d.AppID)
+	arts := map[string]Artifact{}
+	if hasOld && old.SpecID == d.SpecID && artifactsExist(old.Artifacts, view.Spec) {
+		arts = old.Artifacts
+		log.add(LogSystem, "reusing the build of deployment "+old.DeploymentID+" (same revision)")
+	} else {
+		co, err := s.d.Sources.Current(d.AppID)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range slices.Sorted(maps.Keys(view.Spec.Workloads)) {
+			w := view.Spec.Workloads[name]
+			b := spec.Build{Kind: spec.BuildCommand, Context: "."}
+			if w.Build != nil {
+				b = *w.Build
+			}
+			log.add(LogSystem, fmt.Sprintf("building workload %s (%s)", name, b.Kind))
+			art, err := rt.Build(ctx, BuildRequest{ID: d.ID + "-" + name, Source: co.AppDir(), Build: b, Timeout: s.cfg.BuildTimeout,
+				Log: func(_, line string) { log.add(LogBuild, name+": "+line) }})
+			if err != nil {
+				return nil, err
+			}
+			arts[name] = art
+		}
+	}
+	if err := s.setState(ctx, d, DepStarting, arts); err != nil {
+		return nil, err
+	}
+	job, versions, err := s.makeJob(ctx, d.ID, d.AppID, view.Spec, arts)
+	if err != nil {
+		return nil, err
+	}
+	log.add(LogSystem, "starting workloads in order: "+strings.Join(job.Order, ", "))
+	st, err := rt.Run(ctx, job)
+	s.tailRunLogs(ctx, rt, job, log)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range job.Order {
+		ws := st.Workloads[name]
+		log.add(LogSystem, fmt.Sprintf("workload %s: running=%t health=%s %s", name, ws.Running, ws.Health, ws.Address))
+	}
+	rel := &Release{AppID: d.AppID, DeploymentID: d.ID, SpecID: d.SpecID, Revision: d.Revision, Runtime: d.Runtime,
+		JobID: job.ID, Artifacts: arts, SecretVersions: versions, At: s.d.Now()}
+	if hasOld {
+		rel.RestartGen, rel.RestartedGen = old.RestartGen, old.RestartGen
+	}
+	return rel, nil
+}
+
+// artifactsExist says whether every workload of d has a built artifact on
+// disk still.
+func artifactsExist(arts map[string]Artifact, d spec.Document) bool {
+	for name := range d.Workloads {
+		a, ok := arts[name]
+		if !ok {
+			return false
+		}
+		if _, err := os.Stat(a.Dir); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// tailRunLogs copies the last lines each workload wrote while starting
+// into the deploy log.
+func (s *Service) tailRunLogs(ctx context.Context, rt Runtime, job Job, log *liveLog) {
+	lr, ok := rt.(LogReader)
+	if !ok {
+		return
+	}
+	for _, name := range job.Order {
+		lines, err := lr.Logs(ctx, job.ID, name)
+		if err != nil {
+			continue
+		}
+		if len(lines) > 50 {
+			lines = lines[len(lines)-50:]
+		}
+		for _, l := range lines {
+			log.add(LogRun, name+": "+l)
+		}
+	}
+}
+
+func (s *Service) setState(ctx context.Context, d *Deployment, state string, arts map[string]Artifact) error {
+	for try := 1; ; try++ {
+		r := s.d.Store.Read()
+		cur, meta, ok := Deployments.Get(r, d.ID)
+		if !ok || !cur.Active() {
+			return errcode.New(errcode.StateInvalid, "deployment %s ended meanwhile", d.ID)
+		}
+		cur.State, cur.Artifacts = state, arts
+		_, err := s.d.Store.Apply(ctx, Deployments.PutIf(&cur, meta.ModifyIndex))
+		if err == nil {
+			*d = cur
+			return nil
+		}
+		if !raced(err) || try == attempts {
+			return err
+		}
+	}
+}
+
+// finish records a deployment's end: on success the new release, the app
+// running (and meant to run), deploy.succeeded, and the previous job
+// stopped; on failure deploy.failed with the code, and the app back in
+// the state it had (the previous revision keeps serving).
+func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause error, lines []LogLine) {
+	ctx = context.WithoutCancel(ctx)
+	var oldJob, oldRuntime string
+	for try := 1; try <= attempts; try++ {
+		r := s.d.Store.Read()
+		cur, meta, ok := Deployments.Get(r, d.ID)
+		if !ok || !cur.Active() {
+			return
+		}
+		app, _, appOK := apps.Apps.Get(r, d.AppID)
+		now := s.d.Now()
+		cur.FinishedAt = &now
+		var ops []raftstore.Op
+		old, _, hasOld := Releases.Get(r, d.AppID)
+		if cause == nil && rel != nil && appOK {
+			cur.State = DepSucceeded
+			ops = append(ops, Releases.Put(rel))
+			if hasOld && old.JobID != rel.JobID {
+				oldJob, oldRuntime = old.JobID, old.Runtime
+			}
+			ops = append(ops, events.Events.Insert(events.New(ctx, now, "deploy.succeeded", appRef(app), "deployment", d.ID,
+				map[string]any{"deployment_id": d.ID, "spec_id": d.SpecID, "trigger": d.Trigger})))
+		} else {
+			if cause == nil {
+				cause = noApp(d.AppID)
+			}
+			code, msg := s.errorOf(cause)
+			cur.State = DepFailed
+			cur.ErrorCode, cur.ErrorMessage = new(string), &msg
+			*cur.ErrorCode = string(code)
+			if appOK {
+				ops = append(ops, events.Events.Insert(events.New(ctx, now, "deploy.failed", appRef(app), "deployment", d.ID,
+					map[string]any{"deployment_id": d.ID, "spec_id": d.SpecID, "trigger": d.Trigger, "error_code": string(code), "message": msg})))
+			}
+		}
+		ops = append([]raftstore.Op{Deployments.PutIf(&cur, meta.ModifyIndex)}, ops...)
+		if appOK {
+			to := s.stateAfter(r, app, cur.State == DepSucceeded, hasOld)
+			st, err := s.stateOpsDesired(ctx, r, app.ID, to, now, cur.State == DepSucceeded)
+			if err == nil {
+				ops = append(ops, st...)
+			}
+		}
+		if lines != nil {
+			ops = append(ops, DeployLogs.Put(capLog(d.ID, d.AppID, lines)))
+		}
+		_, err := s.d.Store.Apply(ctx, ops...)
+		if err == nil {
+			if cause == nil {
+				s.forget(d.AppID)
+			}
+			if oldJob != "" {
+				if rt, err := s.runtime(oldRuntime); err == nil {
+					if err := rt.Stop(ctx, oldJob); err != nil && !errcode.Has(err, errcode.NotFound) {
+						s.d.Log.Warn("stop the previous job", "job", oldJob, "err", err)
+					}
+				}
+			}
+			return
+		}
+		if !raced(err) {
+			s.d.Log.Error("record the end of a deployment", "deployment", d.ID, "err", err)
+			return
+		}
+	}
+}
+
+// stateAfter is the app's state once a deploy ends: running after success;
+// after a failure, what the app was before the deploy (running if a release
+// serves, else draft; the reconciler corrects health).
+func (s *Service) stateAfter(r *raftstore.Reader, app apps.App, ok, hasRelease bool) string {
+	switch {
+	case ok:
+		return apps.StateRunning
+	case app.State != apps.StateDeploying:
+		return app.State
+	case !hasRelease:
+		return apps.StateDraft
+	case app.DesiredState == apps.DesiredStopped:
+		return apps.StateStopped
+	}
+	return apps.StateRunning
+}
+
+// stateOps moves an app's state with its app.state_changed event.
+func stateOps(ctx context.Context, r *raftstore.Reader, appID, to string, now time.Time) ([]raftstore.Op, error) {
+	return stateChange(ctx, r, appID, to, now, nil)
+}
+
+// stateOpsDesired moves an app's state and, on a deploy's success, makes
+// it meant to run.
+func (s *Service) stateOpsDesired(ctx context.Context, r *raftstore.Reader, appID, to string, now time.Time, run bool) ([]raftstore.Op, error) {
+	if !run {
+		return stateChange(ctx, r, appID, to, now, nil)
+	}
+	return stateChange(ctx, r, appID, to, now, func(a *apps.App) { a.DesiredState = apps.DesiredRunning })
+}
+
+func stateChange(ctx context.Context, r *raftstore.Reader, appID, to string, now time.Time, also func(*apps.App)) ([]raftstore.Op, error) {
+	a, meta, ok := apps.Apps.Get(r, appID)
+	if !ok {
+		return nil, noApp(appID)
+	}
+	from := a.State
+	before := a
+	if also != nil {
+		also(&a)
+	}
+	if from == to && a.DesiredState == before.DesiredState {
+		return nil, nil
+	}
+	a.State, a.UpdatedAt = to, now
+	ops := []raftstore.Op{apps.Apps.PutIf(&a, meta.ModifyIndex)}
+	if from != to {
+		ops = append(ops, events.Events.Insert(events.New(ctx, now, "app.state_changed", appRef(a), "", "", map[string]any{"from": from, "to": to})))
+	}
+	return ops, nil
+}
+
+// makeJob makes the runtime job of an app's revision from its built
+// artifacts, resolving every workload's environment (slots, secrets) now.
+// It returns the bound secrets' versions.
+func (s *Service) makeJob(ctx context.Context, jobID, appID string, d spec.Document, arts map[string]Artifact) (Job, map[string]int64, error) {
+	pol := s.d.Policy.Current()
+	job := Job{ID: jobID, AppID: appID, Workloads: map[string]Task{}, Order: plan.StartOrder(d)}
+	versions := map[string]int64{}
+	logCap := int64(0)
+	if pol.MaxLogDiskBytes > 0 && len(d.Workloads) > 0 {
+		logCap = max(pol.MaxLogDiskBytes/int64(len(d.Workloads)), 4096)
+	}
+	isolation := pol.MinRuntimeIsolation
+	if d.Runtime != nil && d.Runtime.Isolation != "" && !policy.AtLeast(isolation, d.Runtime.Isolation) {
+		isolation = d.Runtime.Isolation
+	}
+	for name, w := range d.Workloads {
+		env := map[string]string{}
+		for _, layer := range []map[string]spec.EnvValue{d.Env, w.Env} {
+			for k, v := range layer {
+				val, err := s.envValue(ctx, appID, v, versions)
+				if err != nil {
+					return Job{}, nil, fmt.Errorf("workload %s: env %s: %w", name, k, err)
+				}
+				env[k] = val
+			}
+		}
+		t := Task{Artifact: arts[name], Command: w.Run.Command, Env: env, Port: w.Run.Port, Health: w.Run.Health,
+			Resources: w.Resources, LogCapBytes: logCap, Isolation: isolation}
+		if w.Run.Port == 0 && w.Run.Health == nil && !servesHTTP(name, w) {
+			t.NoPort = true
+		}
+		for _, m := range w.Mounts {
+			t.Mounts = append(t.Mounts, Mount{Volume: m.Volume, Path: m.Path, SizeBytes: d.Volumes[m.Volume].SizeBytes})
+		}
+		job.Workloads[name] = t
+	}
+	return job, versions, nil
+}
+
+// servesHTTP says whether a workload without a declared port serves HTTP:
+// the primary workload does (the edge routes to it), and a static site.
+func servesHTTP(_ string, w spec.Workload) bool {
+	return w.Primary || (w.Build != nil && w.Build.Kind == spec.BuildStatic)
+}
+
+func (s *Service) envValue(ctx context.Context, appID string, v spec.EnvValue, versions map[string]int64) (string, error) {
+	switch {
+	case v.Slot != "":
+		return s.d.Slots.Resolve(appID, v.Slot, v.Field)
+	case v.Secret != "":
+		val, ver, err := s.d.Secrets.Resolve(ctx, appID, v.Secret)
+		if err != nil {
+			return "", err
+		}
+		versions[v.Secret] = ver
+		return val, nil
+	}
+	return v.Value, nil
+}
+
+// maxLogBytes caps a finished deploy's kept log.
+const maxLogBytes = 256 << 10
+
+// capLog keeps a deploy's log under maxLogBytes: the first lines and the
+// last, with a count of those left out between.
+func capLog(depID, appID string, lines []LogLine) *DeployLog {
+	size := 0
+	for _, l := range lines {
+		size += len(l.Line) + 32
+	}
+	out := &DeployLog{DeploymentID: depID, AppID: appID, Lines: lines}
+	if size <= maxLogBytes {
+		return out
+	}
+	budget := maxLogBytes / 4
+	head := 0
+	for used := 0; head < len(lines) && used+len(lines[head].Line)+32 <= budget; head++ {
+		used += len(lines[head].Line) + 32
+	}
+	tail := len(lines)
+	for used := 0; tail > head && used+len(lines[tail-1].Line)+32 <= maxLogBytes-budget; tail-- {
+		used += len(lines[tail-1].Line) + 32
+	}
+	out.Lines = append(slices.Clone(lines[:head]), lines[tail:]...)
+	out.Dropped = tail - head
+	return out
+}

@@ -1,0 +1,781 @@
+package scheduler_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svchost/svc/internal/actor"
+	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/plan"
+	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/internal/schema"
+	"github.com/svchost/svc/internal/source"
+	"github.com/svchost/svc/internal/spec"
+	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/raftstore/raftstoretest"
+	"github.com/svchost/svc/scheduler"
+)
+
+// The scheduler's decisions, on a real store, with an in-memory runtime
+// whose failures the tests choose. The process runtime itself is tested by
+// the runtime contract suite, and the two together by the server's and
+// the end-to-end tests.
+
+var (
+	alice = actor.With(context.Background(), actor.Actor{Kind: authz.KindUser, ID: "usr_alice"})
+	bob   = actor.With(context.Background(), actor.Actor{Kind: authz.KindUser, ID: "usr_bob"})
+)
+
+// fakeRuntime runs jobs in memory. Workloads run healthy unless a test
+// changes their status.
+type fakeRuntime struct {
+	dir string
+
+	mu       sync.Mutex
+	jobs     map[string]map[string]scheduler.WorkloadStatus
+	ran      map[string]scheduler.Job
+	builds   int
+	runs     int
+	restarts int
+	buildErr error
+	runErr   error
+	gate     chan struct{} // when set, builds wait for it
+	host     scheduler.Host
+}
+
+var (
+	_ scheduler.Runtime    = (*fakeRuntime)(nil)
+	_ scheduler.HostReader = (*fakeRuntime)(nil)
+)
+
+func newFakeRuntime(t *testing.T) *fakeRuntime {
+	return &fakeRuntime{dir: t.TempDir(), jobs: map[string]map[string]scheduler.WorkloadStatus{}, ran: map[string]scheduler.Job{},
+		host: scheduler.Host{CPUMillis: 2000, MemoryBytes: 4 << 30}}
+}
+
+func (f *fakeRuntime) Build(ctx context.Context, req scheduler.BuildRequest) (scheduler.Artifact, error) {
+	f.mu.Lock()
+	f.builds++
+	gate, err := f.gate, f.buildErr
+	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return scheduler.Artifact{}, ctx.Err()
+		}
+	}
+	if req.Log != nil {
+		req.Log(scheduler.StreamStdout, "building "+req.ID)
+	}
+	if err != nil {
+		return scheduler.Artifact{}, err
+	}
+	dir := filepath.Join(f.dir, req.ID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return scheduler.Artifact{}, err
+	}
+	return scheduler.Artifact{ID: req.ID, Kind: req.Build.Kind, Dir: dir}, nil
+}
+
+func (f *fakeRuntime) Run(ctx context.Context, job scheduler.Job) (scheduler.JobStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.runs++
+	if f.runErr != nil {
+		return scheduler.JobStatus{}, f.runErr
+	}
+	st := map[string]scheduler.WorkloadStatus{}
+	for name := range job.Workloads {
+		st[name] = scheduler.WorkloadStatus{Running: true, Health: scheduler.HealthPassing, Address: "127.0.0.1:1"}
+	}
+	f.jobs[job.ID] = st
+	f.ran[job.ID] = job
+	return scheduler.JobStatus{ID: job.ID, Workloads: st}, nil
+}
+
+func (f *fakeRuntime) Stop(ctx context.Context, jobID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.jobs[jobID]; !ok {
+		return errcode.New(errcode.NotFound, "no job %s", jobID)
+	}
+	delete(f.jobs, jobID)
+	return nil
+}
+
+func (f *fakeRuntime) Status(ctx context.Context, jobID string) (scheduler.JobStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st, ok := f.jobs[jobID]
+	if !ok {
+		return scheduler.JobStatus{}, errcode.New(errcode.NotFound, "no job %s", jobID)
+	}
+	out := map[string]scheduler.WorkloadStatus{}
+	for k, v := range st {
+		out[k] = v
+	}
+	return scheduler.JobStatus{ID: jobID, Workloads: out}, nil
+}
+
+func (f *fakeRuntime) Restart(ctx context.Context, jobID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st, ok := f.jobs[jobID]
+	if !ok {
+		return errcode.New(errcode.NotFound, "no job %s", jobID)
+	}
+	f.restarts++
+	for k, v := range st {
+		v.Restarts++
+		st[k] = v
+	}
+	return nil
+}
+
+func (f *fakeRuntime) Host(context.Context) (scheduler.Host, error) { return f.host, nil }
+
+// set changes every workload of every running job.
+func (f *fakeRuntime) set(change func(*scheduler.WorkloadStatus)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, st := range f.jobs {
+		for k, v := range st {
+			change(&v)
+			st[k] = v
+		}
+	}
+}
+
+func (f *fakeRuntime) running() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for id := range f.jobs {
+		out = append(out, id)
+	}
+	return out
+}
+
+func (f *fakeRuntime) count() (builds, runs, restarts int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.builds, f.runs, f.restarts
+}
+
+type oneRuntime struct{ rt *fakeRuntime }
+
+func (o oneRuntime) Runtime(string) (scheduler.Runtime, error) { return o.rt, nil }
+
+// planAll plans every revision deployable on the fake runtime, unless
+// refuse is set.
+type planAll struct{ refuse *errcode.Error }
+
+func (p planAll) Plan(appID string, n uint64) (plan.Result, error) {
+	if p.refuse != nil {
+		return plan.Result{Refusals: []*errcode.Error{p.refuse}}, nil
+	}
+	return plan.Result{Deployable: true, Runtime: "adp_fake"}, nil
+}
+
+type checkouts struct{ dir string }
+
+func (c checkouts) Current(string) (source.Checkout, error) {
+	return source.Checkout{ID: "chk_1", Dir: c.dir}, nil
+}
+
+type noSlots struct{}
+
+func (noSlots) Resolve(appID, key, field string) (string, error) { return "slot-" + key + "-" + field, nil }
+
+// fakeSecrets holds values and versions.
+type fakeSecrets struct {
+	mu   sync.Mutex
+	vals map[string]string
+	vers map[string]int64
+}
+
+func (f *fakeSecrets) Resolve(_ context.Context, appID, key string) (string, int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.vals[key]
+	if !ok {
+		return "", 0, errcode.New(errcode.NotFound, "no secret %s", key)
+	}
+	return v, f.vers[key], nil
+}
+
+func (f *fakeSecrets) put(key, val string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.vals[key] = val
+	f.vers[key]++
+}
+
+type fixedPolicy struct{ p policy.Policy }
+
+func (f fixedPolicy) Current() policy.Policy { return f.p }
+
+type fixture struct {
+	store   *raftstore.Store
+	sch     *scheduler.Service
+	rt      *fakeRuntime
+	apps    *apps.Service
+	specs   *spec.Service
+	secrets *fakeSecrets
+	cancel  context.CancelFunc
+}
+
+type options struct {
+	backoff   []time.Duration
+	ports     [2]int
+	refuse    *errcode.Error
+	noWorkers bool
+}
+
+func newFixture(t *testing.T, o options) *fixture {
+	t.Helper()
+	store := raftstoretest.Open(t, schema.Tables()...)
+	now := func() time.Time { return time.Now().UTC() }
+	f := &fixture{store: store, rt: newFakeRuntime(t), apps: apps.NewService(store, now), specs: spec.NewService(store, now),
+		secrets: &fakeSecrets{vals: map[string]string{}, vers: map[string]int64{}}}
+	if o.backoff == nil {
+		o.backoff = []time.Duration{time.Millisecond, time.Millisecond}
+	}
+	cfg := scheduler.Config{Backoff: o.backoff, Interval: 20 * time.Millisecond, StableAfter: time.Hour}
+	if o.ports[0] > 0 {
+		cfg.RoutingMode, cfg.PortStart, cfg.PortEnd = "port", o.ports[0], o.ports[1]
+	}
+	f.sch = scheduler.NewService(cfg, scheduler.Deps{
+		Store: store, Specs: f.specs, Plans: planAll{refuse: o.refuse}, Sources: checkouts{dir: t.TempDir()},
+		Slots: noSlots{}, Secrets: f.secrets, Policy: fixedPolicy{p: policy.Default()}, Runtimes: oneRuntime{rt: f.rt},
+		Now: now, Log: slog.New(slog.DiscardHandler),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel = cancel
+	t.Cleanup(cancel)
+	if !o.noWorkers {
+		go func() { _ = f.sch.RunDeploys(ctx) }()
+	}
+	return f
+}
+
+const webSpec = `
+workloads:
+  web: {primary: true, build: {kind: command, command: "true"}, run: {command: [./app], port: 8080}, env: {TOKEN: {secret: TOKEN}}}
+`
+
+func (f *fixture) app(t *testing.T, docs ...string) string {
+	t.Helper()
+	a, err := f.apps.Create(alice, authz.Caller{Principal: authz.Principal{Kind: authz.KindUser, ID: "usr_alice", UserID: "usr_alice"}}, apps.New{Name: "Web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.secrets.put("TOKEN", "t1")
+	for _, y := range docs {
+		f.revision(t, a.ID, y)
+	}
+	return a.ID
+}
+
+func (f *fixture) revision(t *testing.T, appID, yaml string) uint64 {
+	t.Helper()
+	doc, err := spec.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := f.specs.CreateAndPin(alice, appID, doc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.Number
+}
+
+// eventually polls cond until it holds or a generous deadline passes: a
+// bound on waiting, never a timing assertion.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (f *fixture) dep(t *testing.T, appID, id string) scheduler.Deployment {
+	t.Helper()
+	d, err := f.sch.Get(appID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func (f *fixture) ended(t *testing.T, appID, id string) scheduler.Deployment {
+	t.Helper()
+	var d scheduler.Deployment
+	eventually(t, "deployment "+id+" ends", func() bool { d = f.dep(t, appID, id); return !d.Active() })
+	return d
+}
+
+func (f *fixture) state(t *testing.T, appID string) string {
+	t.Helper()
+	a, err := f.apps.Get(appID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.State
+}
+
+func (f *fixture) events(t *testing.T, name string) []events.Event {
+	t.Helper()
+	items, _ := events.Events.List(f.store.Read(), raftstore.Query{})
+	var out []events.Event
+	for _, it := range items {
+		if it.Value.Type == name {
+			out = append(out, it.Value)
+		}
+	}
+	return out
+}
+
+func (f *fixture) deploy(t *testing.T, appID string) scheduler.Deployment {
+	t.Helper()
+	d, err := f.sch.Create(alice, appID, 0, scheduler.TriggerAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.ended(t, appID, d.ID)
+}
+
+func TestDeploySucceeds(t *testing.T) {
+	f := newFixture(t, options{ports: [2]int{9000, 9001}})
+	appID := f.app(t, webSpec)
+	d, err := f.sch.Create(alice, appID, 0, scheduler.TriggerAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != scheduler.DepQueued || d.Revision != 1 || d.CreatedBy != "usr_alice" {
+		t.Fatalf("created = %+v", d)
+	}
+	d = f.ended(t, appID, d.ID)
+	if d.State != scheduler.DepSucceeded || d.FinishedAt == nil || d.ErrorCode != nil {
+		t.Fatalf("ended = %+v", d)
+	}
+	if s := f.state(t, appID); s != apps.StateRunning {
+		t.Fatalf("state = %s, want running", s)
+	}
+	if jobs := f.rt.running(); len(jobs) != 1 || jobs[0] != d.ID {
+		t.Fatalf("running jobs = %v, want [%s]", jobs, d.ID)
+	}
+	job := f.rt.ran[d.ID]
+	if job.AppID != appID || job.Workloads["web"].Env["TOKEN"] != "t1" || job.Order[0] != "web" {
+		t.Fatalf("job = %+v", job)
+	}
+	if len(f.events(t, "deploy.started")) != 1 || len(f.events(t, "deploy.succeeded")) != 1 {
+		t.Fatal("want one deploy.started and one deploy.succeeded")
+	}
+	moves := map[string]bool{}
+	for _, e := range f.events(t, "app.state_changed") {
+		moves[e.Data["from"].(string)+">"+e.Data["to"].(string)] = true
+	}
+	if !moves["draft>deploying"] || !moves["deploying>running"] {
+		t.Fatalf("state moves = %v", moves)
+	}
+	if p, ok := f.sch.PortOf(appID); !ok || p != 9000 {
+		t.Fatalf("port = %d, %v; want 9000", p, ok)
+	}
+	var lines []scheduler.LogLine
+	if _, err := f.sch.FollowLogs(context.Background(), appID, d.ID, func(l scheduler.LogLine) error { lines = append(lines, l); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) < 3 || lines[0].Stream != scheduler.LogSystem {
+		t.Fatalf("log = %+v", lines)
+	}
+	list, _, err := f.sch.List(appID, "", 10)
+	if err != nil || len(list) != 1 || list[0].ID != d.ID {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+}
+
+func TestFailedBuildKeepsThePreviousRevisionServing(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec)
+	first := f.deploy(t, appID)
+	f.revision(t, appID, webSpec+"env: {V: \"2\"}\n")
+	f.rt.mu.Lock()
+	f.rt.buildErr = errcode.New(errcode.BuildFailed, "the build exited with code 3")
+	f.rt.mu.Unlock()
+	second := f.deploy(t, appID)
+	if second.State != scheduler.DepFailed || second.ErrorCode == nil || *second.ErrorCode != "BUILD_FAILED" {
+		t.Fatalf("second = %+v", second)
+	}
+	if s := f.state(t, appID); s != apps.StateRunning {
+		t.Fatalf("state after a failed deploy = %s, want running", s)
+	}
+	if jobs := f.rt.running(); len(jobs) != 1 || jobs[0] != first.ID {
+		t.Fatalf("running = %v, want the first deployment's job", jobs)
+	}
+	failed := f.events(t, "deploy.failed")
+	if len(failed) != 1 || failed[0].Data["error_code"] != "BUILD_FAILED" || failed[0].Data["deployment_id"] != second.ID {
+		t.Fatalf("deploy.failed = %+v", failed)
+	}
+}
+
+func TestFirstDeployFailingLeavesDraft(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec)
+	f.rt.runErr = errcode.New(errcode.StateAppExited, "workload web exited with code 1 before it was ready")
+	d := f.deploy(t, appID)
+	if d.State != scheduler.DepFailed || *d.ErrorCode != "STATE_APP_EXITED" {
+		t.Fatalf("deployment = %+v", d)
+	}
+	if s := f.state(t, appID); s != apps.StateDraft {
+		t.Fatalf("state = %s, want draft", s)
+	}
+}
+
+func TestUncodedFailureIsInternalWithoutItsText(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec)
+	f.rt.runErr = os.ErrPermission
+	d := f.deploy(t, appID)
+	if d.State != scheduler.DepFailed || *d.ErrorCode != "INTERNAL" || *d.ErrorMessage == os.ErrPermission.Error() {
+		t.Fatalf("deployment = %+v", d)
+	}
+}
+
+func TestOneDeployAtATime(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec)
+	gate := make(chan struct{})
+	f.rt.gate = gate
+	d, err := f.sch.Create(alice, appID, 0, scheduler.TriggerAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "building", func() bool { return f.dep(t, appID, d.ID).State == scheduler.DepBuilding })
+	_, err = f.sch.Create(alice, appID, 0, scheduler.TriggerAPI)
+	if !errcode.Has(err, errcode.StateInvalid) {
+		t.Fatalf("second deploy: %v, want STATE_INVALID", err)
+	}
+	if s := f.state(t, appID); s != apps.StateDeploying {
+		t.Fatalf("state while building = %s", s)
+	}
+	// A deploy the service starts itself waits its turn.
+	queued, err := f.sch.Create(alice, appID, 0, scheduler.TriggerSecretRotation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	if d := f.ended(t, appID, d.ID); d.State != scheduler.DepSucceeded {
+		t.Fatalf("first = %+v", d)
+	}
+	if q := f.ended(t, appID, queued.ID); q.State != scheduler.DepSucceeded {
+		t.Fatalf("queued = %+v", q)
+	}
+}
+
+func TestUnknownRevisionAndPlanRefusal(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec)
+	if _, err := f.sch.Create(alice, appID, 7, scheduler.TriggerAPI); !errcode.Has(err, errcode.NotFound) {
+		t.Fatalf("unknown revision: %v", err)
+	}
+	if _, err := f.sch.Create(alice, "app_missing", 0, scheduler.TriggerAPI); !errcode.Has(err, errcode.NotFound) {
+		t.Fatalf("unknown app: %v", err)
+	}
+	g := newFixture(t, options{refuse: errcode.New(errcode.PlanSlotUnfilled, "slot db is not filled")})
+	other := g.app(t, webSpec)
+	_, err := g.sch.Create(alice, other, 0, scheduler.TriggerAPI)
+	if !errcode.Has(err, errcode.PlanSlotUnfilled) {
+		t.Fatalf("plan refusal: %v", err)
+	}
+}
+
+func TestRollbackDeploysTheLastGoodRevision(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec)
+	if _, err := f.sch.Rollback(alice, appID); !errcode.Has(err, errcode.StateInvalid) {
+		t.Fatalf("rollback with no history: %v", err)
+	}
+	f.deploy(t, appID)
+	f.revision(t, appID, webSpec+"env: {V: \"2\"}\n")
+	f.deploy(t, appID)
+	d, err := f.sch.Rollback(alice, appID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = f.ended(t, appID, d.ID)
+	if d.Revision != 1 || d.Trigger != scheduler.TriggerRollback || d.State != scheduler.DepSucceeded {
+		t.Fatalf("rollback = %+v", d)
+	}
+}
+
+func TestApprovals(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec+"deploy: {approvals: 1}\n")
+	d, err := f.sch.Create(alice, appID, 0, scheduler.TriggerAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != scheduler.DepWaitingApproval || d.ApprovalsRequired != 1 || len(f.events(t, "deploy.waiting_approval")) != 1 {
+		t.Fatalf("held = %+v", d)
+	}
+	if _, err := f.sch.Approve(alice, appID, d.ID); !errcode.Has(err, errcode.PermDenied) {
+		t.Fatalf("self-approval: %v", err)
+	}
+	if _, err := f.sch.Approve(bob, appID, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if d = f.ended(t, appID, d.ID); d.State != scheduler.DepSucceeded || len(d.Approvals) != 1 || d.Approvals[0].PrincipalID != "usr_bob" {
+		t.Fatalf("approved = %+v", d)
+	}
+	if len(f.events(t, "deploy.approved")) != 1 {
+		t.Fatal("want deploy.approved")
+	}
+	held, err := f.sch.Create(alice, appID, 0, scheduler.TriggerAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.sch.Reject(bob, appID, held.ID, "not on a Friday"); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.dep(t, appID, held.ID); r.State != scheduler.DepRejected || *r.RejectedReason != "not on a Friday" {
+		t.Fatalf("rejected = %+v", r)
+	}
+	if _, err := f.sch.Approve(bob, appID, held.ID); !errcode.Has(err, errcode.StateInvalid) {
+		t.Fatalf("approve after reject: %v", err)
+	}
+	// A new deploy supersedes one still waiting.
+	w1, _ := f.sch.Create(alice, appID, 0, scheduler.TriggerAPI)
+	w2, err := f.sch.Create(alice, appID, 0, scheduler.TriggerAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := f.dep(t, appID, w1.ID).State; s != scheduler.DepSuperseded || w2.State != scheduler.DepWaitingApproval {
+		t.Fatalf("superseded = %s, new = %s", s, w2.State)
+	}
+}
+
+func TestStopStartRestart(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec)
+	d := f.deploy(t, appID)
+	ctx := context.Background()
+	if _, err := f.sch.Stop(alice, appID); err != nil {
+		t.Fatal(err)
+	}
+	f.sch.ReconcileOnce(ctx)
+	if s := f.state(t, appID); s != apps.StateStopped || len(f.rt.running()) != 0 {
+		t.Fatalf("after stop: state %s, jobs %v", s, f.rt.running())
+	}
+	if _, err := f.sch.Restart(alice, appID); !errcode.Has(err, errcode.StateInvalid) {
+		t.Fatalf("restart of a stopped app: %v", err)
+	}
+	if _, err := f.sch.Start(alice, appID); err != nil {
+		t.Fatal(err)
+	}
+	f.sch.ReconcileOnce(ctx)
+	if s := f.state(t, appID); s != apps.StateRunning || len(f.rt.running()) != 1 || f.rt.running()[0] != d.ID {
+		t.Fatalf("after start: state %s, jobs %v", s, f.rt.running())
+	}
+	if _, err := f.sch.Restart(alice, appID); err != nil {
+		t.Fatal(err)
+	}
+	f.sch.ReconcileOnce(ctx)
+	f.sch.ReconcileOnce(ctx)
+	if _, _, restarts := f.rt.count(); restarts != 1 {
+		t.Fatalf("restarts = %d, want exactly 1", restarts)
+	}
+	if len(f.events(t, "app.restarted")) != 1 {
+		t.Fatal("want one app.restarted")
+	}
+	st, err := f.sch.Status(ctx, appID)
+	if err != nil || st.State != apps.StateRunning || !st.Workloads["web"].Running || st.Workloads["web"].Restarts != 1 || !st.Workloads["web"].Primary {
+		t.Fatalf("status = %+v, %v", st, err)
+	}
+}
+
+func TestHealthMovesBetweenRunningAndDegraded(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec)
+	f.deploy(t, appID)
+	ctx := context.Background()
+	f.rt.set(func(w *scheduler.WorkloadStatus) { w.Health = scheduler.HealthFailing })
+	f.sch.ReconcileOnce(ctx)
+	if s := f.state(t, appID); s != apps.StateDegraded {
+		t.Fatalf("state = %s, want degraded", s)
+	}
+	f.rt.set(func(w *scheduler.WorkloadStatus) { w.Health = scheduler.HealthPassing })
+	f.sch.ReconcileOnce(ctx)
+	if s := f.state(t, appID); s != apps.StateRunning {
+		t.Fatalf("state = %s, want running", s)
+	}
+	moves := []string{}
+	for _, e := range f.events(t, "app.state_changed") {
+		moves = append(moves, e.Data["from"].(string)+">"+e.Data["to"].(string))
+	}
+	want := []string{"draft>deploying", "deploying>running", "running>degraded", "degraded>running"}
+	if len(moves) != len(want) {
+		t.Fatalf("moves = %v, want %v", moves, want)
+	}
+	for i := range want {
+		if moves[i] != want[i] {
+			t.Fatalf("moves = %v, want %v", moves, want)
+		}
+	}
+}
+
+func TestRepeatedFailuresEndFailedAndStayFailed(t *testing.T) {
+	f := newFixture(t, options{backoff: []time.Duration{time.Millisecond, time.Millisecond}})
+	appID := f.app(t, webSpec)
+	f.deploy(t, appID)
+	ctx := context.Background()
+	exit := 2
+	crash := func() {
+		f.rt.set(func(w *scheduler.WorkloadStatus) { w.Running, w.Dead, w.ExitCode = false, true, &exit })
+	}
+	crash()
+	f.sch.ReconcileOnce(ctx) // failure 1: stopped, retry scheduled
+	if s := f.state(t, appID); s != scheduler.StateRestarting {
+		t.Fatalf("state = %s, want restarting", s)
+	}
+	for i := 0; i < 3 && f.state(t, appID) != apps.StateFailed; i++ {
+		time.Sleep(5 * time.Millisecond)
+		f.sch.ReconcileOnce(ctx) // runs it again
+		crash()
+		f.sch.ReconcileOnce(ctx) // and it fails again
+	}
+	if s := f.state(t, appID); s != apps.StateFailed {
+		t.Fatalf("state = %s, want failed", s)
+	}
+	gaveUp := f.events(t, "app.gave_up")
+	if len(gaveUp) != 1 || gaveUp[0].Data["failures"] == nil || gaveUp[0].Data["reason"] == "" || gaveUp[0].Data["window"] == nil {
+		t.Fatalf("app.gave_up = %+v", gaveUp)
+	}
+	_, runs, _ := f.rt.count()
+	for range 5 {
+		time.Sleep(5 * time.Millisecond)
+		f.sch.ReconcileOnce(ctx)
+	}
+	if _, again, _ := f.rt.count(); again != runs || len(f.rt.running()) != 0 {
+		t.Fatalf("the reconciler ran a failed app again (%d runs, then %d)", runs, again)
+	}
+	// Even starting it does not revive it; a deploy does.
+	if _, err := f.sch.Start(alice, appID); err != nil {
+		t.Fatal(err)
+	}
+	f.sch.ReconcileOnce(ctx)
+	if s := f.state(t, appID); s != apps.StateFailed {
+		t.Fatalf("after start: %s, want failed", s)
+	}
+	if d := f.deploy(t, appID); d.State != scheduler.DepSucceeded {
+		t.Fatalf("deploy = %+v", d)
+	}
+	if s := f.state(t, appID); s != apps.StateRunning {
+		t.Fatalf("after deploy: %s", s)
+	}
+}
+
+func TestLostJobIsRunAgain(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec)
+	d := f.deploy(t, appID)
+	// The runtime forgets the job, as after svc was killed.
+	_ = f.rt.Stop(context.Background(), d.ID)
+	f.sch.ReconcileOnce(context.Background())
+	if jobs := f.rt.running(); len(jobs) != 1 || jobs[0] != d.ID {
+		t.Fatalf("jobs = %v", jobs)
+	}
+	if s := f.state(t, appID); s != apps.StateRunning {
+		t.Fatalf("state = %s", s)
+	}
+}
+
+func TestSecretRotationDeploysAgainWithoutABuild(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec)
+	f.deploy(t, appID)
+	builds, _, _ := f.rt.count()
+	f.secrets.put("TOKEN", "t2")
+	f.sch.ReconcileOnce(context.Background())
+	list, _, _ := f.sch.List(appID, "", 10)
+	if len(list) != 2 || list[0].Trigger != scheduler.TriggerSecretRotation {
+		t.Fatalf("deployments = %+v", list)
+	}
+	d := f.ended(t, appID, list[0].ID)
+	if d.State != scheduler.DepSucceeded || f.rt.ran[d.ID].Workloads["web"].Env["TOKEN"] != "t2" {
+		t.Fatalf("rotation deploy = %+v", d)
+	}
+	if after, _, _ := f.rt.count(); after != builds {
+		t.Fatalf("builds %d -> %d: a rotation must reuse the build", builds, after)
+	}
+	f.sch.ReconcileOnce(context.Background())
+	if list, _, _ := f.sch.List(appID, "", 10); len(list) != 2 {
+		t.Fatalf("a second rotation deploy for the same versions: %d deployments", len(list))
+	}
+}
+
+func TestCapacity(t *testing.T) {
+	f := newFixture(t, options{ports: [2]int{9000, 9000}})
+	big := `
+workloads:
+  web: {primary: true, build: {kind: command, command: "true"}, run: {command: [./app], port: 8080}, resources: {cpu_millis: 1500}}
+`
+	a := f.app(t, big)
+	f.deploy(t, a)
+	b := f.app(t, big)
+	_, err := f.sch.Create(alice, b, 0, scheduler.TriggerAPI)
+	if !errcode.Has(err, errcode.CapacityOversubscribe) {
+		t.Fatalf("oversubscribe: %v", err)
+	}
+	c := f.app(t, webSpec)
+	if _, err := f.sch.Create(alice, c, 0, scheduler.TriggerAPI); !errcode.Has(err, errcode.CapacityNoFreePort) {
+		t.Fatalf("no free port: %v", err)
+	}
+	capa, err := f.sch.Capacity(context.Background())
+	if err != nil || capa.Committed.CPUMillis != 1500 || capa.Free.CPUMillis != 500 || capa.Ports.Used != 1 || capa.Ports.Free != 0 {
+		t.Fatalf("capacity = %+v, %v", capa, err)
+	}
+	// Stopping frees what it committed; starting again must fit.
+	if _, err := f.sch.Stop(alice, a); err != nil {
+		t.Fatal(err)
+	}
+	if capa, _ := f.sch.Capacity(context.Background()); capa.Committed.CPUMillis != 0 {
+		t.Fatalf("committed after stop = %d", capa.Committed.CPUMillis)
+	}
+}
+
+func TestInterruptedDeployFailsCleanly(t *testing.T) {
+	f := newFixture(t, options{noWorkers: true})
+	appID := f.app(t, webSpec)
+	d, err := f.sch.Create(alice, appID, 0, scheduler.TriggerAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Left building by a leader that died.
+	r := f.store.Read()
+	cur, meta, _ := scheduler.Deployments.Get(r, d.ID)
+	cur.State = scheduler.DepBuilding
+	if _, err := f.store.Apply(context.Background(), scheduler.Deployments.PutIf(&cur, meta.ModifyIndex)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = f.sch.RunDeploys(ctx) }()
+	d = f.ended(t, appID, d.ID)
+	if d.State != scheduler.DepFailed || *d.ErrorCode != "INTERNAL" {
+		t.Fatalf("interrupted = %+v", d)
+	}
+}
