@@ -194,7 +194,9 @@ func (c checkouts) Current(string) (source.Checkout, error) {
 
 type noSlots struct{}
 
-func (noSlots) Resolve(appID, key, field string) (string, error) { return "slot-" + key + "-" + field, nil }
+func (noSlots) Resolve(appID, key, field string) (string, error) {
+	return "slot-" + key + "-" + field, nil
+}
 
 // fakeSecrets holds values and versions.
 type fakeSecrets struct {
