@@ -106,6 +106,9 @@ type WorkloadReport struct {
 	Restarts int    `json:"restarts"`
 	Health   string `json:"health"`
 	ExitCode *int   `json:"exit_code"`
+	// Address is where the workload listens on the runtime's network
+	// (host:port), for operators; apps are reached through the edge.
+	Address string `json:"address,omitempty"`
 }
 
 // Status reports an app's state and, per workload of the revision it runs,
@@ -133,7 +136,7 @@ func (s *Service) Status(ctx context.Context, appID string) (Status, error) {
 	for name, w := range doc.Workloads {
 		rep := WorkloadReport{Primary: w.Primary, Health: HealthUnknown}
 		if ws, ok := st.Workloads[name]; ok {
-			rep.Running, rep.Restarts, rep.Health, rep.ExitCode = ws.Running, ws.Restarts, ws.Health, ws.ExitCode
+			rep.Running, rep.Restarts, rep.Health, rep.ExitCode, rep.Address = ws.Running, ws.Restarts, ws.Health, ws.ExitCode, ws.Address
 		}
 		out.Workloads[name] = rep
 	}
