@@ -54,6 +54,7 @@ bench:
 	SVC_BENCH_DIR=$(CURDIR)/.bench $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count 1 ./raftstore/
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./server/
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 ./internal/keyring/ ./vaultsecrets/
+	$(GO) test -run '^$$' -bench . -benchtime 200x -count 1 ./scheduler/ ./scheduler/process/
 
 # Three svc serve processes; the leader is killed with SIGKILL again and
 # again for $(SOAK) while clients write; every acknowledged write must be on

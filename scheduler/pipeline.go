@@ -194,12 +194,38 @@ func (s *Service) deploy(ctx context.Context, d *Deployment, log *liveLog) (*Rel
 		ws := st.Workloads[name]
 		log.add(LogSystem, fmt.Sprintf("workload %s: running=%t health=%s %s", name, ws.Running, ws.Health, ws.Address))
 	}
+	if err := notReady(job, st); err != nil {
+		if serr := rt.Stop(context.WithoutCancel(ctx), job.ID); serr != nil && !errcode.Has(serr, errcode.NotFound) {
+			s.d.Log.Warn("stop a job that did not become ready", "job", job.ID, "err", serr)
+		}
+		return nil, err
+	}
 	rel := &Release{AppID: d.AppID, DeploymentID: d.ID, SpecID: d.SpecID, Revision: d.Revision, Runtime: d.Runtime,
 		JobID: job.ID, Artifacts: arts, SecretVersions: versions, At: s.d.Now()}
 	if hasOld {
 		rel.RestartGen, rel.RestartedGen = old.RestartGen, old.RestartGen
 	}
 	return rel, nil
+}
+
+// notReady refuses a job whose serving workloads did not pass their health
+// check within the runtime's start timeout: switching to it would leave
+// nothing to route to, so the previous revision keeps serving.
+func notReady(job Job, st JobStatus) error {
+	for _, name := range job.Order {
+		t, ws := job.Workloads[name], st.Workloads[name]
+		if t.NoPort || ws.Health == HealthPassing {
+			continue
+		}
+		what := "nothing accepted connections on its port"
+		if t.Health != nil {
+			what = "its health check at " + t.Health.Path + " did not pass"
+		}
+		return errcode.New(errcode.StateAppExited, "workload %s did not become ready before the start timeout: %s", name, what).
+			WithDetail("workload", name).WithDetail("reason", "not_ready").
+			WithRemedy("make the app listen on $PORT on all interfaces (0.0.0.0), and check GET /api/v1/apps/%s/logs?workload=%s", job.AppID, name)
+	}
+	return nil
 }
 
 // artifactsExist says whether every workload of d has a built artifact on

@@ -48,6 +48,7 @@ type fakeRuntime struct {
 	buildErr error
 	runErr   error
 	gate     chan struct{} // when set, builds wait for it
+	notReady bool          // when set, jobs run but never pass their health check
 	host     scheduler.Host
 }
 
@@ -56,7 +57,7 @@ var (
 	_ scheduler.HostReader = (*fakeRuntime)(nil)
 )
 
-func newFakeRuntime(t *testing.T) *fakeRuntime {
+func newFakeRuntime(t testing.TB) *fakeRuntime {
 	return &fakeRuntime{dir: t.TempDir(), jobs: map[string]map[string]scheduler.WorkloadStatus{}, ran: map[string]scheduler.Job{},
 		host: scheduler.Host{CPUMillis: 2000, MemoryBytes: 4 << 30}}
 }
@@ -96,6 +97,9 @@ func (f *fakeRuntime) Run(ctx context.Context, job scheduler.Job) (scheduler.Job
 	st := map[string]scheduler.WorkloadStatus{}
 	for name := range job.Workloads {
 		st[name] = scheduler.WorkloadStatus{Running: true, Health: scheduler.HealthPassing, Address: "127.0.0.1:1"}
+		if f.notReady {
+			st[name] = scheduler.WorkloadStatus{Running: true, Health: scheduler.HealthUnknown, Address: "127.0.0.1:1"}
+		}
 	}
 	f.jobs[job.ID] = st
 	f.ran[job.ID] = job
@@ -243,7 +247,7 @@ type options struct {
 	noWorkers bool
 }
 
-func newFixture(t *testing.T, o options) *fixture {
+func newFixture(t testing.TB, o options) *fixture {
 	t.Helper()
 	store := raftstoretest.Open(t, schema.Tables()...)
 	now := func() time.Time { return time.Now().UTC() }
@@ -275,7 +279,7 @@ workloads:
   web: {primary: true, build: {kind: command, command: "true"}, run: {command: [./app], port: 8080}, env: {TOKEN: {secret: TOKEN}}}
 `
 
-func (f *fixture) app(t *testing.T, docs ...string) string {
+func (f *fixture) app(t testing.TB, docs ...string) string {
 	t.Helper()
 	a, err := f.apps.Create(alice, authz.Caller{Principal: authz.Principal{Kind: authz.KindUser, ID: "usr_alice", UserID: "usr_alice"}}, apps.New{Name: "Web"})
 	if err != nil {
@@ -288,7 +292,7 @@ func (f *fixture) app(t *testing.T, docs ...string) string {
 	return a.ID
 }
 
-func (f *fixture) revision(t *testing.T, appID, yaml string) uint64 {
+func (f *fixture) revision(t testing.TB, appID, yaml string) uint64 {
 	t.Helper()
 	doc, err := spec.Parse([]byte(yaml))
 	if err != nil {
@@ -444,6 +448,23 @@ func TestFirstDeployFailingLeavesDraft(t *testing.T) {
 	}
 	if s := f.state(t, appID); s != apps.StateDraft {
 		t.Fatalf("state = %s, want draft", s)
+	}
+}
+
+func TestAppThatNeverListensFailsItsDeploy(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec)
+	first := f.deploy(t, appID)
+	f.revision(t, appID, webSpec+"env: {V: \"2\"}\n")
+	f.rt.mu.Lock()
+	f.rt.notReady = true
+	f.rt.mu.Unlock()
+	d := f.deploy(t, appID)
+	if d.State != scheduler.DepFailed || *d.ErrorCode != "STATE_APP_EXITED" {
+		t.Fatalf("deployment = %+v", d)
+	}
+	if jobs := f.rt.running(); len(jobs) != 1 || jobs[0] != first.ID {
+		t.Fatalf("running = %v: the job that never got ready must be stopped, the first kept", jobs)
 	}
 }
 

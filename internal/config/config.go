@@ -76,6 +76,13 @@ type Config struct {
 	Reconciler struct {
 		Backoff []time.Duration
 	}
+	// Runtime bounds the embedded process runtime's builds and starts: a
+	// build running longer fails with BUILD_TIMEOUT, a workload not ready
+	// within StartTimeout fails its deploy.
+	Runtime struct {
+		BuildTimeout time.Duration
+		StartTimeout time.Duration
+	}
 	Cluster struct {
 		// NodeID names this node. Empty on a single node means the id
 		// generated once and kept in the store directory (see SetNodeID);
@@ -232,6 +239,8 @@ func (l *loader) applyDefaults() {
 	c.Log.Level = slog.LevelInfo
 	c.Log.Format = "text"
 	c.Reconciler.Backoff = slices.Clone(ShippedBackoff)
+	c.Runtime.BuildTimeout = 15 * time.Minute
+	c.Runtime.StartTimeout = time.Minute
 	c.Cluster.SnapshotThreshold, c.Cluster.SnapshotInterval, c.Cluster.TrailingLogs = 8192, 2*time.Minute, 10240
 }
 

@@ -109,6 +109,8 @@ func TestDefaults(t *testing.T) {
 		{Name: "log.format", Env: "SVC_LOG_FORMAT", Value: "text", Origin: "default"},
 		{Name: "log.level", Env: "SVC_LOG_LEVEL", Value: "info", Origin: "default"},
 		{Name: "reconciler.backoff", Env: "SVC_RECONCILER_BACKOFF", Value: "5s,15s,30s,1m0s,2m0s,5m0s", Origin: "default"},
+		{Name: "runtime.build_timeout", Env: "SVC_RUNTIME_BUILD_TIMEOUT", Value: "15m0s", Origin: "default"},
+		{Name: "runtime.start_timeout", Env: "SVC_RUNTIME_START_TIMEOUT", Value: "1m0s", Origin: "default"},
 		{Name: "server.addr", Env: "SVC_SERVER_ADDR", Value: ":8080", Origin: "default"},
 		{Name: "server.base_domain", Env: "SVC_SERVER_BASE_DOMAIN", Value: "svc.localhost", Origin: "default"},
 		{Name: "server.external_url", Env: "SVC_SERVER_EXTERNAL_URL", Origin: "default"},
@@ -371,7 +373,7 @@ func TestFileErrors(t *testing.T) {
 		content string
 		want    string // after "config file <path>: "
 	}{
-		{"unknown section", "servr:\n  addr: :80\n", "servr: unknown key (known keys: admin, app, cluster, database, log, reconciler, server, policy)"},
+		{"unknown section", "servr:\n  addr: :80\n", "servr: unknown key (known keys: admin, app, cluster, database, log, reconciler, runtime, server, policy)"},
 		{"unknown key", "app:\n  port_begin: 9000\n", "app.port_begin: unknown key (known keys under app: port_start, port_end)"},
 		{"odd key", "app:\n  \"port start\": 9000\n", `app."port start": unknown key (known keys under app: port_start, port_end)`},
 		{"nested too deep", "server:\n  addr:\n    host: x\n", "server.addr: expected a single value, not a mapping"},

@@ -180,6 +180,30 @@ var defs = [...]def{
 		format: func(c *Config) string { return c.Log.Format },
 	},
 	{
+		name: "runtime.build_timeout",
+		parse: func(c *Config, v string, _ Origin) error {
+			d, err := parseDuration(v)
+			if err != nil {
+				return err
+			}
+			c.Runtime.BuildTimeout = d
+			return nil
+		},
+		format: func(c *Config) string { return c.Runtime.BuildTimeout.String() },
+	},
+	{
+		name: "runtime.start_timeout",
+		parse: func(c *Config, v string, _ Origin) error {
+			d, err := parseDuration(v)
+			if err != nil {
+				return err
+			}
+			c.Runtime.StartTimeout = d
+			return nil
+		},
+		format: func(c *Config) string { return c.Runtime.StartTimeout.String() },
+	},
+	{
 		name: "reconciler.backoff", list: true,
 		parse: func(c *Config, v string, _ Origin) error {
 			b, err := parseBackoff(v)

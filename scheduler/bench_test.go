@@ -1,0 +1,71 @@
+package scheduler_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/svchost/svc/scheduler"
+)
+
+// waitEnded waits on the store until a deployment ends.
+func (f *fixture) waitEnded(tb testing.TB, appID, id string) scheduler.Deployment {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		r := f.store.Read()
+		d, _, ok := scheduler.Deployments.Get(r, id)
+		if ok && !d.Active() {
+			return d
+		}
+		if err := r.Wait(ctx); err != nil {
+			tb.Fatalf("deployment %s did not end: %v", id, err)
+		}
+	}
+}
+
+// BenchmarkDeployControlPlane measures what a deploy costs the control
+// plane alone: from POST to succeeded on a runtime whose build and start
+// take no time (plan, capacity, port, the writes of every state move,
+// events, the deploy log, the release switch), one app after another.
+func BenchmarkDeployControlPlane(b *testing.B) {
+	f := newFixture(b, options{})
+	appID := f.app(b, webSpec)
+	b.ResetTimer()
+	for b.Loop() {
+		d, err := f.sch.Create(alice, appID, 0, scheduler.TriggerSecretRotation)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if d = f.waitEnded(b, appID, d.ID); d.State != scheduler.DepSucceeded {
+			b.Fatalf("deployment %+v", d)
+		}
+	}
+}
+
+// BenchmarkReconcile200Apps measures one reconciler pass over 200 running
+// apps (each: read its release, ask the runtime for its job's status,
+// compare health, secret versions and restarts); apps/s is the throughput.
+func BenchmarkReconcile200Apps(b *testing.B) {
+	f := newFixture(b, options{})
+	for range 200 {
+		appID := f.app(b, webSpec)
+		d, err := f.sch.Create(alice, appID, 0, scheduler.TriggerAPI)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if d = f.waitEnded(b, appID, d.ID); d.State != scheduler.DepSucceeded {
+			b.Fatalf("deployment %+v", d)
+		}
+	}
+	ctx := context.Background()
+	f.sch.ReconcileOnce(ctx)
+	b.ResetTimer()
+	start := time.Now()
+	n := 0
+	for b.Loop() {
+		f.sch.ReconcileOnce(ctx)
+		n++
+	}
+	b.ReportMetric(float64(200*n)/time.Since(start).Seconds(), "apps/s")
+}
