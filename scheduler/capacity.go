@@ -166,21 +166,30 @@ func (s *Service) SweepDeletedApps(ctx context.Context) error {
 	}
 	rels, _ := Releases.List(r, raftstore.Query{})
 	for _, it := range rels {
-		rel := it.Value
-		if apps.Exists(r, rel.AppID) {
-			continue
+		if !apps.Exists(r, it.Value.AppID) {
+			s.dropRelease(ctx, it.Value, it.Meta)
 		}
-		if rt, err := s.runtime(rel.Runtime); err == nil {
-			if err := rt.Stop(ctx, rel.JobID); err != nil && !errcode.Has(err, errcode.NotFound) {
-				s.d.Log.Warn("stop the job of a deleted app", "app", rel.AppID, "job", rel.JobID, "err", err)
-				continue
-			}
-		}
-		ops = append(ops, Releases.DeleteIf(rel.AppID, it.Meta.ModifyIndex))
 	}
 	if len(ops) == 0 {
 		return nil
 	}
 	_, err := s.d.Store.Apply(ctx, ops...)
 	return err
+}
+
+// dropRelease stops the job of a deleted app and forgets its release; the
+// app's volumes stay (they outlive it).
+func (s *Service) dropRelease(ctx context.Context, rel Release, meta raftstore.Meta) {
+	rt, err := s.runtime(rel.Runtime)
+	if err != nil {
+		return
+	}
+	if err := rt.Stop(ctx, rel.JobID); err != nil && !errcode.Has(err, errcode.NotFound) {
+		s.d.Log.Warn("stop the job of a deleted app", "app", rel.AppID, "job", rel.JobID, "err", err)
+		return
+	}
+	s.forget(rel.AppID)
+	if _, err := s.d.Store.Apply(ctx, Releases.DeleteIf(rel.AppID, meta.ModifyIndex)); err != nil && !raced(err) {
+		s.d.Log.Warn("forget the release of a deleted app", "app", rel.AppID, "err", err)
+	}
 }

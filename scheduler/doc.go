@@ -1,14 +1,34 @@
-// Package scheduler owns the deploy path and the leader-only reconciler:
-// plan checks, build, start, health, route, and converging every app on its
-// desired state. It declares the runtime adapter interface, shaped after
-// Nomad's model (a job per app revision, allocations with task states,
-// restarts, exit codes, logs, exec, stats); scheduler/process (the embedded
-// default) and scheduler/nomad implement it and pass one contract suite.
+// Package scheduler owns the deploy path and the leader-only reconciler.
 //
-// It must not import any adapter, HTTP framework or vendor client; adapters
-// import it for its types. Its decisions are pure functions of state and an
-// injected clock. So far it declares the runtime interface (runtime.go):
-// Builder, Runner and the optional LogReader, with the Job, Task, Artifact
-// and status types; scheduler/runtimetest holds the contract suite. The
-// deploy pipeline and the reconciler arrive with the deploys issue.
+// It declares the runtime adapter interface (runtime.go), shaped after
+// Nomad's model: a Job per app revision, a Task per workload, JobStatus
+// with each workload's running state, restarts, exit code and health, and
+// the optional capabilities LogReader, UsageReader, HostReader and Execer.
+// scheduler/process (the embedded default) and scheduler/nomad implement
+// it; scheduler/runtimetest is the contract suite they pass.
+//
+// Over it the Service keeps, in the replicated store:
+//
+//   - deployments (deployments.go): queued, waiting_approval, building,
+//     starting, then succeeded, failed, rejected or superseded; created by
+//     Create after the plan's checks, capacity and the app's host port;
+//   - the deploy worker (pipeline.go, RunDeploys, leader only): builds
+//     each workload (or reuses the release's build of the same revision),
+//     resolves the environment (spec values, filled slots, bound secrets;
+//     never stored), runs the job in dependency order, and on success
+//     switches the app's release and stops the previous job; a failure
+//     leaves the previous revision serving;
+//   - releases: what each app runs, which the reconciler (reconciler.go,
+//     Reconcile, leader only) converges on desired state: start, stop,
+//     restart in place, health (running/degraded), retries on the
+//     configured backoff ending in failed (app.gave_up), which stays until
+//     a deploy, and a deploy again when a bound secret rotates;
+//   - control.go and capacity.go: start/stop/restart, status, usage, logs,
+//     exec, capacity and host ports.
+//
+// It must not import any adapter, HTTP framework or vendor client;
+// adapters import it for its types, and cmd/svc hands it the loaded
+// runtimes through the Runtimes interface. A deploy's live output is kept
+// in memory on the node running it (loghub.go) and in the store once it
+// ends.
 package scheduler

@@ -89,6 +89,8 @@ func (s *Service) ReconcileOnce(ctx context.Context) {
 		}
 		app, _, ok := apps.Apps.Get(r, rel.AppID)
 		if !ok {
+			// Deleted: its workloads stop now, not at the next sweep.
+			s.dropRelease(ctx, rel, it.Meta)
 			continue
 		}
 		if err := s.reconcileApp(ctx, app, rel, len(active) > 0); err != nil {

@@ -726,6 +726,22 @@ func TestLostJobIsRunAgain(t *testing.T) {
 	}
 }
 
+func TestDeletedAppStopsAtOnce(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec)
+	f.deploy(t, appID)
+	if err := f.apps.Delete(alice, appID, apps.Decision{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	f.sch.ReconcileOnce(context.Background())
+	if jobs := f.rt.running(); len(jobs) != 0 {
+		t.Fatalf("a deleted app's job still runs: %v", jobs)
+	}
+	if _, _, ok := scheduler.Releases.Get(f.store.Read(), appID); ok {
+		t.Fatal("the deleted app's release is still there")
+	}
+}
+
 func TestSecretRotationDeploysAgainWithoutABuild(t *testing.T) {
 	f := newFixture(t, options{})
 	appID := f.app(t, webSpec)
