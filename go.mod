@@ -3,7 +3,9 @@ module github.com/svchost/svc
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.12
 	github.com/compose-spec/compose-go/v2 v2.16.2
+	github.com/creack/pty v1.1.24
 	github.com/google/go-cmp v0.7.0
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-memdb v1.3.5

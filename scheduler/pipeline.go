@@ -170,7 +170,7 @@ func (s *Service) deploy(ctx context.Context, d *Deployment, log *liveLog) (*Rel
 			}
 			log.add(LogSystem, fmt.Sprintf("building workload %s (%s)", name, b.Kind))
 			art, err := rt.Build(ctx, BuildRequest{ID: d.ID + "-" + name, Source: co.AppDir(), Build: b, Timeout: s.cfg.BuildTimeout,
-				Log: func(_, line string) { log.add(LogBuild, name+": "+line) }})
+				Isolation: s.d.Policy.Current().MinBuildIsolation, Log: func(_, line string) { log.add(LogBuild, name+": "+line) }})
 			if err != nil {
 				return nil, err
 			}

@@ -55,6 +55,10 @@ type BuildRequest struct {
 	Timeout time.Duration
 	// Log receives the build's output; nil discards it.
 	Log LogSink
+	// Isolation is the isolation level the build must run at (a policy
+	// isolation level; host policy's min_build_isolation); empty means the
+	// runtime's own setting.
+	Isolation string
 }
 
 // Artifact is what a build produced, handed back to the runtime in a Job.
@@ -100,8 +104,8 @@ type Task struct {
 	// Env is the workload's environment, already resolved. The runtime adds
 	// PORT.
 	Env map[string]string
-	// Port is where the workload listens on 127.0.0.1; 0 lets the runtime
-	// pick a free one. A workload that serves no HTTP sets NoPort.
+	// Port is where the workload listens, at the runtime's address for
+	// workloads; 0 lets the runtime pick a free one. A workload that serves no HTTP sets NoPort.
 	Port   int
 	NoPort bool
 	// Health is the HTTP health check; nil checks that the port accepts
@@ -120,7 +124,10 @@ type Task struct {
 	Isolation string
 }
 
-// Mount is a volume mounted into a workload.
+// Mount is a volume mounted into a workload. A runtime that cannot mount
+// at Path (the process runtime without a sandbox) gives the workload the
+// volume's directory in SVC_VOLUME_<NAME> instead, and a link at Path
+// relative to the workload's directory.
 type Mount struct {
 	Volume string `json:"volume"`
 	// Path is where the workload sees the volume.

@@ -229,6 +229,9 @@ var licenses = []struct {
 		"permission is hereby granted free of charge to any person obtaining a copy",
 		"the above copyright notice and this permission notice shall be included in all copies or substantial portions of the software",
 	}}},
+	{"CC-BY-SA-4.0", [][]string{
+		{"attribution sharealike 4 0 international", "creative commons corporation"},
+	}},
 	{"ISC", [][]string{
 		{"permission to use copy modify and or distribute this software for any purpose with or without fee is hereby granted", "the software is provided as is and the author disclaims all warranties"},
 		{"permission to use copy modify and distribute this software for any purpose with or without fee is hereby granted", "the software is provided as is and the author disclaims all warranties"},

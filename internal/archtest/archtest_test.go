@@ -99,6 +99,18 @@ var rules = []rule{
 		imports: []pattern{"golang.org/x/image/..."},
 	},
 	{
+		name:    "only the process runtime opens pseudo-terminals",
+		from:    []pattern{"./..."},
+		notFrom: []pattern{"./scheduler/process"},
+		imports: []pattern{"github.com/creack/pty/..."},
+	},
+	{
+		name:    "only the server speaks websocket",
+		from:    []pattern{"./..."},
+		notFrom: []pattern{"./server/..."},
+		imports: []pattern{"github.com/coder/websocket/..."},
+	},
+	{
 		name:    "only cmd/svc uses cobra",
 		from:    []pattern{"./..."},
 		notFrom: []pattern{"./cmd/svc"},

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/scheduler"
 )
@@ -27,7 +28,8 @@ var buildKinds = []string{spec.BuildGo, spec.BuildNode, spec.BuildPython, spec.B
 const logTailBytes = 8 << 10
 
 // Build copies the source tree into a fresh work area and runs the build
-// command there with a clean environment and a time limit.
+// command there with a clean environment and a time limit, in a sandbox
+// when Config.BuildIsolation asks for one.
 func (r *Runtime) Build(ctx context.Context, req scheduler.BuildRequest) (scheduler.Artifact, error) {
 	if !supportedBuild(req.Build.Kind) {
 		return scheduler.Artifact{}, errcode.New(errcode.PlanCapabilityUnsupp, "the process runtime does not run %q builds", req.Build.Kind).
@@ -80,7 +82,7 @@ func (r *Runtime) Build(ctx context.Context, req scheduler.BuildRequest) (schedu
 	if timeout <= 0 {
 		timeout = r.cfg.BuildTimeout
 	}
-	if err := r.runBuild(ctx, area, dir, req.Build.Command, timeout, req.Log); err != nil {
+	if err := r.runBuild(ctx, area, dir, req.Build.Command, timeout, req.Isolation, req.Log); err != nil {
 		return scheduler.Artifact{}, err
 	}
 	ok = true
@@ -128,13 +130,29 @@ func envList(env map[string]string) []string {
 	return out
 }
 
-func (r *Runtime) runBuild(ctx context.Context, area, dir, command string, timeout time.Duration, sink scheduler.LogSink) error {
+func (r *Runtime) runBuild(ctx context.Context, area, dir, command string, timeout time.Duration, isolation string, sink scheduler.LogSink) error {
 	if err := os.MkdirAll(filepath.Join(area, "tmp"), 0o700); err != nil {
 		return fmt.Errorf("build: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	var cmd *exec.Cmd
+	if isolation == "" || policy.AtLeast(r.cfg.BuildIsolation, isolation) {
+		isolation = r.cfg.BuildIsolation
+	}
+	sandboxed, err := r.sandboxFor(isolation)
+	if err != nil {
+		return err
+	}
+	if sandboxed {
+		args, err := r.sandboxArgs(sandboxSpec{writable: []string{area, r.cfg.CacheDir}, chdir: dir})
+		if err != nil {
+			return fmt.Errorf("build: %w", err)
+		}
+		cmd = exec.CommandContext(ctx, r.bwrap, append(args, "sh", "-c", command)...)
+	} else {
+		cmd = exec.CommandContext(ctx, "sh", "-c", command)
+	}
 	cmd.Dir = dir
 	cmd.Env = r.buildEnv(area)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -157,7 +175,7 @@ func (r *Runtime) runBuild(ctx context.Context, area, dir, command string, timeo
 	if err := cmd.Start(); err != nil {
 		return errcode.Wrap(err, errcode.BuildFailed, "the build could not start: %v", err)
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	ow.Flush()
 	ew.Flush()
 	// The shell may be gone while its children live on: end the group.

@@ -18,10 +18,24 @@ import (
 	"github.com/svchost/svc/scheduler"
 )
 
-// job is a running job: its workloads by name.
+// job is a running job: its workloads by name, in start order.
 type job struct {
-	id        string
+	rt    *Runtime
+	id    string
+	appID string
+	order []string
+
+	mu        sync.Mutex
 	workloads map[string]*workload
+	started   bool // every workload was started and Run returned
+
+	restartMu sync.Mutex // one Restart at a time
+
+	recMu      sync.Mutex // the job's record file
+	unrecorded bool
+
+	stopOnce sync.Once
+	stopped  chan struct{} // closed when the job is being stopped
 }
 
 // workload is one supervised workload: a process under a supervisor, or,
@@ -30,24 +44,42 @@ type workload struct {
 	name   string
 	task   scheduler.Task
 	addr   string // "" for no port
-	logs   *logRing
+	port   int
+	log    *logFile
 	sup    *supervisor
 	static *http.Server
+	ln     net.Listener // the static server's, until it serves
 	grace  time.Duration
+	// env is the workload's environment; sandbox, if not nil, its
+	// sandbox (exec uses both).
+	env     []string
+	sandbox *sandboxSpec
 
 	mu      sync.Mutex
 	health  string
 	cancel  context.CancelFunc // ends the health loop
 	stopped bool
+
+	// The current run's output writers: the supervising goroutine's only.
+	out, errw *lineWriter
 }
 
-// Run starts the job's workloads and waits for each to be ready.
+// Run starts the job's workloads in its start order, each once those
+// before it are ready, and returns when the last is ready. It checks the
+// whole job first: names (plain names: they name files), the order,
+// mounts, and every task's isolation (static ones too), failing with
+// VALID_INVALID or PLAN_CAPABILITY_UNSUPPORTED before anything starts.
 func (r *Runtime) Run(ctx context.Context, jb scheduler.Job) (scheduler.JobStatus, error) {
-	if jb.ID == "" || len(jb.Workloads) == 0 {
-		return scheduler.JobStatus{}, errcode.Invalid("job", "a job needs an ID and at least one workload")
+	order, err := r.checkJob(jb)
+	if err != nil {
+		return scheduler.JobStatus{}, err
 	}
-	j := &job{id: jb.ID, workloads: map[string]*workload{}}
+	j := &job{rt: r, id: jb.ID, appID: jb.AppID, order: order, workloads: map[string]*workload{}, stopped: make(chan struct{})}
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return scheduler.JobStatus{}, errcode.New(errcode.StateInvalid, "the process runtime is closed")
+	}
 	if r.jobs[jb.ID] != nil {
 		r.mu.Unlock()
 		return scheduler.JobStatus{}, errcode.New(errcode.StateInvalid, "job %q is already running", jb.ID)
@@ -61,51 +93,117 @@ func (r *Runtime) Run(ctx context.Context, jb scheduler.Job) (scheduler.JobStatu
 		j.stop(context.WithoutCancel(ctx))
 		return scheduler.JobStatus{}, err
 	}
-	names := make([]string, 0, len(jb.Workloads))
-	for name := range jb.Workloads {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		w, err := r.startWorkload(name, jb.Workloads[name])
+	for _, name := range order {
+		w, err := r.newWorkload(j, name, jb.Workloads[name])
 		if err != nil {
 			return fail(fmt.Errorf("run job %s: workload %s: %w", jb.ID, name, err))
 		}
+		j.mu.Lock()
 		j.workloads[name] = w
-	}
-	for _, name := range names {
-		if err := r.awaitReady(ctx, j.workloads[name]); err != nil {
+		j.mu.Unlock()
+		w.begin()
+		if err := r.awaitReady(ctx, j, w); err != nil {
 			return fail(err)
 		}
 	}
+	j.mu.Lock()
+	j.started = true
+	j.mu.Unlock()
 	return j.status(), nil
 }
 
-func (r *Runtime) startWorkload(name string, t scheduler.Task) (*workload, error) {
-	w := &workload{name: name, task: t, grace: r.cfg.StopGrace, logs: newLogRing(r.cfg.LogCapBytes, nil), health: scheduler.HealthUnknown}
+// checkJob validates a job before anything starts and returns its start
+// order: Order, then the workloads it leaves out, by name.
+func (r *Runtime) checkJob(jb scheduler.Job) ([]string, error) {
+	if jb.ID == "" || len(jb.Workloads) == 0 {
+		return nil, errcode.Invalid("job", "a job needs an ID and at least one workload")
+	}
+	if !plainName(jb.ID) {
+		return nil, errcode.Invalid("id", "the job ID %q is not a plain name", jb.ID)
+	}
+	names := make([]string, 0, len(jb.Workloads))
+	for name, t := range jb.Workloads {
+		if !plainName(name) {
+			return nil, errcode.Invalid("workloads", "the workload name %q is not a plain name", name)
+		}
+		if err := checkMounts(jb.AppID, name, t.Mounts); err != nil {
+			return nil, err
+		}
+		if _, err := r.sandboxFor(t.Isolation); err != nil {
+			e, _ := errcode.As(err)
+			return nil, e.WithDetail("workload", name)
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	order := make([]string, 0, len(names))
+	listed := map[string]bool{}
+	for _, name := range jb.Order {
+		if _, ok := jb.Workloads[name]; !ok {
+			return nil, errcode.Invalid("order", "the start order names %q, which is not a workload of the job", name)
+		}
+		if listed[name] {
+			return nil, errcode.Invalid("order", "the start order names %q twice", name)
+		}
+		listed[name] = true
+		order = append(order, name)
+	}
+	for _, name := range names {
+		if !listed[name] {
+			order = append(order, name)
+		}
+	}
+	return order, nil
+}
+
+// newWorkload prepares a workload (port, environment, volumes, log,
+// sandbox) without starting it.
+func (r *Runtime) newWorkload(j *job, name string, t scheduler.Task) (*workload, error) {
+	w := &workload{name: name, task: t, grace: r.cfg.StopGrace, health: scheduler.HealthUnknown}
 	if t.Artifact.Dir == "" {
 		return nil, errors.New("the task has no artifact")
 	}
+	logCap := t.LogCapBytes
+	if logCap <= 0 {
+		logCap = r.cfg.LogCapBytes
+	}
+	var err error
+	if w.log, err = openLogFile(r.logPath(j.id, name), logCap); err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			w.log.Close()
+		}
+	}()
 	if len(t.Command) == 0 {
 		if t.Artifact.Kind != spec.BuildStatic {
 			return nil, errors.New("only a static artifact runs without a command")
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(t.Port)))
+		ln, err := net.Listen("tcp", net.JoinHostPort(r.cfg.AdvertiseHost, strconv.Itoa(t.Port)))
 		if err != nil {
 			return nil, errcode.Wrap(err, errcode.CapacityNoFreePort, "listen for the static workload: %v", err)
 		}
+		w.ln = ln
 		w.addr = ln.Addr().String()
+		w.port = ln.Addr().(*net.TCPAddr).Port
 		w.static = &http.Server{Handler: http.FileServer(http.Dir(t.Artifact.Dir)), ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = w.static.Serve(ln) }()
+		ok = true
 		return w, nil
 	}
-	port := t.Port
-	if !t.NoPort && port == 0 {
-		p, err := freePort()
-		if err != nil {
-			return nil, err
+	sandboxed, err := r.sandboxFor(t.Isolation)
+	if err != nil {
+		return nil, err
+	}
+	if !t.NoPort {
+		w.port = t.Port
+		if w.port == 0 {
+			if w.port, err = freePort(r.cfg.AdvertiseHost); err != nil {
+				return nil, err
+			}
 		}
-		port = p
+		w.addr = net.JoinHostPort(r.cfg.AdvertiseHost, strconv.Itoa(w.port))
 	}
 	env := map[string]string{}
 	for k, v := range t.Env {
@@ -114,40 +212,83 @@ func (r *Runtime) startWorkload(name string, t scheduler.Task) (*workload, error
 	if _, ok := env["PATH"]; !ok {
 		env["PATH"] = os.Getenv("PATH")
 	}
-	if !t.NoPort {
-		env["PORT"] = strconv.Itoa(port)
-		w.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	volEnv, binds, err := r.prepareMounts(j.appID, t, sandboxed)
+	if err != nil {
+		return nil, err
 	}
-	envv := envList(env)
+	for k, v := range volEnv {
+		env[k] = v
+	}
+	if !t.NoPort {
+		env["PORT"] = strconv.Itoa(w.port)
+	}
+	w.env = envList(env)
+	var bwArgs []string
+	if sandboxed {
+		w.sandbox = &sandboxSpec{writable: []string{t.Artifact.Dir}, binds: binds, chdir: t.Artifact.Dir}
+		if bwArgs, err = r.sandboxArgs(*w.sandbox); err != nil {
+			return nil, err
+		}
+	}
 	w.sup = newSupervisor(func() *exec.Cmd {
-		cmd := exec.Command(t.Command[0], t.Command[1:]...)
+		var cmd *exec.Cmd
+		if sandboxed {
+			cmd = exec.Command(r.bwrap, append(bwArgs[:len(bwArgs):len(bwArgs)], t.Command...)...)
+		} else {
+			cmd = exec.Command(t.Command[0], t.Command[1:]...)
+		}
 		cmd.Dir = t.Artifact.Dir
-		cmd.Env = envv
-		out := &lineWriter{emit: w.logs.Add}
-		errw := &lineWriter{emit: w.logs.Add}
-		cmd.Stdout, cmd.Stderr = out, errw
+		cmd.Env = w.env
+		w.out, w.errw = &lineWriter{emit: w.log.Add}, &lineWriter{emit: w.log.Add}
+		cmd.Stdout, cmd.Stderr = w.out, w.errw
 		return cmd
 	}, backoffPolicy(r.cfg.RestartBackoff, r.cfg.MaxRestartBackoff), 10*r.cfg.MaxRestartBackoff)
-	w.sup.onExit = func(code int, err error) {
-		w.logs.Add(fmt.Sprintf("[svc] workload %s exited with code %d", name, code))
+	w.sup.policy = restartPolicy{attempts: r.cfg.RestartAttempts, interval: r.cfg.RestartInterval}
+	w.sup.onStart = func(int, uint64) { j.record() }
+	w.sup.onExit = func(code int, err error, dead bool) {
+		w.out.Flush()
+		w.errw.Flush()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			w.log.Add(fmt.Sprintf("[svc] workload %s: %v", name, err))
+		}
+		w.log.Add(fmt.Sprintf("[svc] workload %s exited with code %d", name, code))
+		if dead {
+			w.log.Add(fmt.Sprintf("[svc] workload %s was restarted %d times within %s and exited again: not restarting it",
+				name, r.cfg.RestartAttempts, r.cfg.RestartInterval))
+		}
 	}
-	w.sup.start()
+	ok = true
 	return w, nil
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// begin starts the workload: its supervisor, or its file server.
+func (w *workload) begin() {
+	if w.static != nil {
+		go func() { _ = w.static.Serve(w.ln) }()
+		return
+	}
+	w.sup.start()
+}
+
+func freePort(host string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		return 0, errcode.Wrap(err, errcode.CapacityNoFreePort, "no free port on 127.0.0.1: %v", err)
+		return 0, errcode.Wrap(err, errcode.CapacityNoFreePort, "no free port on %s: %v", host, err)
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
+// loopbackCheckEvery spaces out the look at /proc for a workload that
+// listens only on loopback.
+const loopbackCheckEvery = 200 * time.Millisecond
+
 // awaitReady waits until the workload's check passes (or, without a port,
 // it stayed up for the settle time), then arms its restarts and starts its
-// health loop.
-func (r *Runtime) awaitReady(ctx context.Context, w *workload) error {
+// health loop. A workload that listens only on loopback while the runtime
+// reaches workloads elsewhere fails at once.
+func (r *Runtime) awaitReady(ctx context.Context, j *job, w *workload) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
 	defer cancel()
@@ -156,20 +297,24 @@ func (r *Runtime) awaitReady(ctx context.Context, w *workload) error {
 		early = w.sup.earlyExit
 	}
 	exited := func(code int) error {
-		lines := w.logs.Lines()
-		if len(lines) > 40 {
-			lines = lines[len(lines)-40:]
-		}
 		return errcode.New(errcode.StateAppExited, "workload %s exited with code %d before it was ready", w.name, code).
-			WithDetail("workload", w.name).WithDetail("exit_code", code).WithDetail("log_tail", lines)
+			WithDetail("workload", w.name).WithDetail("exit_code", code).WithDetail("log_tail", w.log.Tail(40))
 	}
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	settled := time.After(r.cfg.SettleTime)
-	for ready := false; !ready; {
+	var lastLoopbackCheck time.Time
+	ready := false
+	if w.static != nil && w.check(ctx) { // the runtime's own server: ready at once
+		w.setHealth(scheduler.HealthPassing)
+		ready = true
+	}
+	for !ready {
 		select {
 		case code := <-early:
 			return exited(code)
+		case <-j.stopped:
+			return errcode.New(errcode.StateInvalid, "job %q was stopped while it started", j.id)
 		case <-ctx.Done():
 			if err := parent.Err(); err != nil {
 				return fmt.Errorf("run workload %s: %w", w.name, err)
@@ -182,9 +327,25 @@ func (r *Runtime) awaitReady(ctx context.Context, w *workload) error {
 				ready = true
 			}
 		case <-tick.C:
-			if w.addr != "" && w.check(ctx) {
+			if w.addr == "" {
+				continue
+			}
+			if w.check(ctx) {
 				w.setHealth(scheduler.HealthPassing)
 				ready = true
+				continue
+			}
+			if r.loopback || w.sup == nil || time.Since(lastLoopbackCheck) < loopbackCheckEvery {
+				continue
+			}
+			lastLoopbackCheck = time.Now()
+			if pid := w.sup.read().pid; pid > 0 {
+				if at, only := loopbackOnly(pid, w.port); only {
+					return errcode.New(errcode.BuildListensLoopback,
+						"workload %s listens only on %s, while the runtime reaches workloads at %s", w.name, at, w.addr).
+						WithDetail("workload", w.name).WithDetail("address", at).
+						WithRemedy("listen on all addresses (0.0.0.0 or [::]) at the port in $PORT")
+				}
 			}
 		}
 	}
@@ -203,6 +364,33 @@ func (r *Runtime) awaitReady(ctx context.Context, w *workload) error {
 		go w.healthLoop(hctx, r.cfg.HealthInterval)
 	}
 	return nil
+}
+
+// awaitRestarted waits until a restarted workload's check passes again,
+// or the start timeout passes; without a port, until its process runs.
+func (r *Runtime) awaitRestarted(ctx context.Context, w *workload) error {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if w.addr != "" && w.check(ctx) {
+			w.setHealth(scheduler.HealthPassing)
+			return nil
+		}
+		if st := w.sup.read(); w.addr == "" && (st.running || st.dead) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err := parent.Err(); err != nil {
+				return fmt.Errorf("restart workload %s: %w", w.name, err)
+			}
+			return nil
+		case <-tick.C:
+		}
+	}
 }
 
 func (w *workload) setHealth(h string) {
@@ -276,14 +464,33 @@ var healthClient = &http.Client{
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }
 
+// get returns a workload by name, or nil.
+func (j *job) get(name string) *workload {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.workloads[name]
+}
+
+// snapshot returns the workloads started so far.
+func (j *job) snapshot() map[string]*workload {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := make(map[string]*workload, len(j.workloads))
+	for k, v := range j.workloads {
+		out[k] = v
+	}
+	return out
+}
+
 func (j *job) status() scheduler.JobStatus {
 	st := scheduler.JobStatus{ID: j.id, Workloads: map[string]scheduler.WorkloadStatus{}}
-	for name, w := range j.workloads {
+	for name, w := range j.snapshot() {
 		w.mu.Lock()
 		ws := scheduler.WorkloadStatus{Health: w.health, Address: w.addr}
 		w.mu.Unlock()
 		if w.sup != nil {
-			ws.Running, ws.Restarts, ws.ExitCode = w.sup.state()
+			s := w.sup.read()
+			ws.Running, ws.Restarts, ws.ExitCode, ws.Dead = s.running, s.restarts, s.exitCode, s.dead
 		} else {
 			ws.Running = true
 		}
@@ -292,10 +499,37 @@ func (j *job) status() scheduler.JobStatus {
 	return st
 }
 
-// stop stops every workload at once and waits for them.
+// restart restarts the job's supervised workloads in start order.
+func (j *job) restart(ctx context.Context) error {
+	j.mu.Lock()
+	started := j.started
+	j.mu.Unlock()
+	if !started {
+		return errcode.New(errcode.StateInvalid, "job %q is still starting", j.id)
+	}
+	j.restartMu.Lock()
+	defer j.restartMu.Unlock()
+	for _, name := range j.order {
+		w := j.get(name)
+		if w == nil || w.sup == nil {
+			continue // static: the runtime's own file server
+		}
+		if !w.sup.restart(w.grace) {
+			return notFound(j.id) // stopped meanwhile
+		}
+		if err := j.rt.awaitRestarted(ctx, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stop stops every workload at once, waits for them, closes their logs
+// and removes the job's record.
 func (j *job) stop(ctx context.Context) {
+	j.stopOnce.Do(func() { close(j.stopped) })
 	var wg sync.WaitGroup
-	for _, w := range j.workloads {
+	for _, w := range j.snapshot() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -303,6 +537,7 @@ func (j *job) stop(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	j.unrecord()
 }
 
 func (w *workload) stop(ctx context.Context) {
@@ -322,8 +557,10 @@ func (w *workload) stop(ctx context.Context) {
 		_ = w.static.Shutdown(sctx)
 		scancel()
 		_ = w.static.Close()
+		_ = w.ln.Close()
 	}
 	if w.sup != nil {
 		w.sup.stop(grace)
 	}
+	w.log.Close()
 }

@@ -4,18 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/scheduler"
 )
 
 // Config configures a process runtime.
 type Config struct {
-	// WorkDir holds the build work areas (WorkDir/builds/<id>). Required.
+	// WorkDir holds the build work areas (WorkDir/builds/<id>), the
+	// volumes (WorkDir/volumes/<appID>/<volume>), the workloads' logs
+	// (WorkDir/logs/<jobID>/<workload>.log) and the running jobs' records
+	// (WorkDir/jobs/<jobID>.json). Required. One Runtime uses a WorkDir at
+	// a time: New reaps the processes its records name.
 	WorkDir string
 	// CacheDir holds the toolchains' caches (GOCACHE, GOPATH, npm's cache)
 	// shared by builds. Empty means WorkDir/cache.
@@ -24,6 +31,10 @@ type Config struct {
 	BuildEnv map[string]string
 	// BuildTimeout is a build's default time limit; 0 means 15 minutes.
 	BuildTimeout time.Duration
+	// BuildIsolation is the isolation level builds run at: "" or "none",
+	// or "sandbox" (bubblewrap; the build area and CacheDir writable, the
+	// network shared). A build request carries no isolation of its own.
+	BuildIsolation string
 	// StopGrace is how long Stop waits after SIGTERM before SIGKILL; 0
 	// means 10 seconds.
 	StopGrace time.Duration
@@ -40,27 +51,63 @@ type Config struct {
 	// a row up to MaxRestartBackoff; 0 means 1 second and 30 seconds.
 	RestartBackoff    time.Duration
 	MaxRestartBackoff time.Duration
-	// LogCapBytes caps each workload's kept log; 0 means 1 MiB.
-	LogCapBytes int
+	// RestartAttempts and RestartInterval are the restart policy (Nomad's,
+	// in mode "fail"): a workload that has been restarted RestartAttempts
+	// times within RestartInterval and exits again is dead: not restarted,
+	// reported with Dead. 0 means 3 attempts and 2 minutes; a negative
+	// RestartAttempts means no limit.
+	RestartAttempts int
+	RestartInterval time.Duration
+	// LogCapBytes caps each workload's kept log (the current file and the
+	// rotated one together) when its task sets no cap; 0 means 1 MiB.
+	LogCapBytes int64
+	// AdvertiseHost is the IP address workloads are reached and
+	// health-checked at (WorkloadStatus.Address); empty means 127.0.0.1.
+	// When it is not a loopback address, a workload that listens only on
+	// loopback fails its run with BUILD_LISTENS_ON_LOOPBACK.
+	AdvertiseHost string
+	// Bwrap is the bubblewrap binary for the sandbox isolation level;
+	// empty means "bwrap" on PATH.
+	Bwrap string
+	// SandboxHide are host paths a sandbox must not see, beside WorkDir
+	// and CacheDir (which it never sees): the server's data directory and
+	// key files, say.
+	SandboxHide []string
+	// UsageWindow is how long Usage measures CPU use over; 0 means 200
+	// milliseconds.
+	UsageWindow time.Duration
 }
 
-// Runtime is the process runtime: a scheduler.Builder and scheduler.Runner
-// on this machine.
+// Runtime is the process runtime: it builds and runs on this machine.
 type Runtime struct {
-	cfg Config
+	cfg      Config
+	bootID   string
+	loopback bool // AdvertiseHost is a loopback address
+	orphans  map[string][]int
 
-	mu   sync.Mutex
-	jobs map[string]*job
-	seq  int
+	sandboxOnce sync.Once
+	sandboxErr  error
+	bwrap       string
+
+	mu     sync.Mutex
+	jobs   map[string]*job
+	seq    int
+	closed bool
 }
 
 var (
-	_ scheduler.Builder   = (*Runtime)(nil)
-	_ scheduler.Runner    = (*Runtime)(nil)
-	_ scheduler.LogReader = (*Runtime)(nil)
+	_ scheduler.Runtime     = (*Runtime)(nil)
+	_ scheduler.Builder     = (*Runtime)(nil)
+	_ scheduler.Runner      = (*Runtime)(nil)
+	_ scheduler.LogReader   = (*Runtime)(nil)
+	_ scheduler.UsageReader = (*Runtime)(nil)
+	_ scheduler.HostReader  = (*Runtime)(nil)
+	_ scheduler.Execer      = (*Runtime)(nil)
 )
 
-// New returns a process runtime after checking its configuration.
+// New returns a process runtime after checking its configuration. Before
+// it returns, it kills the workloads a previous runtime on the same work
+// directory left running when it died (see Orphans).
 func New(cfg Config) (*Runtime, error) {
 	if cfg.WorkDir == "" {
 		return nil, errors.New("process runtime: a work directory is required")
@@ -76,10 +123,25 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.CacheDir, err = filepath.Abs(cfg.CacheDir); err != nil {
 		return nil, fmt.Errorf("process runtime: cache directory: %w", err)
 	}
-	for _, d := range []string{filepath.Join(cfg.WorkDir, "builds"), cfg.CacheDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	for _, d := range []string{"builds", "logs", "jobs", "volumes"} {
+		if err := os.MkdirAll(filepath.Join(cfg.WorkDir, d), 0o700); err != nil {
 			return nil, fmt.Errorf("process runtime: %w", err)
 		}
+	}
+	if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
+		return nil, fmt.Errorf("process runtime: %w", err)
+	}
+	switch cfg.BuildIsolation {
+	case "", policy.IsolationNone, policy.IsolationSandbox:
+	default:
+		return nil, fmt.Errorf("process runtime: build isolation %q is none or sandbox", cfg.BuildIsolation)
+	}
+	if cfg.AdvertiseHost == "" {
+		cfg.AdvertiseHost = "127.0.0.1"
+	}
+	ip := net.ParseIP(cfg.AdvertiseHost)
+	if ip == nil {
+		return nil, fmt.Errorf("process runtime: the advertise host %q is not an IP address", cfg.AdvertiseHost)
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -93,43 +155,77 @@ func New(cfg Config) (*Runtime, error) {
 	def(&cfg.HealthInterval, 10*time.Second)
 	def(&cfg.RestartBackoff, time.Second)
 	def(&cfg.MaxRestartBackoff, 30*time.Second)
+	def(&cfg.RestartInterval, 2*time.Minute)
+	def(&cfg.UsageWindow, 200*time.Millisecond)
+	if cfg.RestartAttempts == 0 {
+		cfg.RestartAttempts = 3
+	}
 	if cfg.LogCapBytes <= 0 {
 		cfg.LogCapBytes = 1 << 20
 	}
-	return &Runtime{cfg: cfg, jobs: map[string]*job{}}, nil
+	r := &Runtime{cfg: cfg, bootID: bootID(), loopback: ip.IsLoopback(), jobs: map[string]*job{}}
+	if r.orphans, err = r.reapOrphans(); err != nil {
+		return nil, fmt.Errorf("process runtime: reap orphaned workloads: %w", err)
+	}
+	return r, nil
+}
+
+// Orphans returns the process groups New killed, by job ID: workloads a
+// previous runtime on the same work directory left running when it died.
+// Their jobs are not running on this runtime.
+func (r *Runtime) Orphans() map[string][]int {
+	out := make(map[string][]int, len(r.orphans))
+	for id, pids := range r.orphans {
+		out[id] = append([]int(nil), pids...)
+	}
+	return out
+}
+
+// Close stops every running job (as Stop does, all at once) and refuses
+// new runs: for a server shutting down. Logs and volumes stay.
+func (r *Runtime) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	jobs := r.jobs
+	r.jobs = map[string]*job{}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j.stop(context.Background())
+		}()
+	}
+	wg.Wait()
+	return nil
 }
 
 func notFound(jobID string) error {
 	return errcode.New(errcode.NotFound, "no job %q on this runtime", jobID)
 }
 
+func workloadNotFound(jobID, workload string) error {
+	return errcode.New(errcode.NotFound, "no workload %q in job %q", workload, jobID)
+}
+
+func (r *Runtime) job(jobID string) *job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.jobs[jobID]
+}
+
 // Status reports the job's state.
 func (r *Runtime) Status(ctx context.Context, jobID string) (scheduler.JobStatus, error) {
-	r.mu.Lock()
-	j := r.jobs[jobID]
-	r.mu.Unlock()
+	j := r.job(jobID)
 	if j == nil {
 		return scheduler.JobStatus{}, notFound(jobID)
 	}
 	return j.status(), nil
 }
 
-// Logs returns a workload's kept output lines, oldest first.
-func (r *Runtime) Logs(ctx context.Context, jobID, workload string) ([]string, error) {
-	r.mu.Lock()
-	j := r.jobs[jobID]
-	r.mu.Unlock()
-	if j == nil {
-		return nil, notFound(jobID)
-	}
-	w := j.workloads[workload]
-	if w == nil {
-		return nil, errcode.New(errcode.NotFound, "no workload %q in job %q", workload, jobID)
-	}
-	return w.logs.Lines(), nil
-}
-
-// Stop stops every workload of the job and forgets it.
+// Stop stops every workload of the job and forgets it. Its logs stay on
+// disk (RemoveLogs removes them); its volumes stay.
 func (r *Runtime) Stop(ctx context.Context, jobID string) error {
 	r.mu.Lock()
 	j := r.jobs[jobID]
@@ -139,5 +235,65 @@ func (r *Runtime) Stop(ctx context.Context, jobID string) error {
 		return notFound(jobID)
 	}
 	j.stop(ctx)
+	return nil
+}
+
+// Restart restarts the job's workloads in place, in its start order, each
+// once those before it are ready again (or the start timeout passed):
+// same artifact, environment and address. A dead workload is started
+// again with its restart policy's count cleared. Static workloads have
+// nothing to restart. Restarts count in WorkloadStatus.Restarts.
+// STATE_INVALID while the job's Run has not returned yet.
+func (r *Runtime) Restart(ctx context.Context, jobID string) error {
+	j := r.job(jobID)
+	if j == nil {
+		return notFound(jobID)
+	}
+	return j.restart(ctx)
+}
+
+func (r *Runtime) logPath(jobID, workload string) string {
+	return filepath.Join(r.cfg.WorkDir, "logs", jobID, workload+".log")
+}
+
+// Logs returns a workload's kept output lines, oldest first: from the
+// running job, or from the files a stopped job (or an earlier runtime on
+// this work directory) left.
+func (r *Runtime) Logs(ctx context.Context, jobID, workload string) ([]string, error) {
+	if j := r.job(jobID); j != nil {
+		w := j.get(workload)
+		if w == nil {
+			return nil, workloadNotFound(jobID, workload)
+		}
+		return w.log.Lines(), nil
+	}
+	if !plainName(jobID) || !plainName(workload) {
+		return nil, notFound(jobID)
+	}
+	lines, err := readLogLines(r.logPath(jobID, workload))
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Dir(r.logPath(jobID, workload))); err == nil {
+			return nil, workloadNotFound(jobID, workload)
+		}
+		return nil, notFound(jobID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read logs of %s/%s: %w", jobID, workload, err)
+	}
+	return lines, nil
+}
+
+// RemoveLogs removes a stopped job's log files. STATE_INVALID while the
+// job runs; removing logs that are not there is no error.
+func (r *Runtime) RemoveLogs(jobID string) error {
+	if !plainName(jobID) {
+		return errcode.Invalid("job_id", "the job ID %q is not a plain name", jobID)
+	}
+	if r.job(jobID) != nil {
+		return errcode.New(errcode.StateInvalid, "job %q is running: stop it before removing its logs", jobID)
+	}
+	if err := os.RemoveAll(filepath.Dir(r.logPath(jobID, "x"))); err != nil {
+		return fmt.Errorf("remove logs of %s: %w", jobID, err)
+	}
 	return nil
 }

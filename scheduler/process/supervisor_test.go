@@ -1,6 +1,7 @@
 package process
 
 import (
+	"os"
 	"os/exec"
 	"strconv"
 	"testing"
@@ -150,4 +151,100 @@ func fmtCode(c *int) string {
 		return "nil"
 	}
 	return strconv.Itoa(*c)
+}
+
+func TestSupervisorDeadAfterPolicy(t *testing.T) {
+	needSh(t)
+	var deadExits int
+	s := newSupervisor(func() *exec.Cmd { return exec.Command("sh", "-c", "exit 9") },
+		func(int) time.Duration { return time.Millisecond }, time.Hour)
+	s.policy = restartPolicy{attempts: 2, interval: time.Hour}
+	s.onExit = func(code int, err error, dead bool) {
+		if dead {
+			deadExits++ // only the loop goroutine calls it
+		}
+	}
+	s.arm()
+	s.start()
+	<-s.done // a dead workload's supervision ends by itself
+	st := s.read()
+	if !st.dead || st.running || st.restarts != 2 || st.exitCode == nil || *st.exitCode != 9 {
+		t.Fatalf("state = %+v (exit %s), want dead after 2 restarts with code 9", st, fmtCode(st.exitCode))
+	}
+	if deadExits != 1 {
+		t.Errorf("exits reported dead = %d, want 1", deadExits)
+	}
+	s.stop(time.Second) // stopping a dead workload returns at once
+}
+
+func TestSupervisorPolicyWindow(t *testing.T) {
+	needSh(t)
+	// Restarts older than the interval no longer count: with a tiny
+	// interval the workload never dies.
+	s := newSupervisor(func() *exec.Cmd { return exec.Command("sh", "-c", "exit 1") },
+		func(int) time.Duration { return 5 * time.Millisecond }, time.Hour)
+	s.policy = restartPolicy{attempts: 1, interval: time.Nanosecond}
+	s.arm()
+	s.start()
+	waitUntil(t, "five restarts", func() bool {
+		_, restarts, _ := s.state()
+		return restarts >= 5
+	})
+	if st := s.read(); st.dead {
+		t.Fatalf("dead with restarts spread beyond the interval: %+v", st)
+	}
+	s.stop(time.Second)
+}
+
+func TestSupervisorRestartInPlace(t *testing.T) {
+	needSh(t)
+	s := newSupervisor(func() *exec.Cmd { return exec.Command("sleep", "1000") },
+		func(int) time.Duration { return time.Hour }, time.Hour) // no automatic restart would come in time
+	s.policy = restartPolicy{attempts: 0, interval: time.Hour} // any failure is fatal; a restart is none
+	s.arm()
+	s.start()
+	waitUntil(t, "the process running", func() bool { return s.read().pid > 0 })
+	first := s.read().pid
+	for i := 1; i <= 3; i++ {
+		if !s.restart(2 * time.Second) {
+			t.Fatal("restart refused")
+		}
+		waitUntil(t, "a new process running", func() bool {
+			st := s.read()
+			return st.running && st.pid != first
+		})
+		if st := s.read(); st.restarts != i || st.dead {
+			t.Fatalf("after restart %d: %+v, want %d restarts, alive", i, st, i)
+		}
+		first = s.read().pid
+	}
+	s.stop(time.Second)
+	if s.restart(time.Second) {
+		t.Error("restart after stop = true, want false")
+	}
+}
+
+func TestSupervisorReviveDead(t *testing.T) {
+	needSh(t)
+	dir := t.TempDir()
+	flag := dir + "/ok"
+	// Crashes until the flag file exists.
+	s := newSupervisor(func() *exec.Cmd {
+		return exec.Command("sh", "-c", `[ -e "$0" ] && exec sleep 1000; exit 3`, flag)
+	}, func(int) time.Duration { return time.Millisecond }, time.Hour)
+	s.policy = restartPolicy{attempts: 1, interval: time.Hour}
+	s.arm()
+	s.start()
+	waitUntil(t, "dead", func() bool { return s.read().dead })
+	if err := os.WriteFile(flag, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !s.restart(time.Second) {
+		t.Fatal("restart of a dead workload refused")
+	}
+	waitUntil(t, "revived and running", func() bool {
+		st := s.read()
+		return st.running && !st.dead
+	})
+	s.stop(time.Second)
 }

@@ -1,7 +1,27 @@
 // Package runtimetest owns the contract suite every runtime adapter must
 // pass: building a static site, a Go program and a shell command, running
-// them, reaching them over HTTP, health, restarts, stopping, and the coded
-// errors of failed builds and workloads that exit at once.
+// them, reaching them over HTTP, health, restarts (automatic and asked
+// for), the restart policy, start order, volumes, capped logs, usage,
+// exec, stopping, and the coded errors of failed builds and workloads that
+// exit at once.
+//
+// What the suite expects of a runtime's Factory:
+//
+//   - a small restart budget and short backoffs: a workload that crashes
+//     again at once after every restart must be dead within the suite's
+//     deadline, and one that exits once must be restarted (the process
+//     runtime's factory gives 2 attempts within a minute, backoffs from
+//     50ms to 500ms);
+//   - a fresh runtime per call, cleaned up by t (the cases run in
+//     parallel).
+//
+// A runtime that cannot mount a volume at its path names the volume's
+// directory in SVC_VOLUME_<NAME> (upper case, '-' as '_'); the suite's
+// workloads look there first, then at the mount path. Cases of optional
+// capabilities (LogReader, UsageReader, HostReader, Execer) skip when the
+// runner does not implement them. Cases needing sh, python3 or go skip
+// when they are missing. No case asserts on time: every wait polls up to
+// the suite's deadline.
 //
 // It is imported by runtimes' tests only. It must not import any runtime,
 // the HTTP server or the store.
@@ -42,6 +62,13 @@ func Run(t *testing.T, newRuntime Factory) {
 	t.Run("BuildTimeout", func(t *testing.T) { t.Parallel(); buildTimeout(t, newRuntime) })
 	t.Run("ExitsAtOnce", func(t *testing.T) { t.Parallel(); exitsAtOnce(t, newRuntime) })
 	t.Run("UnknownJob", func(t *testing.T) { t.Parallel(); unknownJob(t, newRuntime) })
+	t.Run("RestartInPlace", func(t *testing.T) { t.Parallel(); restartInPlace(t, newRuntime) })
+	t.Run("StartOrder", func(t *testing.T) { t.Parallel(); startOrder(t, newRuntime) })
+	t.Run("DeadAfterRepeatedCrashes", func(t *testing.T) { t.Parallel(); deadAfterRepeatedCrashes(t, newRuntime) })
+	t.Run("VolumeSurvivesJobs", func(t *testing.T) { t.Parallel(); volumeSurvivesJobs(t, newRuntime) })
+	t.Run("LogsCapped", func(t *testing.T) { t.Parallel(); logsCapped(t, newRuntime) })
+	t.Run("Usage", func(t *testing.T) { t.Parallel(); usage(t, newRuntime) })
+	t.Run("Exec", func(t *testing.T) { t.Parallel(); execCase(t, newRuntime) })
 }
 
 func staticSite(t *testing.T, newRuntime Factory) {
@@ -260,6 +287,24 @@ func unknownJob(t *testing.T, newRuntime Factory) {
 	}
 	if err := r.Stop(ctx, "no-such-job"); errcode.CodeOf(err) != errcode.NotFound {
 		t.Errorf("Stop(unknown) = %v, want NOT_FOUND", err)
+	}
+	if err := r.Restart(ctx, "no-such-job"); errcode.CodeOf(err) != errcode.NotFound {
+		t.Errorf("Restart(unknown) = %v, want NOT_FOUND", err)
+	}
+	if lr, ok := r.(scheduler.LogReader); ok {
+		if _, err := lr.Logs(ctx, "no-such-job", "web"); errcode.CodeOf(err) != errcode.NotFound {
+			t.Errorf("Logs(unknown) = %v, want NOT_FOUND", err)
+		}
+	}
+	if ur, ok := r.(scheduler.UsageReader); ok {
+		if _, err := ur.Usage(ctx, "no-such-job"); errcode.CodeOf(err) != errcode.NotFound {
+			t.Errorf("Usage(unknown) = %v, want NOT_FOUND", err)
+		}
+	}
+	if ex, ok := r.(scheduler.Execer); ok {
+		if _, err := ex.Exec(ctx, scheduler.ExecRequest{JobID: "no-such-job", Workload: "web"}); errcode.CodeOf(err) != errcode.NotFound {
+			t.Errorf("Exec(unknown) = %v, want NOT_FOUND", err)
+		}
 	}
 }
 

@@ -1,0 +1,135 @@
+package process_test
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/svchost/svc/scheduler/process"
+)
+
+// TestOrphansKilledByNew: a server (a child process running a runtime)
+// dies by SIGKILL; its workload lives on; a new runtime on the same work
+// directory kills it and removes the job's record.
+func TestOrphansKilledByNew(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh on PATH")
+	}
+	dir := t.TempDir()
+	child := exec.Command(helperCommand(t)[0])
+	child.Env = append(os.Environ(), helperEnv+"=orphan-child", "WORKDIR="+dir)
+	child.Stderr = os.Stderr
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatalf("start the child server: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = child.Process.Kill()
+		_ = child.Wait()
+	})
+
+	// The child prints pid=N once its job runs.
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "pid=") || strings.HasPrefix(sc.Text(), "error:") {
+				lines <- sc.Text()
+				return
+			}
+		}
+		lines <- fmt.Sprint("no pid line: ", sc.Err())
+	}()
+	var line string
+	select {
+	case line = <-lines:
+	case <-time.After(45 * time.Second):
+		t.Fatal("the child server did not report its workload")
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(line, "pid="))
+	if err != nil {
+		t.Fatalf("child said %q", line)
+	}
+	t.Cleanup(func() {
+		if !processGone(pid) {
+			_ = syscall.Kill(-pid, syscall.SIGKILL) // the group this test made
+		}
+	})
+
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	if processGone(pid) {
+		t.Fatalf("workload %d died with its server; it must outlive it for this test", pid)
+	}
+	record := filepath.Join(dir, "jobs", "job-orphan.json")
+	if _, err := os.Stat(record); err != nil {
+		t.Fatalf("the job's record after the crash: %v", err)
+	}
+
+	rt, err := process.New(process.Config{WorkDir: dir})
+	if err != nil {
+		t.Fatalf("new runtime on the crashed one's directory: %v", err)
+	}
+	waitUntil(t, "the orphaned workload gone", func() (bool, string) {
+		return processGone(pid), "pid " + strconv.Itoa(pid) + " alive"
+	})
+	if got, want := rt.Orphans(), map[string][]int{"job-orphan": {pid}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Orphans() = %v, want %v", got, want)
+	}
+	if _, err := os.Stat(record); !os.IsNotExist(err) {
+		t.Errorf("the job's record after reaping: %v, want it removed", err)
+	}
+}
+
+// TestNewLeavesOthersAlone: a record whose process is not the recorded
+// one (another start time: a pid used again) kills nothing.
+func TestNewLeavesOthersAlone(t *testing.T) {
+	if _, err := exec.LookPath("sleep"); err != nil {
+		t.Skip("no sleep on PATH")
+	}
+	cmd := exec.Command("sleep", "1000")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	dir := t.TempDir()
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	rec := `{"id":"job-x","boot_id":"` + strings.TrimSpace(string(boot)) + `","workloads":{"w":{"pid":` +
+		strconv.Itoa(cmd.Process.Pid) + `,"start_time":1}}}`
+	if err := os.MkdirAll(filepath.Join(dir, "jobs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "jobs", "job-x.json"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := process.New(process.Config{WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if processGone(cmd.Process.Pid) {
+		t.Fatal("New killed a process whose start time differs from the record's")
+	}
+	if got := rt.Orphans(); len(got) != 0 {
+		t.Errorf("Orphans() = %v, want none", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "jobs", "job-x.json")); !os.IsNotExist(err) {
+		t.Errorf("the stale record: %v, want it removed", err)
+	}
+}

@@ -1,0 +1,97 @@
+package process_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/scheduler"
+	"github.com/svchost/svc/scheduler/process"
+)
+
+func TestVolumeEnv(t *testing.T) {
+	for in, want := range map[string]string{
+		"data":       "SVC_VOLUME_DATA",
+		"user-files": "SVC_VOLUME_USER_FILES",
+		"a.b":        "SVC_VOLUME_A_B",
+		"v2":         "SVC_VOLUME_V2",
+	} {
+		if got := process.VolumeEnv(in); got != want {
+			t.Errorf("VolumeEnv(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestVolumeWithoutSandbox: the volume's directory is made (0700) under
+// the app, named in SVC_VOLUME_<NAME> and linked at the mount path in the
+// artifact; it outlives Stop.
+func TestVolumeWithoutSandbox(t *testing.T) {
+	rt := newRuntime(t, testConfig(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	art := commandArtifact(t)
+	_, err := rt.Run(ctx, scheduler.Job{ID: "job-v", AppID: "app-1", Workloads: map[string]scheduler.Task{"w": {
+		Artifact: art,
+		Command:  []string{"sh", "-c", `echo "$SVC_VOLUME_USER_FILES" > env.txt; echo via-link > var/lib/files/f; exec sleep 1000`},
+		NoPort:   true,
+		Mounts:   []scheduler.Mount{{Volume: "user-files", Path: "/var/lib/files"}},
+	}}})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	dir := rt.VolumeDir("app-1", "user-files")
+	waitUntil(t, "the workload's write through the link", func() (bool, string) {
+		b, err := os.ReadFile(filepath.Join(dir, "f"))
+		return err == nil && string(b) == "via-link\n", string(b)
+	})
+	if b, _ := os.ReadFile(filepath.Join(art.Dir, "env.txt")); strings.TrimSpace(string(b)) != dir {
+		t.Errorf("SVC_VOLUME_USER_FILES = %q, want %q", b, dir)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("volume directory: %v, %v; want mode 0700", fi.Mode(), err)
+	}
+	if link, err := os.Readlink(filepath.Join(art.Dir, "var", "lib", "files")); err != nil || link != dir {
+		t.Errorf("link in the artifact = %q, %v; want %q", link, err, dir)
+	}
+	if err := rt.Stop(ctx, "job-v"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "f")); err != nil {
+		t.Errorf("the volume after stop: %v, want it kept", err)
+	}
+}
+
+func TestMountsRefused(t *testing.T) {
+	rt := newRuntime(t, testConfig(t))
+	art := commandArtifact(t)
+	if err := os.WriteFile(filepath.Join(art.Dir, "data"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		appID string
+		m     scheduler.Mount
+	}{
+		{"parent directory", "app", scheduler.Mount{Volume: "v", Path: "/data/../etc"}},
+		{"relative path", "app", scheduler.Mount{Volume: "v", Path: "data"}},
+		{"the root", "app", scheduler.Mount{Volume: "v", Path: "/"}},
+		{"proc", "app", scheduler.Mount{Volume: "v", Path: "/proc/x"}},
+		{"volume name with a slash", "app", scheduler.Mount{Volume: "a/b", Path: "/data"}},
+		{"no app", "", scheduler.Mount{Volume: "v", Path: "/data"}},
+		{"a file of the artifact in the way", "app", scheduler.Mount{Volume: "v", Path: "/data"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := rt.Run(context.Background(), scheduler.Job{ID: "job-bad", AppID: tt.appID, Workloads: map[string]scheduler.Task{"w": {
+				Artifact: art, Command: []string{"sleep", "1000"}, NoPort: true, Mounts: []scheduler.Mount{tt.m},
+			}}})
+			if errcode.CodeOf(err) != errcode.ValidInvalid {
+				t.Errorf("run = %v, want VALID_INVALID", err)
+			}
+		})
+	}
+}
