@@ -82,6 +82,11 @@ type Config struct {
 	Runtime struct {
 		BuildTimeout time.Duration
 		StartTimeout time.Duration
+		// AdvertiseHost is the address the process runtime reaches
+		// workloads at; empty is 127.0.0.1. Another address makes an app
+		// that listens only on loopback fail its deploy
+		// (BUILD_LISTENS_ON_LOOPBACK).
+		AdvertiseHost string
 	}
 	Cluster struct {
 		// NodeID names this node. Empty on a single node means the id

@@ -109,6 +109,7 @@ func TestDefaults(t *testing.T) {
 		{Name: "log.format", Env: "SVC_LOG_FORMAT", Value: "text", Origin: "default"},
 		{Name: "log.level", Env: "SVC_LOG_LEVEL", Value: "info", Origin: "default"},
 		{Name: "reconciler.backoff", Env: "SVC_RECONCILER_BACKOFF", Value: "5s,15s,30s,1m0s,2m0s,5m0s", Origin: "default"},
+		{Name: "runtime.advertise_host", Env: "SVC_RUNTIME_ADVERTISE_HOST", Origin: "default"},
 		{Name: "runtime.build_timeout", Env: "SVC_RUNTIME_BUILD_TIMEOUT", Value: "15m0s", Origin: "default"},
 		{Name: "runtime.start_timeout", Env: "SVC_RUNTIME_START_TIMEOUT", Value: "1m0s", Origin: "default"},
 		{Name: "server.addr", Env: "SVC_SERVER_ADDR", Value: ":8080", Origin: "default"},
@@ -607,6 +608,7 @@ func TestEmptyValues(t *testing.T) {
 	emptyOK := []string{
 		"SVC_DATABASE_URL", "SVC_SERVER_ISSUER", "SVC_SERVER_EXTERNAL_URL", "SVC_SERVER_PROXY_UPSTREAM",
 		"SVC_ADMIN_PASSWORD", "SVC_CLUSTER_NODE_ID", "SVC_CLUSTER_RAFT_ADDR", "SVC_CLUSTER_PEERS", "SVC_CLUSTER_SECRET",
+		"SVC_RUNTIME_ADVERTISE_HOST",
 	}
 	for _, d := range defs {
 		t.Run(d.env(), func(t *testing.T) {

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -178,6 +179,18 @@ var defs = [...]def{
 			return nil
 		},
 		format: func(c *Config) string { return c.Log.Format },
+	},
+	{
+		name: "runtime.advertise_host", emptyUnset: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			ip := net.ParseIP(v)
+			if ip == nil || ip.IsUnspecified() || ip.IsMulticast() {
+				return fmt.Errorf("%s is not an IP address of this host (e.g. 10.0.0.5)", quote(v))
+			}
+			c.Runtime.AdvertiseHost = v
+			return nil
+		},
+		format: func(c *Config) string { return c.Runtime.AdvertiseHost },
 	},
 	{
 		name: "runtime.build_timeout",
