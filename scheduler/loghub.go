@@ -12,17 +12,21 @@ import (
 // that readers follow it line by line; a finished deploy's output is in the
 // store (DeployLogs).
 type logHub struct {
+	now  func() time.Time
 	mu   sync.Mutex
 	live map[string]*liveLog
 }
 
-func newLogHub() *logHub { return &logHub{live: map[string]*liveLog{}} }
+func newLogHub(now func() time.Time) *logHub { return &logHub{now: now, live: map[string]*liveLog{}} }
 
 // liveLog is one running deploy's output.
 type liveLog struct {
+	now   func() time.Time
 	mu    sync.Mutex
 	lines []LogLine
-	size  int
+	// dropped counts the lines let go from the front to bound memory;
+	// readers' positions count them too.
+	dropped int
 	// changed is closed and replaced whenever a line is added or the log
 	// ends.
 	changed chan struct{}
@@ -35,7 +39,7 @@ const maxLiveLines = 20000
 func (h *logHub) open(id string) *liveLog {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	l := &liveLog{changed: make(chan struct{})}
+	l := &liveLog{now: h.now, changed: make(chan struct{})}
 	h.live[id] = l
 	return l
 }
@@ -71,9 +75,11 @@ func (l *liveLog) add(stream, line string) {
 		line = line[:8192] + "…"
 	}
 	if len(l.lines) >= maxLiveLines {
-		l.lines = slices.Delete(l.lines, 0, len(l.lines)/10)
+		n := len(l.lines) / 10
+		l.lines = slices.Delete(l.lines, 0, n)
+		l.dropped += n
 	}
-	l.lines = append(l.lines, LogLine{Time: time.Now().UTC(), Stream: stream, Line: line})
+	l.lines = append(l.lines, LogLine{Time: l.now().UTC(), Stream: stream, Line: line})
 	close(l.changed)
 	l.changed = make(chan struct{})
 }
@@ -86,14 +92,21 @@ func (l *liveLog) snapshot() []LogLine {
 
 // from returns the lines from index i on, whether the log ended, and a
 // channel closed at the next change.
-func (l *liveLog) from(i int) ([]LogLine, bool, <-chan struct{}) {
+// Positions count every line added, those let go included; a reader that
+// fell behind the front is told how many it missed.
+func (l *liveLog) from(i int) ([]LogLine, int, bool, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []LogLine
-	if i < len(l.lines) {
-		out = slices.Clone(l.lines[i:])
+	next := l.dropped + len(l.lines)
+	if i < l.dropped {
+		out = append(out, LogLine{Time: l.now().UTC(), Stream: LogSystem, Line: fmt.Sprintf("… %d lines left out of this long log …", l.dropped-i)})
+		i = l.dropped
 	}
-	return out, l.done, l.changed
+	if k := i - l.dropped; k < len(l.lines) {
+		out = append(out, l.lines[k:]...)
+	}
+	return out, next, l.done, l.changed
 }
 
 // FollowLogs sends a deployment's output to emit, line by line: while it
@@ -108,13 +121,13 @@ func (s *Service) FollowLogs(ctx context.Context, appID, depID string, emit func
 	sent := 0
 	for d.Active() {
 		if l := s.logs.get(depID); l != nil {
-			lines, done, changed := l.from(sent)
+			lines, next, done, changed := l.from(sent)
 			for _, line := range lines {
 				if err := emit(line); err != nil {
 					return d, err
 				}
 			}
-			sent += len(lines)
+			sent = next
 			if !done {
 				select {
 				case <-ctx.Done():

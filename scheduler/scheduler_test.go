@@ -30,8 +30,8 @@ import (
 // the end-to-end tests.
 
 var (
-	alice = actor.With(context.Background(), actor.Actor{Kind: authz.KindUser, ID: "usr_alice"})
-	bob   = actor.With(context.Background(), actor.Actor{Kind: authz.KindUser, ID: "usr_bob"})
+	alice = actor.With(context.Background(), actor.Actor{Kind: authz.KindUser, ID: "usr_alice", UserID: "usr_alice"})
+	bob   = actor.With(context.Background(), actor.Actor{Kind: authz.KindUser, ID: "usr_bob", UserID: "usr_bob"})
 )
 
 // fakeRuntime runs jobs in memory. Workloads run healthy unless a test
@@ -557,6 +557,10 @@ func TestApprovals(t *testing.T) {
 	}
 	if _, err := f.sch.Approve(alice, appID, d.ID); !errcode.Has(err, errcode.PermDenied) {
 		t.Fatalf("self-approval: %v", err)
+	}
+	alicesToken := actor.With(context.Background(), actor.Actor{Kind: authz.KindToken, ID: "tok_alice2", UserID: "usr_alice"})
+	if _, err := f.sch.Approve(alicesToken, appID, d.ID); !errcode.Has(err, errcode.PermDenied) {
+		t.Fatalf("self-approval through another credential: %v", err)
 	}
 	if _, err := f.sch.Approve(bob, appID, d.ID); err != nil {
 		t.Fatal(err)

@@ -132,7 +132,7 @@ func NewService(cfg Config, d Deps) *Service {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	return &Service{cfg: cfg, d: d, logs: newLogHub(), executing: map[string]bool{}, tracks: map[string]*track{}}
+	return &Service{cfg: cfg, d: d, logs: newLogHub(d.Now), executing: map[string]bool{}, tracks: map[string]*track{}}
 }
 
 // attempts bounds the retries of a write that raced another write.
@@ -177,7 +177,11 @@ func (s *Service) Create(ctx context.Context, appID string, n uint64, trigger st
 		if err != nil {
 			return Deployment{}, err
 		}
-		ops := []raftstore.Op{apps.Apps.Check(appID, appMeta.ModifyIndex), Deployments.CheckTable(r.TableIndex(Deployments))}
+		// Writing the app row serializes deploy requests per app: two at
+		// once cannot both see no deploy running.
+		touched := app
+		touched.UpdatedAt = s.d.Now()
+		ops := []raftstore.Op{apps.Apps.PutIf(&touched, appMeta.ModifyIndex)}
 		for _, d := range s.activeOf(r, appID) {
 			switch {
 			case d.State == DepWaitingApproval:
@@ -248,9 +252,15 @@ func refusal(res plan.Result) error {
 	return e.WithDetail("refusals", codes)
 }
 
+// actorID names who acts on a deployment: the person behind the
+// credential (so that a second token of the same person is the same
+// person), else the credential (a service token), else the actor's kind.
 func actorID(ctx context.Context) string {
 	a := actor.From(ctx)
-	if a.ID != "" {
+	switch {
+	case a.UserID != "":
+		return a.UserID
+	case a.ID != "":
 		return a.ID
 	}
 	return a.Kind

@@ -1,9 +1,13 @@
 package server
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/svchost/svc/internal/audit"
 )
@@ -18,6 +22,7 @@ var writesNothing = map[string]bool{
 // Reads that are audited every time.
 var auditedReads = map[string]bool{
 	"GET /api/v1/apps/{appID}/secrets/{key}/value": true,
+	"GET /api/v1/apps/{appID}/exec":                true, // opening a terminal: app.exec, with the command
 }
 
 func isStateChanging(method string) bool {
@@ -121,6 +126,25 @@ func TestStateChangingRequestsAreAuditedOnce(t *testing.T) {
 					t.Fatalf("sign in: %d %s", in.status, in.body)
 				}
 				check(t, h, r, api+"/sessions", "", "user", m.signer.userID, withCookie(cookie)...)
+			case "GET /api/v1/apps/{appID}/exec":
+				// A real terminal over a real websocket.
+				srv := httptest.NewServer(h.srv.Handler())
+				defer srv.Close()
+				app := h.runningNodeApp(t, "audited shell")
+				before := h.auditEntries(t)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				conn, resp, err := dialExec(ctx, wsURL(srv, app, url.Values{"command": {"true"}}), "Authorization", "Bearer "+h.token)
+				if err != nil {
+					t.Fatalf("exec: %v %v", err, resp)
+				}
+				defer conn.CloseNow()
+				runTerminal(t, ctx, conn)
+				got := newEntries(before, h.auditEntries(t))
+				if len(got) != 1 || got[0].Action != r.action || got[0].RequestID != resp.Header.Get("X-Request-Id") ||
+					got[0].PrincipalKind != "token" || got[0].PrincipalID != admin.tokenID {
+					t.Errorf("exec wrote %d audit entries %+v; want exactly one, %s, naming the request and the caller", len(got), got, r.action)
+				}
 			case "POST /api/v1/sessions":
 				c := m.build[key](t, nil, nil)
 				check(t, h, r, c.path, c.body, "user", m.signer.userID, "Authorization", "")

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,7 +79,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		st.caller = authz.Caller{Principal: a.Principal, Install: authz.InstallVerbs(facts, a.Principal, floor)}
 		c.Set(ctxAuth, st)
 		c.Set(ctxPrincipal, a.Principal.ID)
-		ctx := actor.With(req.Context(), actor.Actor{Kind: a.Principal.Kind, ID: a.Principal.ID, RequestID: requestID(c)})
+		ctx := actor.With(req.Context(), actor.Actor{Kind: a.Principal.Kind, ID: a.Principal.ID, UserID: a.Principal.UserID, RequestID: requestID(c)})
 		c.SetRequest(req.WithContext(ctx))
 		return next(c)
 	}
@@ -144,6 +145,11 @@ func (s *Server) authorize(r route, next echo.HandlerFunc) echo.HandlerFunc {
 			return errcode.New(errcode.PermDenied, "this account must change its password first").
 				WithRemedy("POST /api/v1/me/password")
 		}
+		if r.disabledCode != "" && policyDisables(a.floor, a.Principal, r.verb) {
+			return errcode.New(r.disabledCode, "host policy turns %s off for everyone, the owner included", r.verb).
+				WithDetail("verb", string(r.verb)).
+				WithRemedy("an administrator can change disabled_verbs in the host policy (PUT /api/v1/policy)")
+		}
 		if r.access == accessOpen {
 			// Whoever may open the app, or manages it; to anyone else it
 			// does not exist.
@@ -171,6 +177,13 @@ func (s *Server) authorize(r route, next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// policyDisables reports whether host policy's floor takes the verb away
+// from the principal: disabled_verbs for everyone, agent_disabled_verbs
+// for agent tokens.
+func policyDisables(f authz.Floor, p authz.Principal, v authz.Verb) bool {
+	return slices.Contains(f.Disabled, v) || (p.Agent && slices.Contains(f.AgentDisabled, v))
 }
 
 func verbRequired(v authz.Verb) *errcode.Error {

@@ -9,11 +9,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/authz"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/ids"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scheduler"
 )
 
 // call is one request of the matrix, built for an actor (and, for routes
@@ -44,7 +46,15 @@ type matrix struct {
 	// detected says the matrix's app has a source and a detection.
 	detected bool
 	build    map[string]buildFn
+	// ready are apps prepared for the scheduler's routes, by purpose, and
+	// requester asks for the deploys others approve.
+	ready     map[string]readyApp
+	requester *principal
 }
+
+// readyApp is an app prepared for a route, and the deployment the route
+// acts on.
+type readyApp struct{ app, dep string }
 
 func newMatrix(t *testing.T, h *harness) *matrix {
 	m := &matrix{
@@ -309,9 +319,56 @@ func (m *matrix) builders() map[string]buildFn {
 		"POST /api/v1/adapters":       withBody(api+"/adapters", func() string { return `{"category":"runtime","kind":"process"}` }),
 		"GET /api/v1/keyring":         fixed(api + "/keyring"),
 		"POST /api/v1/keyring/rotate": fixed(api + "/keyring/rotate"),
-		"GET /healthz":                fixed("/healthz"),
-		"GET /readyz":                 fixed("/readyz"),
-		"GET /metrics":                fixed("/metrics"),
+		// Deploys and running apps, on apps prepared for each (shared as
+		// the matrix's app is); one a successful request used up is made
+		// again for the next.
+		"POST /api/v1/apps/{appID}/deployments": func(t *testing.T, _, _ *principal) call {
+			r := m.readyFor(t, "deployable", func(t *testing.T) readyApp { return readyApp{app: h.pinnedApp(t, "matrix deploy", siteSpec("", 0))} })
+			return call{path: api + "/apps/" + r.app + "/deployments", body: `{}`, after: m.usedUp("deployable")}
+		},
+		"POST /api/v1/apps/{appID}/deployments/rollback": func(t *testing.T, _, _ *principal) call {
+			r := m.readyFor(t, "rollback", m.rolledApp)
+			return call{path: api + "/apps/" + r.app + "/deployments/rollback", after: m.usedUp("rollback")}
+		},
+		"POST /api/v1/apps/{appID}/deployments/{depID}/approve": func(t *testing.T, _, _ *principal) call {
+			r := m.readyFor(t, "approve", m.heldApp)
+			return call{path: api + "/apps/" + r.app + "/deployments/" + r.dep + "/approve", after: m.usedUp("approve")}
+		},
+		"POST /api/v1/apps/{appID}/deployments/{depID}/reject": func(t *testing.T, _, _ *principal) call {
+			r := m.readyFor(t, "reject", m.heldApp)
+			return call{path: api + "/apps/" + r.app + "/deployments/" + r.dep + "/reject", body: `{"reason":"matrix"}`, after: m.usedUp("reject")}
+		},
+		"GET /api/v1/apps/{appID}/deployments/{depID}": func(t *testing.T, _, _ *principal) call {
+			r := m.readyFor(t, "deployed", m.deployedApp)
+			return call{path: api + "/apps/" + r.app + "/deployments/" + r.dep}
+		},
+		"GET /api/v1/apps/{appID}/deployments/{depID}/logs": func(t *testing.T, _, _ *principal) call {
+			r := m.readyFor(t, "deployed", m.deployedApp)
+			return call{path: api + "/apps/" + r.app + "/deployments/" + r.dep + "/logs"}
+		},
+		"POST /api/v1/apps/{appID}/start": fixed(api + "/apps/" + m.appID + "/start"),
+		"POST /api/v1/apps/{appID}/stop":  fixed(api + "/apps/" + m.appID + "/stop"),
+		"POST /api/v1/apps/{appID}/restart": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/apps/" + m.readyFor(t, "deployed", m.deployedApp).app + "/restart"}
+		},
+		"GET /api/v1/apps/{appID}/status": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/apps/" + m.readyFor(t, "deployed", m.deployedApp).app + "/status"}
+		},
+		"GET /api/v1/apps/{appID}/usage": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/apps/" + m.readyFor(t, "deployed", m.deployedApp).app + "/usage"}
+		},
+		"GET /api/v1/apps/{appID}/logs": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/apps/" + m.readyFor(t, "deployed", m.deployedApp).app + "/logs"}
+		},
+		// A plain GET: the holder is let through and told to upgrade (426);
+		// TestExecAPI and the audit test open real terminals.
+		"GET /api/v1/apps/{appID}/exec": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/apps/" + m.readyFor(t, "deployed", m.deployedApp).app + "/exec"}
+		},
+		"GET /api/v1/capacity": fixed(api + "/capacity"),
+		"GET /healthz":         fixed("/healthz"),
+		"GET /readyz":          fixed("/readyz"),
+		"GET /metrics":         fixed("/metrics"),
 	}
 }
 
@@ -470,8 +527,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		})
 	}
 
-	// Two stand-in routes for app verbs no route uses yet (app.deploy) show
-	// that the matrix and authorize handle them when they come.
+	// Two stand-in routes registered after the table show that the matrix
+	// and authorize handle app verbs on any route.
 	t.Run("app-scope stand-ins", func(t *testing.T) {
 		ok := func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]bool{"ok": true}) }
 		for _, r := range []route{
@@ -569,6 +626,87 @@ func (m *matrix) appRoute() string {
 		}
 	}
 	return ""
+}
+
+// readyFor returns the app prepared for purpose, preparing it first when
+// there is none, shared on the control plane as the matrix's app is now.
+func (m *matrix) readyFor(t *testing.T, purpose string, prepare func(*testing.T) readyApp) readyApp {
+	t.Helper()
+	if m.ready == nil {
+		m.ready = map[string]readyApp{}
+	}
+	r, ok := m.ready[purpose]
+	if !ok {
+		r = prepare(t)
+		m.ready[purpose] = r
+	}
+	m.shareLike(t, r.app)
+	return r
+}
+
+// usedUp drops the app prepared for purpose once a request succeeded on it
+// (its deploy runs, its held deploy was decided), so the next gets a fresh
+// one.
+func (m *matrix) usedUp(purpose string) func(answer) {
+	return func(a answer) {
+		if a.status < 300 {
+			delete(m.ready, purpose)
+		}
+	}
+}
+
+// shareLike gives app every control-plane grant the matrix's app has that
+// it lacks.
+func (m *matrix) shareLike(t *testing.T, app string) {
+	t.Helper()
+	r := m.h.store.Read()
+	key := func(g identity.Grant) string { return g.PrincipalKind + "/" + g.PrincipalID + "/" + deref(g.RoleID) }
+	have := map[string]bool{}
+	gs, _ := identity.Grants.List(r, raftstore.Query{Index: "app", Key: app})
+	for _, g := range gs {
+		have[key(g.Value)] = true
+	}
+	src, _ := identity.Grants.List(r, raftstore.Query{Index: "app", Key: m.appID})
+	for _, g := range src {
+		if g.Value.Plane == identity.PlaneControl && g.Value.RoleID != nil && !have[key(g.Value)] {
+			m.h.grantApp(t, app, g.Value.PrincipalKind, g.Value.PrincipalID, *g.Value.RoleID)
+		}
+	}
+}
+
+// deployedApp is an app that runs a deployment that succeeded.
+func (m *matrix) deployedApp(t *testing.T) readyApp {
+	app := m.h.pinnedApp(t, "matrix deployed", siteSpec("", 0))
+	d := m.h.deployed(t, app)
+	m.h.waitAppState(t, app, apps.StateRunning)
+	return readyApp{app: app, dep: d.ID}
+}
+
+// rolledApp is an app with two successful deploys of two revisions: a
+// rollback has somewhere to go.
+func (m *matrix) rolledApp(t *testing.T) readyApp {
+	r := m.deployedApp(t)
+	rev := m.h.writeSpec(t, r.app, siteSpec("echo two", 0))
+	d := m.h.waitDeployment(t, r.app, m.h.deploy(t, r.app, fmt.Sprintf(`{"revision":%d}`, rev)).ID)
+	if d.State != scheduler.DepSucceeded {
+		t.Fatalf("second deploy: %+v", d)
+	}
+	return r
+}
+
+// heldApp is an app with a deploy waiting for an approval, asked for by
+// the matrix's requester (so that anyone else may decide it).
+func (m *matrix) heldApp(t *testing.T) readyApp {
+	if m.requester == nil {
+		m.requester = m.h.account(t, "requester", nil, true)
+	}
+	app := m.h.pinnedApp(t, "matrix held", siteSpec("", 1))
+	m.h.grantApp(t, app, authz.KindUser, m.requester.userID, authz.RoleDeveloper)
+	d := m.h.deploy(t, app, `{}`, m.requester.bearer()...)
+	if d.State != scheduler.DepWaitingApproval {
+		t.Fatalf("held deploy: %+v", d)
+	}
+	return readyApp{app: app, dep: d.ID}
 }
 
 // cloneApp creates an app shared exactly as the matrix's app is, for

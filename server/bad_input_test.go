@@ -47,6 +47,23 @@ func wrongTypeBodies(req any) map[string]string {
 	return out
 }
 
+// badValues are values of the right JSON type that a route refuses, by
+// route.
+var badValues = map[string][]struct{ name, body, field string }{
+	"POST /api/v1/apps/{appID}/deployments": {
+		{"a negative revision", `{"revision":-1}`, "revision"},
+		{"a revision past int64", `{"revision":9223372036854775808}`, "revision"},
+		{"a huge revision", `{"revision":1e30}`, "revision"},
+		{"a fractional revision", `{"revision":1.5}`, "revision"},
+	},
+	"POST /api/v1/apps/{appID}/deployments/{depID}/reject": {
+		{"no reason", `{}`, "reason"},
+		{"an empty reason", `{"reason":" "}`, "reason"},
+		{"a null reason", `{"reason":null}`, "reason"},
+		{"a reason over 1000 bytes", jsonOf(map[string]string{"reason": strings.Repeat("r", 1001)}), "reason"},
+	},
+}
+
 func TestBadInputOnEveryEndpoint(t *testing.T) {
 	h := newHarness(t)
 	m := newMatrix(t, h)
@@ -87,6 +104,9 @@ func TestBadInputOnEveryEndpoint(t *testing.T) {
 			}
 			if r.path != api+"/operator/raft/probes" { // an empty body is its default request
 				cases = append(cases, bad{"an empty body", "", "application/json", 400, ""})
+			}
+			for _, v := range badValues[key] {
+				cases = append(cases, bad{v.name, v.body, "application/json", 400, v.field})
 			}
 			before := len(h.auditEntries(t))
 			for _, b := range cases {

@@ -117,21 +117,7 @@ func TestUsersCreateAndRead(t *testing.T) {
 	}
 
 	// Paging of GET /users.
-	var seen []string
-	cursor := ""
-	for range 10 {
-		path := api + "/users?limit=2"
-		if cursor != "" {
-			path += "&cursor=" + cursor
-		}
-		l := decodeAs[list[userDTO]](t, h.send("GET", path, ""))
-		for _, u := range l.Items {
-			seen = append(seen, u.ID)
-		}
-		if cursor = l.NextCursor; cursor == "" {
-			break
-		}
-	}
+	seen := pageAll(t, h, api+"/users?limit=2", 10, func(u userDTO) string { return u.ID })
 	if len(seen) != 4 || !slices.IsSorted(seen) {
 		t.Errorf("paged users = %v, want the 4 accounts in ID order", seen)
 	}

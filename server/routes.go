@@ -18,6 +18,7 @@ import (
 	"github.com/svchost/svc/internal/plan"
 	"github.com/svchost/svc/internal/source"
 	"github.com/svchost/svc/internal/spec"
+	"github.com/svchost/svc/scheduler"
 )
 
 // route is one endpoint. The table below registers the routes, and the
@@ -43,6 +44,11 @@ type route struct {
 	// bodyTooLarge, if set, refuses a body over bodyLimit instead of the
 	// generic 413 (an image over 256 KB is 400 VALID_INVALID, as API.md says).
 	bodyTooLarge func() *errcode.Error
+	// disabledCode, if set, is how the route refuses everyone, the owner
+	// included, when host policy disables its verb (disabled_verbs, and
+	// agent_disabled_verbs for agent tokens): POLICY_EXEC_DISABLED for the
+	// terminal, where the floor alone would answer PERM_VERB_REQUIRED.
+	disabledCode errcode.Code
 	// request and response are zero values of the body types, for the
 	// OpenAPI document; status is the success status.
 	request  any
@@ -171,6 +177,26 @@ func (s *Server) routeTable() []route {
 		{method: put, path: api + "/apps/{appID}/slots/{key}", access: accessVerb, verb: authz.AppSpecEdit, summary: "Fill a declared slot in exactly one way: {provision: {adapter_id?, rotate_password?}} (a slots adapter of the slot's type makes the resource; again: the same one, its password kept unless rotate_password), {bind: {url}} or {value: {fields}} (postgres: url, or host, port, database, username, password, sslmode); secret fields are stored encrypted and never shown; a resource provisioned before is left in place; effective at the next deploy", handler: s.putSlot, action: "slot.fill", request: fillSlotRequest{}, response: slotAnswer{}},
 		{method: get, path: api + "/apps/{appID}/volumes", access: accessVerb, verb: authz.AppView, summary: "The app's storage: the volumes of the pinned spec revision (the latest when none is pinned), with size and mounts", handler: s.listVolumes, response: volumeList{}},
 		{method: post, path: api + "/apps/{appID}/volumes", access: accessVerb, verb: authz.AppSpecEdit, summary: "Declare a path kept between deploys: {name, size_bytes (1 MiB to 10 TiB), workload? (default the primary), path}; writes a new spec revision from the latest with the volume and its mount, neither pinned nor deployed, and answers it as spec_revision; data written elsewhere is discarded at the next deploy", handler: s.postVolume, action: "volume.create", request: createVolumeRequest{}, response: volumeAnswer{}, status: 201},
+
+		// Deploys. The scheduler writes each deploy's audit entry and events
+		// in the same write as the deployment.
+		{method: get, path: api + "/apps/{appID}/deployments", access: accessVerb, verb: authz.AppView, summary: "All deploys, newest first; paged with limit and cursor", handler: s.listDeployments, response: list[deploymentDTO]{}},
+		{method: post, path: api + "/apps/{appID}/deployments", access: accessVerb, verb: authz.AppDeploy, summary: "Deploy a revision: {revision?} (absent or 0: the pinned one); refused as the plan refuses it, and while another deploy of the app runs (STATE_INVALID); answers 202 with the deployment (Location: where to follow it) and builds and runs behind the answer; a revision whose spec asks for approvals (deploy.approvals) waits for them (state waiting_approval); honours Idempotency-Key", handler: s.postDeployment, action: "deployment.create", idempotent: true, request: deployRequest{}, response: deploymentAnswer{}, status: 202},
+		{method: post, path: api + "/apps/{appID}/deployments/rollback", access: accessVerb, verb: authz.AppDeploy, summary: "Deploy the last revision that ran successfully before the one the app runs now; answers 202 with the deployment; honours Idempotency-Key", handler: s.postRollback, action: "deployment.create", idempotent: true, response: deploymentAnswer{}, status: 202},
+		{method: get, path: api + "/apps/{appID}/deployments/{depID}", access: accessVerb, verb: authz.AppView, summary: "What a deploy shipped and how it ended: state, trigger, error_code and error_message on failure, approvals", handler: s.getDeployment, response: deploymentAnswer{}},
+		{method: get, path: api + "/apps/{appID}/deployments/{depID}/logs", access: accessVerb, verb: authz.AppLogsRead, summary: "Deploy output as server-sent events (text/event-stream), flushed per line while the deploy runs: event: log, data: {time, stream (build, run or system), line}; then event: end, data: {state, error_code}. A finished deployment replays its whole log, then the end", handler: s.getDeploymentLogs, response: deployLogEvent{}},
+		{method: post, path: api + "/apps/{appID}/deployments/{depID}/approve", access: accessVerb, verb: authz.AppDeploy, summary: "Approve a deploy waiting for approval; once it has the approvals its revision asks for it is queued. The person who asked for the deploy cannot approve it (PERM_DENIED); nobody approves twice", handler: s.postApprove, action: "deployment.approve", response: deploymentAnswer{}},
+		{method: post, path: api + "/apps/{appID}/deployments/{depID}/reject", access: accessVerb, verb: authz.AppDeploy, summary: "Reject a deploy waiting for approval: {reason} (required, at most 1000 bytes); it ends rejected", handler: s.postReject, action: "deployment.reject", request: rejectRequest{}, response: deploymentAnswer{}},
+
+		// Running apps.
+		{method: post, path: api + "/apps/{appID}/start", access: accessVerb, verb: authz.AppRestart, summary: "Desired state becomes running; the reconciler converges (refused when running it would oversubscribe the host); a failed app stays failed until deployed", handler: s.postStart, action: "app.start", response: appAnswer{}},
+		{method: post, path: api + "/apps/{appID}/stop", access: accessVerb, verb: authz.AppRestart, summary: "Desired state becomes stopped; the reconciler converges", handler: s.postStop, action: "app.stop", response: appAnswer{}},
+		{method: post, path: api + "/apps/{appID}/restart", access: accessVerb, verb: authz.AppRestart, summary: "Restart a running app's workloads in place, nothing else changing; the reconciler does it behind the answer (app.restarted)", handler: s.postAppRestart, action: "app.restart", response: appAnswer{}, status: 202},
+		{method: get, path: api + "/apps/{appID}/status", access: accessVerb, verb: authz.AppView, summary: "App state and desired state, the deployment and revision it runs, and per workload: running, restart count, health, last exit code", handler: s.getStatus, response: scheduler.Status{}},
+		{method: get, path: api + "/apps/{appID}/usage", access: accessVerb, verb: authz.AppView, summary: "Current resource reading beside limits (a reading, not history): per workload CPU in thousandths of a core, memory and disk in bytes, each mounted volume's size, limits (0: none); host_cpu_millis and host_memory_bytes say what no limit means; supported: false when the runtime cannot report", handler: s.getUsage, response: scheduler.Usage{}},
+		{method: get, path: api + "/apps/{appID}/logs", access: accessVerb, verb: authz.AppLogsRead, summary: "The app's runtime output, oldest first: query tail (number of lines, 1 to 10000, default 100) and workload (default the primary workload)", handler: s.getAppLogs, response: appLogsDTO{}},
+		{method: get, path: api + "/apps/{appID}/exec", access: accessVerb, verb: authz.AppExec, disabledCode: errcode.PolicyExecDisabled, summary: "Terminal in a running workload over a websocket; query workload (default the primary), command (repeatable: program and arguments; default a shell), rows and cols (1 to 1000; default 24 by 80). Framing: " + execFraming + ". Audited (app.exec, with the command, never what is typed); refused with POLICY_EXEC_DISABLED when host policy turns exec off, even for the owner; a browser's upgrade from another origin is refused", handler: s.getExec, action: "app.exec", status: http.StatusSwitchingProtocols},
+		{method: get, path: api + "/capacity", access: accessVerb, verb: authz.InstallView, summary: "What the host has (CPU, memory) and what apps meant to run commit of it, what is free, and the host port range and how much of it apps hold", handler: s.getCapacity, response: scheduler.Capacity{}},
 
 		// Operator.
 		{method: get, path: api + "/operator/raft", access: accessVerb, verb: authz.InstallView, summary: "The replicated store as this node sees it; digest=true adds a hash of the whole state", handler: s.getRaft, response: raftStatusDTO{}},

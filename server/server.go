@@ -77,6 +77,14 @@ type Deps struct {
 	Volumes   volumesService
 	Adapters  adaptersService
 	Keyring   keyringService
+	// The scheduler's parts: deploys and their approvals and logs, control
+	// of running apps, their workloads, and the host's capacity.
+	Deploys    deploysService
+	Approvals  approvalsService
+	DeployLogs deployLogsService
+	AppControl appControlService
+	Workloads  workloadsService
+	Capacity   capacityService
 	// Facts reads the state authorization decisions are made on.
 	Facts       factsSource
 	Operator    operatorService

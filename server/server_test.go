@@ -33,6 +33,7 @@ import (
 	"github.com/svchost/svc/internal/telemetry"
 	"github.com/svchost/svc/internal/throttle"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scheduler/process"
 )
 
 const canary = "canary-5e3f7a1c-secret"
@@ -50,6 +51,9 @@ type harness struct {
 	token   string // an administrator's token, sent unless a request says otherwise
 	adminID string
 	opts    harnessOptions
+	// procs is the process runtime the scheduler deploys to; like cmd/svc's,
+	// it outlives the harness's restarts.
+	procs *process.Runtime
 }
 
 // adminPassword is the harness administrator's password.
@@ -92,6 +96,11 @@ func (h *harness) open() {
 		logw = io.Discard // the log lines are still formatted, not kept
 	}
 	log := slog.New(slog.NewJSONHandler(logw, &slog.HandlerOptions{Level: o.level}))
+	if h.procs == nil {
+		// Before the store, so that it closes after the store (and the
+		// scheduler's loops) stopped.
+		h.procs = newTestRuntime(h.t, h.dir)
+	}
 	metrics := telemetry.New()
 	store, err := raftstore.Open(raftstore.Config{NodeID: "n1", Dir: h.dir, Tables: schema.Tables(), Logger: log, Metrics: metrics})
 	if err != nil {
@@ -120,13 +129,16 @@ func (h *harness) open() {
 		ClientLimit:  throttle.New(50, 15*time.Minute, now, 1000),
 		Now:          now, Logger: log,
 	})
-	w := wireStorage(h.t, store, h.dir, now, log)
+	w := wireStorage(h.t, store, h.dir, h.procs, now, log)
 	det, sources := wireDetection(h.t, h.dir, w, store, pol, log)
+	plans := plan.NewService(plan.Deps{Store: store, Specs: w.specs, Slots: w.slots, Secrets: w.secrets, Adapters: w.adapters, Detections: det, Policy: pol})
+	sched := wireScheduler(store, cfg, w, plans, sources, pol, h.procs, now, log)
 	srv, err := New(Deps{
 		Logger: log, Version: "test", Config: cfg,
 		Identity: ident, Policy: pol, Facts: store,
 		Apps: w.apps, Launcher: w.launcher, Icons: w.icons, Secrets: w.secrets, Specs: w.specs, Slots: w.slots, Volumes: w.volumes, Sources: sources, Detection: det,
-		Plans: plan.NewService(plan.Deps{Store: store, Specs: w.specs, Slots: w.slots, Secrets: w.secrets, Adapters: w.adapters, Detections: det, Policy: pol}), Adapters: w.adapters, Keyring: w.ring,
+		Plans: plans, Adapters: w.adapters, Keyring: w.ring,
+		Deploys: sched, Approvals: sched, DeployLogs: sched, AppControl: sched, Workloads: sched, Capacity: sched,
 		Operator: operator.New(store, "n1", now), Idempotency: idempotency.New(store, now),
 		Ready: store, Metrics: metrics, MetricsHandler: metrics.Handler(),
 		Commands: []CommandRef{{Command: "svc serve", Summary: "Run a server", Usage: "svc serve [flags]"}},
@@ -785,4 +797,26 @@ func FuzzDecodeJSON(f *testing.F) {
 			t.Fatalf("decode error is not a VALID_INVALID: %v", err)
 		}
 	})
+}
+
+// pageAll follows a list's next_cursor from path (which carries its limit)
+// for at most pages pages and returns every item's ID in order.
+func pageAll[T any](t *testing.T, h *harness, path string, pages int, id func(T) string) []string {
+	t.Helper()
+	var ids []string
+	cursor := ""
+	for range pages {
+		p := path
+		if cursor != "" {
+			p += "&cursor=" + cursor
+		}
+		l := decodeAs[list[T]](t, h.send("GET", p, ""))
+		for _, it := range l.Items {
+			ids = append(ids, id(it))
+		}
+		if cursor = l.NextCursor; cursor == "" {
+			break
+		}
+	}
+	return ids
 }

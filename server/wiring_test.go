@@ -10,11 +10,13 @@ import (
 	"github.com/svchost/svc/edge"
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/config"
 	"github.com/svchost/svc/internal/detection"
 	"github.com/svchost/svc/internal/icon"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/keyring"
 	"github.com/svchost/svc/internal/launcher"
+	"github.com/svchost/svc/internal/plan"
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/secrets"
 	"github.com/svchost/svc/internal/slots"
@@ -22,6 +24,7 @@ import (
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/internal/volumes"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scheduler"
 	"github.com/svchost/svc/scheduler/process"
 	"github.com/svchost/svc/slots/postgres"
 	"github.com/svchost/svc/vaultsecrets"
@@ -42,7 +45,7 @@ type wired struct {
 	volumes  *volumes.Service
 }
 
-func wireStorage(t testing.TB, store *raftstore.Store, dir string, now func() time.Time, log *slog.Logger) wired {
+func wireStorage(t testing.TB, store *raftstore.Store, dir string, procs *process.Runtime, now func() time.Time, log *slog.Logger) wired {
 	t.Helper()
 	kek, err := keyring.LoadKEK(filepath.Join(dir, "keyring.kek"))
 	if err != nil {
@@ -50,7 +53,7 @@ func wireStorage(t testing.TB, store *raftstore.Store, dir string, now func() ti
 	}
 	ring := keyring.New(store, kek, now)
 	ad, err := adapters.New(adapters.Deps{Store: store, Ring: ring, Now: now, Logger: log, StartedAt: now(), Kinds: []adapters.Kind{
-		process.Kind(), edge.RoutesKind(), vaultsecrets.BuiltinKind(store, ring), vaultsecrets.VaultKind(log), identity.LocalKind(),
+		process.KindFor(procs), edge.RoutesKind(), vaultsecrets.BuiltinKind(store, ring), vaultsecrets.VaultKind(log), identity.LocalKind(),
 		postgres.Kind(),
 	}})
 	if err != nil {
@@ -93,4 +96,44 @@ func wireDetection(t testing.TB, dir string, w wired, store *raftstore.Store, po
 		func(ctx context.Context, appID, msg string) { det.OnFetchFailed(ctx, appID, msg) })
 	det = detection.New(detection.Deps{Store: store, Checkouts: src, Specs: w.specs, Secrets: w.secrets, Now: func() time.Time { return time.Now().UTC() }, Logger: log})
 	return det, src
+}
+
+// newTestRuntime opens a process runtime under dir with short waits: health
+// checks every 100ms, a workload without a port ready after 200ms.
+func newTestRuntime(t testing.TB, dir string) *process.Runtime {
+	t.Helper()
+	rt, err := process.New(process.Config{
+		WorkDir: filepath.Join(dir, "runtime"), StartTimeout: 30 * time.Second, HealthInterval: 100 * time.Millisecond,
+		SettleTime: 200 * time.Millisecond, StopGrace: 2 * time.Second, RestartBackoff: 100 * time.Millisecond, MaxRestartBackoff: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	return rt
+}
+
+// testRuntimes is the scheduler's runtime source in tests: the harness's
+// process runtime, whatever the adapter ID.
+type testRuntimes struct{ rt scheduler.Runtime }
+
+var _ scheduler.Runtimes = testRuntimes{}
+
+func (r testRuntimes) Runtime(string) (scheduler.Runtime, error) { return r.rt, nil }
+
+// wireScheduler builds the scheduler as cmd/svc does, with a short retry
+// schedule and interval, and starts its leader loops on the store.
+func wireScheduler(store *raftstore.Store, cfg *config.Config, w wired, plans *plan.Service, sources *source.Service, pol *policy.Service,
+	rt *process.Runtime, now func() time.Time, log *slog.Logger) *scheduler.Service {
+	sch := scheduler.NewService(scheduler.Config{
+		Backoff:     []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond},
+		Interval:    100 * time.Millisecond,
+		RoutingMode: cfg.Server.RoutingMode, PortStart: cfg.App.PortStart, PortEnd: cfg.App.PortEnd,
+	}, scheduler.Deps{
+		Store: store, Specs: w.specs, Plans: plans, Sources: sources, Slots: w.slots, Secrets: w.secrets,
+		Policy: pol, Runtimes: testRuntimes{rt: rt}, Now: now, Log: log,
+	})
+	store.RunWhileLeader("deploys", sch.RunDeploys)
+	store.RunWhileLeader("reconciler", sch.Reconcile)
+	return sch
 }

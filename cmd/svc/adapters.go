@@ -62,7 +62,7 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 	ad, err := adapters.New(adapters.Deps{
 		Store: store, Ring: ring, Now: now, Logger: gen.log, StartedAt: gen.startedAt,
 		Kinds: []adapters.Kind{
-			process.Kind(),
+			process.KindFor(gen.procs),
 			edge.RoutesKind(),
 			vaultsecrets.BuiltinKind(store, ring),
 			vaultsecrets.VaultKind(gen.log),

@@ -29,6 +29,7 @@ import (
 	"github.com/svchost/svc/internal/telemetry"
 	"github.com/svchost/svc/internal/throttle"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scheduler/process"
 	"github.com/svchost/svc/server"
 )
 
@@ -85,10 +86,15 @@ func serve(ctx context.Context, cfg *config.Config, reload func() (*config.Confi
 		return &exitError{code: 1, err: fmt.Errorf("listen on %s (SVC_SERVER_ADDR): %w", cfg.Server.Addr, err)}
 	}
 	defer ln.Close()
+	procs, err := processRuntime(cfg)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	defer procs.Close()
 	var prev *generation
 	var applied uint64 // the store's applied index when the previous generation ended
 	for {
-		gen, genCtx, rt, err := start(ctx, cfg, prev, logw, commands)
+		gen, genCtx, rt, err := start(ctx, cfg, prev, logw, commands, procs)
 		if err != nil {
 			return err
 		}
@@ -129,6 +135,8 @@ type generation struct {
 	log       *slog.Logger
 	startedAt time.Time // strictly later than the previous generation's
 	commands  []server.CommandRef
+	// procs is the process runtime, which outlives generations.
+	procs *process.Runtime
 	// stop ends the generation's context: its server drains and returns.
 	stop       context.CancelFunc
 	restarting atomic.Bool
@@ -162,13 +170,15 @@ func (g *generation) restart() {
 // start builds the generation after prev on cfg. When cfg is a reloaded
 // configuration that does not start, it logs why and builds on the
 // previous generation's instead.
-func start(parent context.Context, cfg *config.Config, prev *generation, logw io.Writer, commands []server.CommandRef) (*generation, context.Context, *runtime, error) {
+func start(parent context.Context, cfg *config.Config, prev *generation, logw io.Writer, commands []server.CommandRef, procs *process.Runtime) (*generation, context.Context, *runtime, error) {
 	gen, ctx := newGeneration(parent, cfg, prev, logw, commands)
+	gen.procs = procs
 	rt, err := build(ctx, gen)
 	if err != nil && prev != nil && prev.cfg != cfg {
 		gen.stop()
 		gen.log.Error("restart: the reloaded configuration did not start; starting on the previous one", "err", err)
 		gen, ctx = newGeneration(parent, prev.cfg, prev, logw, commands)
+		gen.procs = procs
 		rt, err = build(ctx, gen)
 	}
 	if err != nil {
@@ -313,19 +323,27 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	store.RunWhileLeader("probe-expiry", ops.ExpiryLoop(5*time.Minute))
 	store.RunWhileLeader("session-expiry", raftstore.Every(10*time.Minute, ident.ExpireSessions))
 	store.RunWhileLeader("spec-retention", raftstore.Every(time.Hour, specs.SweepRetention))
+	plans := plan.NewService(plan.Deps{Store: store, Specs: specs, Slots: storage.slots, Secrets: storage.secrets,
+		Adapters: storage.adapters, Detections: det, Policy: pol})
+	sched := buildScheduler(gen, store, storage, specs, plans, sources, pol, now)
 	firstRun(ctx, ident, cfg.Admin.Password, log)
 
 	rt.api, err = server.New(server.Deps{
-		Logger:    log,
-		Version:   version,
-		Config:    cfg,
-		Identity:  ident,
-		Policy:    pol,
-		Apps:      storage.apps,
-		Launcher:  storage.launcher,
-		Detection: det,
-		Plans: plan.NewService(plan.Deps{Store: store, Specs: specs, Slots: storage.slots, Secrets: storage.secrets,
-			Adapters: storage.adapters, Detections: det, Policy: pol}),
+		Logger:         log,
+		Version:        version,
+		Config:         cfg,
+		Identity:       ident,
+		Policy:         pol,
+		Apps:           storage.apps,
+		Launcher:       storage.launcher,
+		Detection:      det,
+		Plans:          plans,
+		Deploys:        sched,
+		Approvals:      sched,
+		DeployLogs:     sched,
+		AppControl:     sched,
+		Workloads:      sched,
+		Capacity:       sched,
 		Icons:          storage.icons,
 		Secrets:        storage.secrets,
 		Specs:          specs,

@@ -10,8 +10,12 @@ import "context"
 
 // Actor is who caused a change.
 type Actor struct {
-	Kind      string // user, token, system or anonymous
-	ID        string // usr_… or tok_…; empty for system and anonymous
+	Kind string // user, token, system or anonymous
+	ID   string // usr_… or tok_…; empty for system and anonymous
+	// UserID is the person behind the credential: the user, or the owner
+	// of a delegated token; empty for a service token, system and
+	// anonymous. Rules about people (four eyes) compare it.
+	UserID    string
 	RequestID string // req_…, empty outside a request
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/policy"
@@ -15,43 +14,6 @@ import (
 const DefaultID = "adp_builtin_runtime"
 
 const kindDescription = "Builds with the host's toolchains and runs each workload as a supervised process group on this machine"
-
-// Kind declares the process runtime: the embedded default runtime. Its
-// instances only report capabilities; KindFor, whose instances run jobs,
-// replaces it once the composition root makes a Runtime.
-func Kind() adapters.Kind {
-	return adapters.Kind{
-		Category:    adapters.CategoryRuntime,
-		Name:        "process",
-		Description: kindDescription,
-		Default:     true,
-		DefaultID:   DefaultID,
-		Open: func(context.Context, adapters.Config) (adapters.Instance, error) {
-			return runtimeInstance{}, nil
-		},
-	}
-}
-
-type runtimeInstance struct{}
-
-var _ adapters.Instance = runtimeInstance{}
-
-func (runtimeInstance) Check(context.Context) error { return nil }
-
-// Capabilities are read live: whether bubblewrap is on this host decides
-// what isolation the runtime can offer.
-func (runtimeInstance) Capabilities() map[string]any {
-	_, err := exec.LookPath("bwrap")
-	return map[string]any{
-		"isolation":         "none",
-		"sandbox_available": err == nil,
-		"builds":            append([]string(nil), buildKinds...),
-		"health_checks":     []string{"http", "tcp"},
-		"restarts":          true,
-		"logs":              true,
-		"resource_limits":   false,
-	}
-}
 
 // KindFor declares the process runtime with instances that run on rt: one
 // Runtime per server process (New reaps whatever its work directory's

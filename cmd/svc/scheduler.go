@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/config"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/plan"
+	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/internal/source"
+	"github.com/svchost/svc/internal/spec"
+	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scheduler"
+	"github.com/svchost/svc/scheduler/process"
+)
+
+// processRuntime opens the process runtime under the work dir. It lives as
+// long as the process, across restarts of the server, so that an in-place
+// restart leaves the apps it runs running; opening it kills whatever
+// workloads a previous process that died left behind (the reconciler
+// starts them again).
+func processRuntime(cfg *config.Config) (*process.Runtime, error) {
+	return process.New(process.Config{
+		WorkDir:       filepath.Join(cfg.Server.WorkDir, "runtime"),
+		BuildTimeout:  cfg.Runtime.BuildTimeout,
+		StartTimeout:  cfg.Runtime.StartTimeout,
+		AdvertiseHost: cfg.Runtime.AdvertiseHost,
+		// A sandboxed workload never sees the store, the key-encryption
+		// key, other apps' sources or the config file.
+		SandboxHide: sandboxHidden(cfg),
+	})
+}
+
+// sandboxHidden lists what of the server's own files a sandbox hides.
+func sandboxHidden(cfg *config.Config) []string {
+	hide := []string{cfg.RaftDir(), filepath.Dir(kekFile(cfg.Server.WorkDir)), filepath.Join(cfg.Server.WorkDir, "apps")}
+	if cfg.File != "" {
+		hide = append(hide, cfg.File)
+	}
+	return hide
+}
+
+// runtimeSource finds loaded runtime adapters for the scheduler.
+type runtimeSource struct{ ad *adapters.Service }
+
+var _ scheduler.Runtimes = runtimeSource{}
+
+// Runtime returns the runtime adapter with the ID (the primary one for "").
+func (s runtimeSource) Runtime(id string) (scheduler.Runtime, error) {
+	set := s.ad.Current()
+	if !set.Ready() {
+		return nil, errcode.New(errcode.AdapterUnavailable, "adapters are not loaded yet; try again in a moment")
+	}
+	var l *adapters.Loaded
+	var ok bool
+	if id == "" {
+		l, ok = set.Primary(adapters.CategoryRuntime)
+	} else {
+		l, ok = set.Get(id)
+	}
+	if !ok {
+		return nil, errcode.New(errcode.AdapterUnavailable, "runtime adapter %s is not configured", id)
+	}
+	if l.Instance == nil {
+		return nil, errcode.New(errcode.AdapterUnavailable, "runtime adapter %s did not open: %s", l.Adapter.ID, errcode.MessageOf(l.Err))
+	}
+	rt, ok := l.Instance.(scheduler.Runtime)
+	if !ok {
+		return nil, errcode.New(errcode.AdapterUnavailable, "runtime adapter %s (%s) cannot build or run apps in this build", l.Adapter.ID, l.Adapter.Kind)
+	}
+	return rt, nil
+}
+
+// buildScheduler wires deploys and the reconciler, and starts their leader
+// loops.
+func buildScheduler(gen *generation, store *raftstore.Store, st *storage, specs *spec.Service, plans *plan.Service,
+	sources *source.Service, pol *policy.Service, now func() time.Time) *scheduler.Service {
+	cfg := gen.cfg
+	sch := scheduler.NewService(scheduler.Config{
+		Backoff:     cfg.Reconciler.Backoff,
+		RoutingMode: cfg.Server.RoutingMode,
+		PortStart:   cfg.App.PortStart,
+		PortEnd:     cfg.App.PortEnd,
+	}, scheduler.Deps{
+		Store: store, Specs: specs, Plans: plans, Sources: sources, Slots: st.slots, Secrets: st.secrets,
+		Policy: pol, Runtimes: runtimeSource{ad: st.adapters}, Now: now, Log: gen.log,
+	})
+	store.RunWhileLeader("deploys", func(ctx context.Context) error {
+		if err := waitAdapters(ctx, st.adapters); err != nil {
+			return nil
+		}
+		return sch.RunDeploys(ctx)
+	})
+	store.RunWhileLeader("reconciler", func(ctx context.Context) error {
+		if err := waitAdapters(ctx, st.adapters); err != nil {
+			return nil
+		}
+		return sch.Reconcile(ctx)
+	})
+	store.RunWhileLeader("scheduler-sweep", raftstore.Every(sweepInterval, sch.SweepDeletedApps))
+	return sch
+}
+
+// waitAdapters waits until the adapters are loaded: deploys and the
+// reconciler need the runtime.
+func waitAdapters(ctx context.Context, ad *adapters.Service) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for !ad.Current().Ready() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
