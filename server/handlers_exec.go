@@ -95,6 +95,14 @@ func (s *Server) getExec(c echo.Context) error {
 	}
 	ctx, cancel := context.WithCancel(c.Request().Context())
 	defer cancel()
+	go func() {
+		// A shutdown (a restart, the process stopping) ends the terminal.
+		select {
+		case <-s.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	sess, err := s.d.Workloads.Exec(ctx, c.Param("appID"), q.workload, q.command, q.rows, q.cols)
 	if err != nil {
 		return err

@@ -113,6 +113,10 @@ type Server struct {
 	echo   *echo.Echo
 	cop    *http.CrossOriginProtection
 	routes []route
+	// closing is closed when the server shuts down: connections taken over
+	// from net/http (terminals) end with it, as Shutdown does not see them.
+	closing     chan struct{}
+	closingOnce sync.Once
 }
 
 // New builds the API with its routes.
@@ -126,7 +130,7 @@ func New(d Deps) (*Server, error) {
 	if d.Config == nil || d.Identity == nil || d.Policy == nil || d.Facts == nil || d.Operator == nil || d.Idempotency == nil || d.Ready == nil || d.Metrics == nil || d.MetricsHandler == nil {
 		return nil, errors.New("server: missing dependencies")
 	}
-	s := &Server{d: d, log: d.Logger, echo: echo.New(), cop: http.NewCrossOriginProtection()}
+	s := &Server{d: d, log: d.Logger, echo: echo.New(), cop: http.NewCrossOriginProtection(), closing: make(chan struct{})}
 	if u := d.Config.Server.ExternalURL; u != "" {
 		if err := s.cop.AddTrustedOrigin(strings.TrimRight(u, "/")); err != nil {
 			return nil, fmt.Errorf("server: external URL as a trusted origin: %w", err)
@@ -162,6 +166,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		ConnState:         fresh.track,
 	}
+	srv.RegisterOnShutdown(func() { s.closingOnce.Do(func() { close(s.closing) }) })
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
