@@ -114,7 +114,11 @@ func (s *Server) operation(g *schemaGen, r route) map[string]any {
 	}
 	ok := map[string]any{"description": http.StatusText(status)}
 	if r.response != nil {
-		ok["content"] = map[string]any{"application/json": map[string]any{"schema": g.schemaOf(reflect.TypeOf(r.response))}}
+		ct := r.produces
+		if ct == "" {
+			ct = "application/json"
+		}
+		ok["content"] = map[string]any{ct: map[string]any{"schema": g.schemaOf(reflect.TypeOf(r.response))}}
 	}
 	errResp := map[string]any{
 		"description": "An error; the code says which (see the reference's error catalogue).",

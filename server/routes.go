@@ -54,6 +54,9 @@ type route struct {
 	request  any
 	response any
 	status   int
+	// produces is the success answer's content type when it is not JSON
+	// (an event stream); response then describes one event's data.
+	produces string
 	// operational endpoints live outside the API's base path.
 	operational bool
 }
@@ -184,7 +187,7 @@ func (s *Server) routeTable() []route {
 		{method: post, path: api + "/apps/{appID}/deployments", access: accessVerb, verb: authz.AppDeploy, summary: "Deploy a revision: {revision?} (absent or 0: the pinned one); refused as the plan refuses it, and while another deploy of the app runs (STATE_INVALID); answers 202 with the deployment (Location: where to follow it) and builds and runs behind the answer; a revision whose spec asks for approvals (deploy.approvals) waits for them (state waiting_approval); honours Idempotency-Key", handler: s.postDeployment, action: "deployment.create", idempotent: true, request: deployRequest{}, response: deploymentAnswer{}, status: 202},
 		{method: post, path: api + "/apps/{appID}/deployments/rollback", access: accessVerb, verb: authz.AppDeploy, summary: "Deploy the last revision that ran successfully before the one the app runs now; answers 202 with the deployment; honours Idempotency-Key", handler: s.postRollback, action: "deployment.create", idempotent: true, response: deploymentAnswer{}, status: 202},
 		{method: get, path: api + "/apps/{appID}/deployments/{depID}", access: accessVerb, verb: authz.AppView, summary: "What a deploy shipped and how it ended: state, trigger, error_code and error_message on failure, approvals", handler: s.getDeployment, response: deploymentAnswer{}},
-		{method: get, path: api + "/apps/{appID}/deployments/{depID}/logs", access: accessVerb, verb: authz.AppLogsRead, summary: "Deploy output as server-sent events (text/event-stream), flushed per line while the deploy runs: event: log, data: {time, stream (build, run or system), line}; then event: end, data: {state, error_code}. A finished deployment replays its whole log, then the end", handler: s.getDeploymentLogs, response: deployLogEvent{}},
+		{method: get, path: api + "/apps/{appID}/deployments/{depID}/logs", access: accessVerb, verb: authz.AppLogsRead, summary: "Deploy output as server-sent events (text/event-stream), flushed per line while the deploy runs: event: log, data: {time, stream (build, run or system), line}; then event: end, data: {state, error_code}. A finished deployment replays its whole log, then the end", handler: s.getDeploymentLogs, response: deployLogEvent{}, produces: "text/event-stream"},
 		{method: post, path: api + "/apps/{appID}/deployments/{depID}/approve", access: accessVerb, verb: authz.AppDeploy, summary: "Approve a deploy waiting for approval; once it has the approvals its revision asks for it is queued. The person who asked for the deploy cannot approve it (PERM_DENIED); nobody approves twice", handler: s.postApprove, action: "deployment.approve", response: deploymentAnswer{}},
 		{method: post, path: api + "/apps/{appID}/deployments/{depID}/reject", access: accessVerb, verb: authz.AppDeploy, summary: "Reject a deploy waiting for approval: {reason} (required, at most 1000 bytes); it ends rejected", handler: s.postReject, action: "deployment.reject", request: rejectRequest{}, response: deploymentAnswer{}},
 
