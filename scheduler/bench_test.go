@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/svchost/svc/scheduler"
+	"github.com/svchost/svc/scheduler/process"
 )
 
 // waitEnded waits on the store until a deployment ends.
@@ -47,9 +48,28 @@ func BenchmarkDeployControlPlane(b *testing.B) {
 // apps (each: read its release, ask the runtime for its job's status,
 // compare health, secret versions and restarts); apps/s is the throughput.
 func BenchmarkReconcile200Apps(b *testing.B) {
-	f := newFixture(b, options{})
+	benchReconcile(b, newFixture(b, options{}), webSpec)
+}
+
+// BenchmarkReconcile200AppsProcess is the same pass over 200 static sites
+// the real process runtime serves.
+func BenchmarkReconcile200AppsProcess(b *testing.B) {
+	rt, err := process.New(process.Config{WorkDir: b.TempDir(), StopGrace: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = rt.Close() })
+	benchReconcile(b, newFixture(b, options{runtime: rt}), siteSpec)
+}
+
+const siteSpec = `
+workloads:
+  web: {primary: true, build: {kind: static, context: .}, run: {port: 8080, health: {path: /}}}
+`
+
+func benchReconcile(b *testing.B, f *fixture, doc string) {
 	for range 200 {
-		appID := f.app(b, webSpec)
+		appID := f.app(b, doc)
 		d, err := f.sch.Create(alice, appID, 0, scheduler.TriggerAPI)
 		if err != nil {
 			b.Fatal(err)

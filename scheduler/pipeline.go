@@ -432,7 +432,7 @@ func (s *Service) makeJob(ctx context.Context, jobID, appID string, d spec.Docum
 				env[k] = val
 			}
 		}
-		t := Task{Artifact: arts[name], Command: w.Run.Command, Env: env, Port: w.Run.Port, Health: w.Run.Health,
+		t := Task{Artifact: arts[name], Command: w.Run.Command, Env: env, AppPort: w.Run.Port, Health: w.Run.Health,
 			Resources: w.Resources, LogCapBytes: logCap, Isolation: isolation}
 		if w.Run.Port == 0 && w.Run.Health == nil && !servesHTTP(name, w) {
 			t.NoPort = true

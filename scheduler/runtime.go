@@ -104,10 +104,17 @@ type Task struct {
 	// Env is the workload's environment, already resolved. The runtime adds
 	// PORT.
 	Env map[string]string
-	// Port is where the workload listens, at the runtime's address for
-	// workloads; 0 lets the runtime pick a free one. A workload that serves no HTTP sets NoPort.
-	Port   int
+	// Port is the host port the workload must listen on, at the runtime's
+	// address for workloads; 0 lets the runtime pick a free one (what the
+	// deploy path asks for, so that two revisions and two apps never
+	// collide). The runtime tells the workload its port in PORT.
+	Port int
+	// NoPort marks a workload that serves no HTTP: it gets no port.
 	NoPort bool
+	// AppPort is the port the spec says the app listens on (run.port), for
+	// runtimes that give each workload its own network and map a host
+	// port to it; runtimes that share the host's network ignore it.
+	AppPort int
 	// Health is the HTTP health check; nil checks that the port accepts
 	// connections.
 	Health    *spec.Health

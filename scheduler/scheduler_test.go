@@ -175,7 +175,7 @@ func (f *fakeRuntime) count() (builds, runs, restarts int) {
 	return f.builds, f.runs, f.restarts
 }
 
-type oneRuntime struct{ rt *fakeRuntime }
+type oneRuntime struct{ rt scheduler.Runtime }
 
 func (o oneRuntime) Runtime(string) (scheduler.Runtime, error) { return o.rt, nil }
 
@@ -191,6 +191,15 @@ func (p planAll) Plan(appID string, n uint64) (plan.Result, error) {
 }
 
 type checkouts struct{ dir string }
+
+// siteCheckouts is a checkout holding a one-page static site.
+func siteCheckouts(tb testing.TB) checkouts {
+	dir := tb.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte("<h1>hi</h1>\n"), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return checkouts{dir: dir}
+}
 
 func (c checkouts) Current(string) (source.Checkout, error) {
 	return source.Checkout{ID: "chk_1", Dir: c.dir}, nil
@@ -245,6 +254,8 @@ type options struct {
 	ports     [2]int
 	refuse    *errcode.Error
 	noWorkers bool
+	// runtime replaces the fake runtime (a benchmark on the real one).
+	runtime scheduler.Runtime
 }
 
 func newFixture(t testing.TB, o options) *fixture {
@@ -260,9 +271,13 @@ func newFixture(t testing.TB, o options) *fixture {
 	if o.ports[0] > 0 {
 		cfg.RoutingMode, cfg.PortStart, cfg.PortEnd = "port", o.ports[0], o.ports[1]
 	}
+	var rt scheduler.Runtime = f.rt
+	if o.runtime != nil {
+		rt = o.runtime
+	}
 	f.sch = scheduler.NewService(cfg, scheduler.Deps{
-		Store: store, Specs: f.specs, Plans: planAll{refuse: o.refuse}, Sources: checkouts{dir: t.TempDir()},
-		Slots: noSlots{}, Secrets: f.secrets, Policy: fixedPolicy{p: policy.Default()}, Runtimes: oneRuntime{rt: f.rt},
+		Store: store, Specs: f.specs, Plans: planAll{refuse: o.refuse}, Sources: siteCheckouts(t),
+		Slots: noSlots{}, Secrets: f.secrets, Policy: fixedPolicy{p: policy.Default()}, Runtimes: oneRuntime{rt: rt},
 		Now: now, Log: slog.New(slog.DiscardHandler),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
