@@ -139,7 +139,9 @@ func (s *Service) portOps(r *raftstore.Reader, appID string) ([]raftstore.Op, er
 	}
 	for p := s.cfg.PortStart; p <= s.cfg.PortEnd; p++ {
 		if _, _, taken := Ports.First(r, "port", raftstore.Uint(uint64(p))); !taken {
-			return []raftstore.Op{Ports.Insert(&Port{AppID: appID, Port: p}), Ports.CheckTable(r.TableIndex(Ports))}, nil
+			// The check goes first: a port another request took meanwhile
+			// is a stale read (retried), not a refused insert.
+			return []raftstore.Op{Ports.CheckTable(r.TableIndex(Ports)), Ports.Insert(&Port{AppID: appID, Port: p})}, nil
 		}
 	}
 	return nil, errcode.New(errcode.CapacityNoFreePort, "every host port from %d to %d is held by an app", s.cfg.PortStart, s.cfg.PortEnd).
@@ -180,14 +182,10 @@ func (s *Service) SweepDeletedApps(ctx context.Context) error {
 // dropRelease stops the job of a deleted app and forgets its release; the
 // app's volumes stay (they outlive it).
 func (s *Service) dropRelease(ctx context.Context, rel Release, meta raftstore.Meta) {
-	rt, err := s.runtime(rel.Runtime)
-	if err != nil {
+	if _, err := s.runtime(rel.Runtime); err != nil {
 		return
 	}
-	if err := rt.Stop(ctx, rel.JobID); err != nil && !errcode.Has(err, errcode.NotFound) {
-		s.d.Log.Warn("stop the job of a deleted app", "app", rel.AppID, "job", rel.JobID, "err", err)
-		return
-	}
+	s.retire(ctx, rel.Runtime, rel.JobID)
 	s.forget(rel.AppID)
 	if _, err := s.d.Store.Apply(ctx, Releases.DeleteIf(rel.AppID, meta.ModifyIndex)); err != nil && !raced(err) {
 		s.d.Log.Warn("forget the release of a deleted app", "app", rel.AppID, "err", err)

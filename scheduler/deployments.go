@@ -53,6 +53,9 @@ type Deployment struct {
 	// Artifacts are the built workloads, once built: the release the
 	// reconciler restarts from.
 	Artifacts map[string]Artifact `json:"artifacts,omitempty"`
+	// PriorState is the app's state when the deploy began, which a failed
+	// deploy returns it to.
+	PriorState string `json:"prior_state,omitempty"`
 }
 
 // Approval is one person's approval of a held deploy.

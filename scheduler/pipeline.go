@@ -122,6 +122,9 @@ func (s *Service) begin(ctx context.Context, d Deployment) (Deployment, bool) {
 		}
 		now := s.d.Now()
 		cur.State, cur.StartedAt = DepBuilding, &now
+		if a, _, ok := apps.Apps.Get(r, cur.AppID); ok {
+			cur.PriorState = a.State
+		}
 		ops := []raftstore.Op{Deployments.PutIf(&cur, meta.ModifyIndex)}
 		stateOps, err := stateOps(ctx, r, cur.AppID, apps.StateDeploying, now)
 		if err != nil {
@@ -324,7 +327,7 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 		}
 		ops = append([]raftstore.Op{Deployments.PutIf(&cur, meta.ModifyIndex)}, ops...)
 		if appOK {
-			to := s.stateAfter(r, app, cur.State == DepSucceeded, hasOld)
+			to := stateAfter(app, cur, hasOld)
 			st, err := s.stateOpsDesired(ctx, r, app.ID, to, now, cur.State == DepSucceeded)
 			if err == nil {
 				ops = append(ops, st...)
@@ -339,11 +342,10 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 				s.forget(d.AppID)
 			}
 			if oldJob != "" {
-				if rt, err := s.runtime(oldRuntime); err == nil {
-					if err := rt.Stop(ctx, oldJob); err != nil && !errcode.Has(err, errcode.NotFound) {
-						s.d.Log.Warn("stop the previous job", "job", oldJob, "err", err)
-					}
-				}
+				s.retire(ctx, oldRuntime, oldJob)
+			}
+			if cur.State == DepFailed {
+				s.retire(ctx, d.Runtime, d.ID)
 			}
 			return
 		}
@@ -354,18 +356,42 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 	}
 }
 
+// retire stops a job no run will follow (the previous release's, or a
+// failed deploy's) and discards what its workloads wrote.
+func (s *Service) retire(ctx context.Context, runtimeID, jobID string) {
+	rt, err := s.runtime(runtimeID)
+	if err != nil {
+		return
+	}
+	if err := rt.Stop(ctx, jobID); err != nil && !errcode.Has(err, errcode.NotFound) {
+		s.d.Log.Warn("stop a retired job", "job", jobID, "err", err)
+		return
+	}
+	if dc, ok := rt.(Discarder); ok {
+		if err := dc.Discard(ctx, jobID); err != nil {
+			s.d.Log.Warn("discard a retired job", "job", jobID, "err", err)
+		}
+	}
+}
+
 // stateAfter is the app's state once a deploy ends: running after success;
-// after a failure, what the app was before the deploy (running if a release
-// serves, else draft; the reconciler corrects health).
-func (s *Service) stateAfter(r *raftstore.Reader, app apps.App, ok, hasRelease bool) string {
+// after a failure, the state it had before the deploy (a failed app stays
+// failed), or running if a release serves and it was running in some way
+// (the reconciler corrects health), or draft if nothing was ever deployed.
+func stateAfter(app apps.App, d Deployment, hasRelease bool) string {
 	switch {
-	case ok:
+	case d.State == DepSucceeded:
 		return apps.StateRunning
 	case app.State != apps.StateDeploying:
 		return app.State
 	case !hasRelease:
 		return apps.StateDraft
-	case app.DesiredState == apps.DesiredStopped:
+	}
+	switch d.PriorState {
+	case apps.StateFailed, apps.StateStopped:
+		return d.PriorState
+	}
+	if app.DesiredState == apps.DesiredStopped {
 		return apps.StateStopped
 	}
 	return apps.StateRunning

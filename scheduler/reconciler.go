@@ -138,6 +138,9 @@ func (s *Service) reconcileApp(ctx context.Context, app apps.App, rel Release, a
 			_, err = rt.Run(ctx, job)
 		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // stopping (leadership lost, shutdown): not the app's failure
+			}
 			return s.failed(ctx, app, rel, t, fmt.Sprintf("starting it failed: %s", errcode.MessageOf(err)))
 		}
 		if !maps.Equal(versions, rel.SecretVersions) {

@@ -195,6 +195,14 @@ type LogReader interface {
 	Logs(ctx context.Context, jobID, workload string) ([]string, error)
 }
 
+// Discarder is the optional capability of dropping what a stopped job's
+// workloads wrote outside their volumes (their working directories), once
+// no run of the job will follow: the deploy path discards a job that
+// failed, and the previous job once a new one serves. Logs stay.
+type Discarder interface {
+	Discard(ctx context.Context, jobID string) error
+}
+
 // Usage is a reading of a job's resource use beside its limits.
 type Usage struct {
 	// Supported is false when the runtime cannot read usage; the rest is

@@ -722,6 +722,19 @@ func TestRepeatedFailuresEndFailedAndStayFailed(t *testing.T) {
 	if s := f.state(t, appID); s != apps.StateFailed {
 		t.Fatalf("after start: %s, want failed", s)
 	}
+	// A deploy that fails leaves it failed, not running.
+	f.rt.mu.Lock()
+	f.rt.runErr = errcode.New(errcode.StateAppExited, "workload web exited with code 1 before it was ready")
+	f.rt.mu.Unlock()
+	if d := f.deploy(t, appID); d.State != scheduler.DepFailed {
+		t.Fatalf("deploy = %+v", d)
+	}
+	if s := f.state(t, appID); s != apps.StateFailed {
+		t.Fatalf("after a failed deploy: %s, want failed", s)
+	}
+	f.rt.mu.Lock()
+	f.rt.runErr = nil
+	f.rt.mu.Unlock()
 	if d := f.deploy(t, appID); d.State != scheduler.DepSucceeded {
 		t.Fatalf("deploy = %+v", d)
 	}

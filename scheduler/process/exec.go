@@ -58,7 +58,7 @@ func (r *Runtime) Exec(ctx context.Context, req scheduler.ExecRequest) (schedule
 	} else {
 		cmd = exec.Command(argv[0], argv[1:]...)
 	}
-	cmd.Dir = w.task.Artifact.Dir
+	cmd.Dir = w.dir
 	cmd.Env = append([]string(nil), w.env...)
 	if req.TTY {
 		return startTTY(cmd, req.Rows, req.Cols)

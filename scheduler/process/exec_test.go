@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,10 +25,12 @@ func runSleeper(t *testing.T, ctx context.Context, rtRun func(context.Context, s
 	}
 }
 
-// TestExecShell: without a command Exec runs a shell in the artifact
-// directory; on a TTY, TERM is xterm-256color.
+// TestExecShell: without a command Exec runs a shell in the workload's
+// working directory; on a TTY, TERM is xterm-256color.
 func TestExecShell(t *testing.T) {
-	rt := newRuntime(t, testConfig(t))
+	cfg := testConfig(t)
+	rt := newRuntime(t, cfg)
+	wd := filepath.Join(cfg.WorkDir, "work", "job-x", "shell")
 	ctx := context.Background()
 	art := commandArtifact(t)
 	runSleeper(t, ctx, rt.Run, art)
@@ -45,8 +48,8 @@ func TestExecShell(t *testing.T) {
 		if tty {
 			want = "term=xterm-256color"
 		}
-		if !strings.Contains(string(out), "dir="+art.Dir+" "+want) {
-			t.Errorf("tty %v: output %q, want dir=%s %s", tty, out, art.Dir, want)
+		if !strings.Contains(string(out), "dir="+wd+" "+want) {
+			t.Errorf("tty %v: output %q, want dir=%s %s", tty, out, wd, want)
 		}
 		if code, err := s.Wait(); code != 5 || err != nil {
 			t.Errorf("tty %v: Wait = %d, %v; want 5", tty, code, err)

@@ -44,6 +44,7 @@ var (
 	_ scheduler.UsageReader = (*instance)(nil)
 	_ scheduler.HostReader  = (*instance)(nil)
 	_ scheduler.Execer      = (*instance)(nil)
+	_ scheduler.Discarder   = (*instance)(nil)
 )
 
 // Check says whether the work directory is there and usable.
@@ -124,3 +125,5 @@ func (i *instance) Host(ctx context.Context) (scheduler.Host, error) { return i.
 func (i *instance) Exec(ctx context.Context, req scheduler.ExecRequest) (scheduler.ExecSession, error) {
 	return i.rt.Exec(ctx, req)
 }
+
+func (i *instance) Discard(ctx context.Context, jobID string) error { return i.rt.Discard(ctx, jobID) }

@@ -50,6 +50,11 @@ type workload struct {
 	static *http.Server
 	ln     net.Listener // the static server's, until it serves
 	grace  time.Duration
+	// dir is the workload's working directory: a copy of its artifact
+	// made for the job, kept across restarts and runs of the same job and
+	// discarded with it (Discard), so that what a workload writes outside
+	// its volumes does not reach the next deploy.
+	dir string
 	// env is the workload's environment; sandbox, if not nil, its
 	// sandbox (exec uses both).
 	env     []string
@@ -196,6 +201,9 @@ func (r *Runtime) newWorkload(j *job, name string, t scheduler.Task) (*workload,
 	if err != nil {
 		return nil, err
 	}
+	if w.dir, err = r.workingCopy(j.id, name, t.Artifact.Dir); err != nil {
+		return nil, err
+	}
 	if !t.NoPort {
 		w.port = t.Port
 		if w.port == 0 {
@@ -212,7 +220,7 @@ func (r *Runtime) newWorkload(j *job, name string, t scheduler.Task) (*workload,
 	if _, ok := env["PATH"]; !ok {
 		env["PATH"] = os.Getenv("PATH")
 	}
-	volEnv, binds, err := r.prepareMounts(j.appID, t, sandboxed)
+	volEnv, binds, err := r.prepareMounts(j.appID, w.dir, t, sandboxed)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +233,7 @@ func (r *Runtime) newWorkload(j *job, name string, t scheduler.Task) (*workload,
 	w.env = envList(env)
 	var bwArgs []string
 	if sandboxed {
-		w.sandbox = &sandboxSpec{writable: []string{t.Artifact.Dir}, binds: binds, chdir: t.Artifact.Dir}
+		w.sandbox = &sandboxSpec{writable: []string{w.dir}, binds: binds, chdir: w.dir}
 		if bwArgs, err = r.sandboxArgs(*w.sandbox); err != nil {
 			return nil, err
 		}
@@ -237,7 +245,7 @@ func (r *Runtime) newWorkload(j *job, name string, t scheduler.Task) (*workload,
 		} else {
 			cmd = exec.Command(t.Command[0], t.Command[1:]...)
 		}
-		cmd.Dir = t.Artifact.Dir
+		cmd.Dir = w.dir
 		cmd.Env = w.env
 		w.out, w.errw = &lineWriter{emit: w.log.Add}, &lineWriter{emit: w.log.Add}
 		cmd.Stdout, cmd.Stderr = w.out, w.errw
@@ -563,4 +571,13 @@ func (w *workload) stop(ctx context.Context) {
 		w.sup.stop(grace)
 	}
 	w.log.Close()
+}
+
+// workingDir is where the workload's files are: its working copy, or for
+// a static site the artifact it serves.
+func (w *workload) workingDir() string {
+	if w.dir != "" {
+		return w.dir
+	}
+	return w.task.Artifact.Dir
 }

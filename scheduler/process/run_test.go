@@ -40,9 +40,10 @@ func TestRunRefusesBadJobs(t *testing.T) {
 func TestStartOrderFillsIn(t *testing.T) {
 	rt := newRuntime(t, testConfig(t))
 	art := commandArtifact(t)
+	started := filepath.Join(t.TempDir(), "started")
 	task := func(name string) scheduler.Task {
-		return scheduler.Task{Artifact: art, NoPort: true,
-			Command: []string{"sh", "-c", `echo ` + name + ` >> started; exec sleep 1000`}}
+		return scheduler.Task{Artifact: art, NoPort: true, Env: map[string]string{"STARTED": started},
+			Command: []string{"sh", "-c", `echo ` + name + ` >> "$STARTED"; exec sleep 1000`}}
 	}
 	_, err := rt.Run(context.Background(), scheduler.Job{
 		ID:        "job-order",
@@ -52,7 +53,7 @@ func TestStartOrderFillsIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(art.Dir, "started"))
+	b, err := os.ReadFile(started)
 	if err != nil {
 		t.Fatal(err)
 	}

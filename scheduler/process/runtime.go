@@ -103,6 +103,7 @@ var (
 	_ scheduler.UsageReader = (*Runtime)(nil)
 	_ scheduler.HostReader  = (*Runtime)(nil)
 	_ scheduler.Execer      = (*Runtime)(nil)
+	_ scheduler.Discarder   = (*Runtime)(nil)
 )
 
 // New returns a process runtime after checking its configuration. Before
@@ -281,6 +282,51 @@ func (r *Runtime) Logs(ctx context.Context, jobID, workload string) ([]string, e
 		return nil, fmt.Errorf("read logs of %s/%s: %w", jobID, workload, err)
 	}
 	return lines, nil
+}
+
+// workPath is where a job's workload works: WorkDir/work/<job>/<workload>.
+func (r *Runtime) workPath(jobID, workload string) string {
+	return filepath.Join(r.cfg.WorkDir, "work", jobID, workload)
+}
+
+// workingCopy returns the workload's working directory for the job,
+// copying the artifact there the first time: the artifact itself is never
+// written, so a later job may run it afresh (a redeploy, a rollback).
+func (r *Runtime) workingCopy(jobID, workload, artifact string) (string, error) {
+	dir := r.workPath(jobID, workload)
+	if _, err := os.Stat(dir); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return "", fmt.Errorf("working directory: %w", err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+workload+".*")
+	if err != nil {
+		return "", fmt.Errorf("working directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := copyTree(artifact, filepath.Join(tmp, "copy")); err != nil {
+		return "", fmt.Errorf("working directory: copy the artifact: %w", err)
+	}
+	if err := os.Rename(filepath.Join(tmp, "copy"), dir); err != nil {
+		return "", fmt.Errorf("working directory: %w", err)
+	}
+	return dir, nil
+}
+
+// Discard removes what a stopped job's workloads wrote in their working
+// directories; its logs stay. STATE_INVALID while the job runs.
+func (r *Runtime) Discard(ctx context.Context, jobID string) error {
+	if !plainName(jobID) {
+		return errcode.Invalid("job_id", "the job ID %q is not a plain name", jobID)
+	}
+	if r.job(jobID) != nil {
+		return errcode.New(errcode.StateInvalid, "job %q is running: stop it before discarding it", jobID)
+	}
+	if err := os.RemoveAll(filepath.Join(r.cfg.WorkDir, "work", jobID)); err != nil {
+		return fmt.Errorf("discard %s: %w", jobID, err)
+	}
+	return nil
 }
 
 // RemoveLogs removes a stopped job's log files. STATE_INVALID while the

@@ -85,7 +85,7 @@ func TestSandboxView(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 	waitUntil(t, "the sandbox report", func() (bool, string) {
-		_, err := os.Stat(filepath.Join(art.Dir, "report-done"))
+		_, err := os.Stat(filepath.Join(cfg.WorkDir, "work", "job-sb", "w", "report-done"))
 		return err == nil, ""
 	})
 	lines, err := rt.Logs(ctx, "job-sb", "w")

@@ -92,7 +92,7 @@ func (r *Runtime) Usage(ctx context.Context, jobID string) (scheduler.Usage, err
 			cpuMs := float64(ticks) * 1000 / clockTicks
 			wu.CPUMillis = int64(cpuMs * 1000 / (float64(elapsed) / float64(time.Millisecond)))
 		}
-		wu.DiskBytes = dirSize(w.task.Artifact.Dir)
+		wu.DiskBytes = dirSize(w.workingDir())
 		for _, m := range w.task.Mounts {
 			wu.Volumes[m.Volume] = dirSize(r.VolumeDir(j.appID, m.Volume))
 		}

@@ -81,8 +81,8 @@ func checkMounts(appID, workload string, mounts []scheduler.Mount) error {
 
 // prepareMounts makes the task's volume directories and returns what the
 // workload gets: environment variables and, in a sandbox, bind mounts;
-// without one it links the mount paths in the artifact directory.
-func (r *Runtime) prepareMounts(appID string, t scheduler.Task, sandboxed bool) (map[string]string, []bindMount, error) {
+// without one it links the mount paths in the working directory.
+func (r *Runtime) prepareMounts(appID, workDir string, t scheduler.Task, sandboxed bool) (map[string]string, []bindMount, error) {
 	env := map[string]string{}
 	var binds []bindMount
 	for _, m := range t.Mounts {
@@ -100,7 +100,7 @@ func (r *Runtime) prepareMounts(appID string, t scheduler.Task, sandboxed bool) 
 			continue
 		}
 		env[VolumeEnv(m.Volume)] = dir
-		if err := linkMount(t.Artifact.Dir, strings.TrimPrefix(clean, "/"), dir); err != nil {
+		if err := linkMount(workDir, strings.TrimPrefix(clean, "/"), dir); err != nil {
 			return nil, nil, errcode.Wrap(err, errcode.ValidInvalid, "volume %s cannot be linked at %s in the artifact: %v", m.Volume, m.Path, err).
 				WithDetail("field", "mounts")
 		}

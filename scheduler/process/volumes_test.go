@@ -28,9 +28,11 @@ func TestVolumeEnv(t *testing.T) {
 
 // TestVolumeWithoutSandbox: the volume's directory is made (0700) under
 // the app, named in SVC_VOLUME_<NAME> and linked at the mount path in the
-// artifact; it outlives Stop.
+// working directory (never in the artifact itself); it outlives Stop.
 func TestVolumeWithoutSandbox(t *testing.T) {
-	rt := newRuntime(t, testConfig(t))
+	cfg := testConfig(t)
+	rt := newRuntime(t, cfg)
+	wd := filepath.Join(cfg.WorkDir, "work", "job-v", "w")
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	art := commandArtifact(t)
@@ -48,14 +50,17 @@ func TestVolumeWithoutSandbox(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, "f"))
 		return err == nil && string(b) == "via-link\n", string(b)
 	})
-	if b, _ := os.ReadFile(filepath.Join(art.Dir, "env.txt")); strings.TrimSpace(string(b)) != dir {
+	if b, _ := os.ReadFile(filepath.Join(wd, "env.txt")); strings.TrimSpace(string(b)) != dir {
 		t.Errorf("SVC_VOLUME_USER_FILES = %q, want %q", b, dir)
 	}
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("volume directory: %v, %v; want mode 0700", fi.Mode(), err)
 	}
-	if link, err := os.Readlink(filepath.Join(art.Dir, "var", "lib", "files")); err != nil || link != dir {
-		t.Errorf("link in the artifact = %q, %v; want %q", link, err, dir)
+	if link, err := os.Readlink(filepath.Join(wd, "var", "lib", "files")); err != nil || link != dir {
+		t.Errorf("link in the working directory = %q, %v; want %q", link, err, dir)
+	}
+	if _, err := os.Lstat(filepath.Join(art.Dir, "var")); err == nil {
+		t.Error("the artifact was written: its copy is the working directory")
 	}
 	if err := rt.Stop(ctx, "job-v"); err != nil {
 		t.Fatal(err)

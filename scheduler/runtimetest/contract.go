@@ -66,6 +66,7 @@ func Run(t *testing.T, newRuntime Factory) {
 	t.Run("StartOrder", func(t *testing.T) { t.Parallel(); startOrder(t, newRuntime) })
 	t.Run("DeadAfterRepeatedCrashes", func(t *testing.T) { t.Parallel(); deadAfterRepeatedCrashes(t, newRuntime) })
 	t.Run("VolumeSurvivesJobs", func(t *testing.T) { t.Parallel(); volumeSurvivesJobs(t, newRuntime) })
+	t.Run("FreshWorkingCopy", func(t *testing.T) { t.Parallel(); freshWorkingCopy(t, newRuntime) })
 	t.Run("LogsCapped", func(t *testing.T) { t.Parallel(); logsCapped(t, newRuntime) })
 	t.Run("Usage", func(t *testing.T) { t.Parallel(); usage(t, newRuntime) })
 	t.Run("Exec", func(t *testing.T) { t.Parallel(); execCase(t, newRuntime) })
@@ -220,6 +221,37 @@ func shellCommand(t *testing.T, newRuntime Factory) {
 		t.Fatalf("GET /index.html = %q, want the generated page", body)
 	}
 	stopAndGone(ctx, t, r, "job-shell", ws.Address)
+}
+
+// freshWorkingCopy: what a job's workload writes in its directory is not
+// seen by the next job of the same artifact (a redeploy, a rollback): the
+// artifact itself is never written.
+func freshWorkingCopy(t *testing.T, newRuntime Factory) {
+	needTools(t, "sh", "python3")
+	b, r := newRuntime(t)
+	ctx := testContext(t)
+	art, err := b.Build(ctx, scheduler.BuildRequest{Source: writeTree(t, map[string]string{"index.html": "fresh\n"}),
+		Build: spec.Build{Kind: spec.BuildCommand, Command: "true"}})
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	serve := func(id, before string) string {
+		st := runJob(ctx, t, r, scheduler.Job{ID: id, Workloads: map[string]scheduler.Task{"web": {
+			Artifact: art,
+			Command:  []string{"sh", "-c", before + `exec python3 -m http.server --bind 127.0.0.1 "$PORT"`},
+			Health:   &spec.Health{Path: "/", Interval: spec.Duration(100 * time.Millisecond)},
+		}}})
+		return st.Workloads["web"].Address
+	}
+	addr := serve("job-fresh-a", "echo leftover > leftover.txt; ")
+	if got := get(t, addr, "/leftover.txt"); !strings.Contains(got, "leftover") {
+		t.Fatalf("job A's own file = %q", got)
+	}
+	stopAndGone(ctx, t, r, "job-fresh-a", addr)
+	addr = serve("job-fresh-b", "")
+	if body, err := tryGet(addr, "/leftover.txt"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("job B of the same artifact sees job A's file: %q, %v", body, err)
+	}
 }
 
 func buildFailed(t *testing.T, newRuntime Factory) {
