@@ -82,12 +82,22 @@ func (r *Runtime) Build(ctx context.Context, req scheduler.BuildRequest) (schedu
 	if timeout <= 0 {
 		timeout = r.cfg.BuildTimeout
 	}
-	if err := r.runBuild(ctx, area, dir, req.Build.Command, timeout, req.Isolation, req.Log); err != nil {
+	command := req.Build.Command
+	if req.Build.Kind == spec.BuildPython {
+		// Each app's packages go into its own virtualenv in the artifact,
+		// never into the host's interpreter; the workload runs with it
+		// first on PATH.
+		command = "python3 -m venv " + venvDir + " && . " + venvDir + "/bin/activate && " + command
+	}
+	if err := r.runBuild(ctx, area, dir, command, timeout, req.Isolation, req.Log); err != nil {
 		return scheduler.Artifact{}, err
 	}
 	ok = true
 	return art, nil
 }
+
+// venvDir is where a Python build's virtualenv lives in the artifact.
+const venvDir = ".venv"
 
 func supportedBuild(kind string) bool {
 	for _, k := range buildKinds {
@@ -111,6 +121,10 @@ func (r *Runtime) buildEnv(area string) []string {
 		"CGO_ENABLED":      "0",
 		"npm_config_cache": filepath.Join(r.cfg.CacheDir, "npm"),
 		"PIP_CACHE_DIR":    filepath.Join(r.cfg.CacheDir, "pip"),
+		// pip runs inside the build's own virtualenv: as root it warns
+		// for nothing, and it must not look for its own updates.
+		"PIP_ROOT_USER_ACTION":          "ignore",
+		"PIP_DISABLE_PIP_VERSION_CHECK": "1",
 	}
 	if env["PATH"] == "" {
 		env["PATH"] = "/usr/local/bin:/usr/bin:/bin"

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -219,6 +220,10 @@ func (r *Runtime) newWorkload(j *job, name string, t scheduler.Task) (*workload,
 	}
 	if _, ok := env["PATH"]; !ok {
 		env["PATH"] = os.Getenv("PATH")
+	}
+	if venv := filepath.Join(w.dir, venvDir); t.Artifact.Kind == spec.BuildPython && isDir(venv) {
+		env["VIRTUAL_ENV"] = venv
+		env["PATH"] = filepath.Join(venv, "bin") + string(os.PathListSeparator) + env["PATH"]
 	}
 	volEnv, binds, err := r.prepareMounts(j.appID, w.dir, t, sandboxed)
 	if err != nil {
@@ -580,4 +585,9 @@ func (w *workload) workingDir() string {
 		return w.dir
 	}
 	return w.task.Artifact.Dir
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }

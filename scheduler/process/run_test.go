@@ -3,12 +3,14 @@ package process_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/scheduler"
 )
 
@@ -125,4 +127,38 @@ func TestClose(t *testing.T) {
 	if _, err := rt.Run(ctx, job); errcode.CodeOf(err) != errcode.StateInvalid {
 		t.Errorf("run after close = %v, want STATE_INVALID", err)
 	}
+}
+
+// TestPythonBuildUsesItsOwnVirtualenv: a Python build installs into a
+// virtualenv in the artifact, never into the host's interpreter, and the
+// workload runs with that virtualenv first on PATH.
+func TestPythonBuildUsesItsOwnVirtualenv(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	cfg := testConfig(t)
+	rt := newRuntime(t, cfg)
+	ctx := context.Background()
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "requirements.txt"), []byte("# nothing\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	art, err := rt.Build(ctx, scheduler.BuildRequest{Source: src,
+		Build: spec.Build{Kind: spec.BuildPython, Command: `pip install -r requirements.txt && python -c "import sys; print(sys.prefix)" > build-prefix.txt`}})
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(art.Dir, "build-prefix.txt"))
+	if err != nil || strings.TrimSpace(string(b)) != filepath.Join(art.Dir, ".venv") {
+		t.Fatalf("the build's interpreter prefix = %q, %v; want the artifact's .venv", b, err)
+	}
+	if _, err := rt.Run(ctx, scheduler.Job{ID: "job-py", Workloads: map[string]scheduler.Task{"w": {Artifact: art, NoPort: true,
+		Command: []string{"sh", "-c", `python -c "import sys; print(sys.prefix)" > run-prefix.txt; exec sleep 1000`}}}}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	wd := filepath.Join(cfg.WorkDir, "work", "job-py", "w")
+	waitUntil(t, "the workload's interpreter prefix", func() (bool, string) {
+		b, err := os.ReadFile(filepath.Join(wd, "run-prefix.txt"))
+		return err == nil && strings.TrimSpace(string(b)) == filepath.Join(wd, ".venv"), string(b)
+	})
 }

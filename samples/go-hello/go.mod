@@ -1,0 +1,3 @@
+module example.com/go-hello
+
+go 1.22
