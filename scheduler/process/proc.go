@@ -50,6 +50,9 @@ func parseProcStat(b []byte) (procStat, error) {
 	if err != nil {
 		return procStat{}, fmt.Errorf("malformed stat: pid: %w", err)
 	}
+	if pid <= 0 {
+		return procStat{}, fmt.Errorf("malformed stat: pid %d", pid)
+	}
 	f := strings.Fields(string(b[end+2:]))
 	// f[0] is field 3 (state); field n is f[n-3].
 	if len(f) < 22 {
@@ -298,7 +301,13 @@ func loopbackOnly(pgid, port int) (string, bool) {
 
 // killGroup sends SIGKILL to a process group and waits, up to wait, until
 // none of its processes lives.
+// It never signals group 1 or below (kill(-1) reaches every process, and
+// kill(0) this process's own group) nor this process's own group, whatever
+// a record on disk says.
 func killGroup(pgid int, wait time.Duration) {
+	if pgid <= 1 || pgid == syscall.Getpgrp() {
+		return
+	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	end := time.Now().Add(wait)
 	for groupAlive(pgid) && time.Now().Before(end) {
