@@ -203,6 +203,14 @@ type Discarder interface {
 	Discard(ctx context.Context, jobID string) error
 }
 
+// Pruner is the optional capability of letting go of what old jobs and
+// builds left on the runtime's disk: an artifact no deployment will run
+// again, and a job's kept logs.
+type Pruner interface {
+	RemoveArtifact(ctx context.Context, art Artifact) error
+	RemoveJobLogs(ctx context.Context, jobID string) error
+}
+
 // Usage is a reading of a job's resource use beside its limits.
 type Usage struct {
 	// Supported is false when the runtime cannot read usage; the rest is

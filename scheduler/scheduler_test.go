@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -39,23 +40,36 @@ var (
 type fakeRuntime struct {
 	dir string
 
-	mu       sync.Mutex
-	jobs     map[string]map[string]scheduler.WorkloadStatus
-	ran      map[string]scheduler.Job
-	builds   int
-	runs     int
-	restarts int
-	buildErr error
-	runErr   error
-	gate     chan struct{} // when set, builds wait for it
-	notReady bool          // when set, jobs run but never pass their health check
-	host     scheduler.Host
+	mu          sync.Mutex
+	jobs        map[string]map[string]scheduler.WorkloadStatus
+	ran         map[string]scheduler.Job
+	builds      int
+	runs        int
+	restarts    int
+	buildErr    error
+	runErr      error
+	gate        chan struct{} // when set, builds wait for it
+	notReady    bool          // when set, jobs run but never pass their health check
+	logsRemoved []string
+	host        scheduler.Host
 }
 
 var (
 	_ scheduler.Runtime    = (*fakeRuntime)(nil)
 	_ scheduler.HostReader = (*fakeRuntime)(nil)
+	_ scheduler.Pruner     = (*fakeRuntime)(nil)
 )
+
+func (f *fakeRuntime) RemoveArtifact(ctx context.Context, art scheduler.Artifact) error {
+	return os.RemoveAll(art.Dir)
+}
+
+func (f *fakeRuntime) RemoveJobLogs(ctx context.Context, jobID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.logsRemoved = append(f.logsRemoved, jobID)
+	return nil
+}
 
 func newFakeRuntime(t testing.TB) *fakeRuntime {
 	return &fakeRuntime{dir: t.TempDir(), jobs: map[string]map[string]scheduler.WorkloadStatus{}, ran: map[string]scheduler.Job{},
@@ -848,5 +862,43 @@ func TestInterruptedDeployFailsCleanly(t *testing.T) {
 	d = f.ended(t, appID, d.ID)
 	if d.State != scheduler.DepFailed || *d.ErrorCode != "INTERNAL" {
 		t.Fatalf("interrupted = %+v", d)
+	}
+}
+
+func TestPruneKeepsRecentBuildsAndForgetsDeletedApps(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec)
+	var deps []scheduler.Deployment
+	for i := range scheduler.KeepBuilds + 3 {
+		f.revision(t, appID, webSpec+fmt.Sprintf("env: {V: \"%d\"}\n", i))
+		deps = append(deps, f.deploy(t, appID))
+	}
+	if err := f.sch.Prune(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range deps {
+		_, err := os.Stat(d.Artifacts["web"].Dir)
+		kept := i >= len(deps)-scheduler.KeepBuilds
+		if kept != (err == nil) {
+			t.Errorf("deployment %d of %d: build kept = %v, want %v", i+1, len(deps), err == nil, kept)
+		}
+	}
+	if len(f.rt.logsRemoved) != len(deps)-1 {
+		t.Errorf("logs removed for %d jobs, want %d (all but the release's)", len(f.rt.logsRemoved), len(deps)-1)
+	}
+	if err := f.apps.Delete(alice, appID, apps.Decision{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	f.sch.ReconcileOnce(context.Background())
+	if err := f.sch.Prune(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := scheduler.Deployments.Count(f.store.Read()); n != 0 {
+		t.Errorf("%d deployments of a deleted app remain", n)
+	}
+	for _, d := range deps {
+		if _, err := os.Stat(d.Artifacts["web"].Dir); err == nil {
+			t.Errorf("a deleted app's build remains: %s", d.Artifacts["web"].Dir)
+		}
 	}
 }

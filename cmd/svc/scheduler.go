@@ -101,6 +101,7 @@ func buildScheduler(gen *generation, store *raftstore.Store, st *storage, specs 
 		return sch.Reconcile(ctx)
 	})
 	store.RunWhileLeader("scheduler-sweep", raftstore.Every(sweepInterval, sch.SweepDeletedApps))
+	store.RunWhileLeader("deploy-prune", raftstore.Every(sweepInterval, sch.Prune))
 	return sch
 }
 

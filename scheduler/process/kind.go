@@ -45,6 +45,7 @@ var (
 	_ scheduler.HostReader  = (*instance)(nil)
 	_ scheduler.Execer      = (*instance)(nil)
 	_ scheduler.Discarder   = (*instance)(nil)
+	_ scheduler.Pruner      = (*instance)(nil)
 )
 
 // Check says whether the work directory is there and usable.
@@ -127,3 +128,11 @@ func (i *instance) Exec(ctx context.Context, req scheduler.ExecRequest) (schedul
 }
 
 func (i *instance) Discard(ctx context.Context, jobID string) error { return i.rt.Discard(ctx, jobID) }
+
+func (i *instance) RemoveArtifact(ctx context.Context, art scheduler.Artifact) error {
+	return i.rt.RemoveArtifact(ctx, art)
+}
+
+func (i *instance) RemoveJobLogs(ctx context.Context, jobID string) error {
+	return i.rt.RemoveJobLogs(ctx, jobID)
+}

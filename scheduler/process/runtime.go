@@ -104,6 +104,7 @@ var (
 	_ scheduler.HostReader  = (*Runtime)(nil)
 	_ scheduler.Execer      = (*Runtime)(nil)
 	_ scheduler.Discarder   = (*Runtime)(nil)
+	_ scheduler.Pruner      = (*Runtime)(nil)
 )
 
 // New returns a process runtime after checking its configuration. Before
@@ -328,6 +329,26 @@ func (r *Runtime) Discard(ctx context.Context, jobID string) error {
 	}
 	return nil
 }
+
+// RemoveArtifact removes a build's work area (builds/<artifact ID>). The
+// artifact must be one of this runtime's; removing one that is gone is no
+// error. A job running it keeps its own working copy.
+func (r *Runtime) RemoveArtifact(ctx context.Context, art scheduler.Artifact) error {
+	if !plainName(art.ID) {
+		return errcode.Invalid("artifact", "the artifact ID %q is not a plain name", art.ID)
+	}
+	area := filepath.Join(r.cfg.WorkDir, "builds", art.ID)
+	if art.Dir != "" && !within(art.Dir, area) {
+		return errcode.Invalid("artifact", "artifact %s is not in this runtime's build area", art.ID)
+	}
+	if err := os.RemoveAll(area); err != nil {
+		return fmt.Errorf("remove artifact %s: %w", art.ID, err)
+	}
+	return nil
+}
+
+// RemoveJobLogs removes a stopped job's log files (RemoveLogs).
+func (r *Runtime) RemoveJobLogs(ctx context.Context, jobID string) error { return r.RemoveLogs(jobID) }
 
 // RemoveLogs removes a stopped job's log files. STATE_INVALID while the
 // job runs; removing logs that are not there is no error.

@@ -1,0 +1,108 @@
+package scheduler
+
+import (
+	"context"
+	"slices"
+
+	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/raftstore"
+)
+
+// KeepBuilds is how many of an app's most recent successful deployments
+// keep their builds on the runtime's disk (for rollbacks and redeploys of
+// the same revision), besides the one the app runs.
+const KeepBuilds = 5
+
+// pruneBatch bounds the rows one sweep deletes in one write.
+const pruneBatch = 200
+
+// Prune lets go of what old deployments left on the runtimes' disks: the
+// builds of all but the release and the KeepBuilds most recent successful
+// deployments of each app, and the logs of jobs that are not the release's.
+// The deployments of deleted apps go entirely, records included. It runs
+// on the leader.
+func (s *Service) Prune(ctx context.Context) error {
+	r := s.d.Store.Read()
+	all, _ := Deployments.List(r, raftstore.Query{Index: "app", Prefix: true})
+	byApp := map[string][]raftstore.Item[Deployment]{}
+	for _, it := range all {
+		byApp[it.Value.AppID] = append(byApp[it.Value.AppID], it)
+	}
+	var drop []raftstore.Op
+	for appID, deps := range byApp {
+		slices.Reverse(deps) // newest first
+		rel, _, hasRel := Releases.Get(r, appID)
+		gone := !apps.Exists(r, appID)
+		keep := map[string]bool{}
+		if hasRel && !gone {
+			for _, a := range rel.Artifacts {
+				keep[a.ID] = true
+			}
+		}
+		succeeded := 0
+		for _, it := range deps {
+			d := it.Value
+			if d.Active() {
+				for _, a := range d.Artifacts {
+					keep[a.ID] = true
+				}
+				continue
+			}
+			if d.State == DepSucceeded && !gone {
+				succeeded++
+				if succeeded <= KeepBuilds {
+					for _, a := range d.Artifacts {
+						keep[a.ID] = true
+					}
+				}
+			}
+		}
+		for _, it := range deps {
+			d := it.Value
+			if d.Active() {
+				continue
+			}
+			pr := s.pruner(d.Runtime)
+			if pr == nil {
+				continue
+			}
+			for _, a := range d.Artifacts {
+				if !keep[a.ID] {
+					if err := pr.RemoveArtifact(ctx, a); err != nil {
+						s.d.Log.Warn("remove an old build", "deployment", d.ID, "artifact", a.ID, "err", err)
+					}
+				}
+			}
+			if gone || !hasRel || d.ID != rel.JobID {
+				if err := pr.RemoveJobLogs(ctx, d.ID); err != nil && !errcode.Has(err, errcode.StateInvalid) {
+					s.d.Log.Warn("remove an old job's logs", "deployment", d.ID, "err", err)
+				}
+			}
+			if gone && len(drop) < pruneBatch {
+				drop = append(drop, Deployments.DeleteIf(d.ID, it.Meta.ModifyIndex))
+				if _, m, ok := DeployLogs.Get(r, d.ID); ok {
+					drop = append(drop, DeployLogs.DeleteIf(d.ID, m.ModifyIndex))
+				}
+			}
+		}
+	}
+	if len(drop) == 0 {
+		return nil
+	}
+	_, err := s.d.Store.Apply(ctx, drop...)
+	if err != nil && !raced(err) {
+		return err
+	}
+	return nil
+}
+
+// pruner is a runtime's Pruner, if it is loaded and has one.
+func (s *Service) pruner(runtimeID string) Pruner {
+	rt, err := s.runtime(runtimeID)
+	if err != nil {
+		return nil
+	}
+	pr, _ := rt.(Pruner)
+	return pr
+}
