@@ -902,3 +902,26 @@ func TestPruneKeepsRecentBuildsAndForgetsDeletedApps(t *testing.T) {
 		}
 	}
 }
+
+func TestRoutes(t *testing.T) {
+	f := newFixture(t, options{ports: [2]int{9100, 9110}})
+	appID := f.app(t, webSpec)
+	other := f.app(t, webSpec)
+	f.deploy(t, appID)
+	routes := map[string]scheduler.RouteInfo{}
+	for _, ri := range f.sch.Routes(context.Background()) {
+		routes[ri.AppID] = ri
+	}
+	if ri := routes[appID]; ri.Port != 9100 || ri.Upstream != "127.0.0.1:1" || ri.Slug == "" {
+		t.Fatalf("route of the deployed app = %+v", ri)
+	}
+	if ri, ok := routes[other]; !ok || ri.Upstream != "" || ri.Port != 0 {
+		t.Fatalf("route of the app never deployed = %+v, %v", ri, ok)
+	}
+	f.rt.set(func(w *scheduler.WorkloadStatus) { w.Health = scheduler.HealthFailing })
+	for _, ri := range f.sch.Routes(context.Background()) {
+		if ri.AppID == appID && ri.Upstream != "" {
+			t.Fatalf("an app failing its health check is routed: %+v", ri)
+		}
+	}
+}
