@@ -145,6 +145,12 @@ func TestStateChangingRequestsAreAuditedOnce(t *testing.T) {
 					got[0].PrincipalKind != "token" || got[0].PrincipalID != admin.tokenID {
 					t.Errorf("exec wrote %d audit entries %+v; want exactly one, %s, naming the request and the caller", len(got), got, r.action)
 				}
+			case "POST /api/v1/apps/{appID}/passcode":
+				// A passcode entered without a credential, where host
+				// policy lets apps be shared with everyone.
+				open := newHarnessWith(t, harnessOptions{adminPassword: adminPassword, env: []string{"SVC_POLICY_PUBLIC_SHARING=allowed"}})
+				app := open.passcodeApp(t, "audited passcode", "audited-passcode")
+				check(t, open, r, api+"/apps/"+app+"/passcode", `{"passcode":"audited-passcode"}`, "anonymous", "", "Authorization", "")
 			case "POST /api/v1/sessions":
 				c := m.build[key](t, nil, nil)
 				check(t, h, r, c.path, c.body, "user", m.signer.userID, "Authorization", "")
@@ -193,6 +199,9 @@ func TestStateChangingRequestsAreAuditedOnce(t *testing.T) {
 		h.send("DELETE", api+"/users/"+h.adminID+"/role", "")                                              // last administrator
 		h.send("PUT", api+"/policy", `{"policy":{"public_sharing":"allowed"}}`)                            // fixed
 		h.send("POST", api+"/tokens", `{"name":"t"}`, "Authorization", "", "Sec-Fetch-Site", "cross-site") // cross-site
+		// Sharing with everyone where policy forbids it; a passcode no app asks for.
+		h.send("POST", api+"/apps/"+m.appID+"/grants", `{"plane":"data","principal_kind":"anonymous"}`)
+		h.send("POST", api+"/apps/"+m.appID+"/passcode", `{"passcode":"not-asked-for"}`, "Authorization", "")
 		if got := newEntries(before, h.auditEntries(t)); len(got) != 0 {
 			t.Errorf("refused requests wrote audit entries %v", actionsOf(got))
 		}

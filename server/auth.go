@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -191,12 +192,13 @@ func verbRequired(v authz.Verb) *errcode.Error {
 }
 
 // sessionCookie is the browser session's cookie: HttpOnly, SameSite=Lax,
-// and Secure when an external URL is configured or the request came over
-// TLS.
+// Secure when an external URL is configured or the request came over TLS,
+// and shared with the apps' subdomains in subdomain routing (cookieDomain).
 func (s *Server) sessionCookie(c echo.Context, value string, expires time.Time) *http.Cookie {
 	ck := &http.Cookie{
 		Name: cookieSession, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
 		Secure: s.d.Config.Server.ExternalURL != "" || c.Request().TLS != nil,
+		Domain: s.cookieDomain(c.Request()),
 	}
 	if value == "" {
 		ck.MaxAge = -1
@@ -205,4 +207,27 @@ func (s *Server) sessionCookie(c echo.Context, value string, expires time.Time) 
 		ck.MaxAge = int(time.Until(expires).Seconds())
 	}
 	return ck
+}
+
+// cookieDomain is the Domain of the cookies the edge reads (the session,
+// passcode admissions): in subdomain routing the base domain, so that the
+// browser sends them to <slug>.<base domain> as well, when the request
+// came to the base domain or a host under it (a browser refuses a Domain
+// the host is not under); otherwise none, a host-only cookie (which
+// browsers send whatever the port, so port routing needs nothing more).
+func (s *Server) cookieDomain(r *http.Request) string {
+	cfg := s.d.Config.Server
+	if cfg.RoutingMode != "subdomain" || cfg.BaseDomain == "" {
+		return ""
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	base := strings.ToLower(strings.TrimSuffix(cfg.BaseDomain, "."))
+	if host != base && !strings.HasSuffix(host, "."+base) {
+		return ""
+	}
+	return base
 }

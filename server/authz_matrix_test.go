@@ -50,6 +50,18 @@ type matrix struct {
 	// requester asks for the deploys others approve.
 	ready     map[string]readyApp
 	requester *principal
+	// shareRoles are two app roles holding only app.grants.manage.
+	shareRoles []string
+}
+
+// sharerRoles returns two app roles holding only app.grants.manage: a role
+// change between them is one any holder of the verb may make.
+func (m *matrix) sharerRoles(t *testing.T) (from, to string) {
+	t.Helper()
+	if m.shareRoles == nil {
+		m.shareRoles = []string{m.h.role(t, authz.ScopeApp, authz.AppGrantsMgmt), m.h.role(t, authz.ScopeApp, authz.AppGrantsMgmt)}
+	}
+	return m.shareRoles[0], m.shareRoles[1]
 }
 
 // readyApp is an app prepared for a route, and the deployment the route
@@ -319,6 +331,12 @@ func (m *matrix) builders() map[string]buildFn {
 		"POST /api/v1/adapters":       withBody(api+"/adapters", func() string { return `{"category":"runtime","kind":"process"}` }),
 		"GET /api/v1/keyring":         fixed(api + "/keyring"),
 		"POST /api/v1/keyring/rotate": fixed(api + "/keyring/rotate"),
+
+		// The edge's signing keys and the JWKS.
+		"GET /api/v1/edge/keys":         fixed(api + "/edge/keys"),
+		"POST /api/v1/edge/keys/rotate": fixed(api + "/edge/keys/rotate"),
+		"GET /.well-known/jwks.json":    fixed("/.well-known/jwks.json"),
+
 		// Deploys and running apps, on apps prepared for each (shared as
 		// the matrix's app is); one a successful request used up is made
 		// again for the next.
@@ -364,6 +382,31 @@ func (m *matrix) builders() map[string]buildFn {
 		// TestExecAPI and the audit test open real terminals.
 		"GET /api/v1/apps/{appID}/exec": func(t *testing.T, _, _ *principal) call {
 			return call{path: api + "/apps/" + m.readyFor(t, "deployed", m.deployedApp).app + "/exec"}
+		},
+		// Sharing. Grants are to fresh accounts; a role change is between
+		// two roles holding only app.grants.manage, which any holder of the
+		// verb may give. The passcode routes answer NOT_FOUND here (the
+		// harness's public_sharing is none); TestSharingAPI covers them.
+		"GET /api/v1/apps/{appID}/grants": fixed(api + "/apps/" + m.appID + "/grants"),
+		"POST /api/v1/apps/{appID}/grants": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/apps/" + m.appID + "/grants", body: jsonOf(map[string]string{"plane": "data", "principal_kind": "user", "principal_id": victim(t).userID})}
+		},
+		"PATCH /api/v1/apps/{appID}/grants/{grantID}": func(t *testing.T, _, _ *principal) call {
+			from, to := m.sharerRoles(t)
+			g := h.grantTo(t, m.appID, identity.PlaneControl, authz.KindUser, victim(t).userID, &from)
+			return call{path: api + "/apps/" + m.appID + "/grants/" + g, body: jsonOf(map[string]string{"role_id": to})}
+		},
+		"DELETE /api/v1/apps/{appID}/grants/{grantID}": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/apps/" + m.appID + "/grants/" + h.grantTo(t, m.appID, identity.PlaneData, authz.KindUser, victim(t).userID, nil)}
+		},
+		"GET /api/v1/apps/{appID}/principals": fixed(api + "/apps/" + m.appID + "/principals?q=victim"),
+		"GET /api/v1/apps/{appID}/passcode":   fixed(api + "/apps/" + m.appID + "/passcode"),
+		"POST /api/v1/apps/{appID}/passcode":  withBody(api+"/apps/"+m.appID+"/passcode", func() string { return `{"passcode":"matrix-passcode"}` }),
+		"GET /api/v1/users/{userID}/apps": func(_ *testing.T, _, owner *principal) call {
+			return call{path: api + "/users/" + owner.userID + "/apps"}
+		},
+		"GET /api/v1/groups/{groupID}/apps": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/groups/" + h.group(t, nil) + "/apps"}
 		},
 		"GET /api/v1/capacity": fixed(api + "/capacity"),
 		"GET /healthz":         fixed("/healthz"),

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -55,6 +56,24 @@ var badValues = map[string][]struct{ name, body, field string }{
 		{"a revision past int64", `{"revision":9223372036854775808}`, "revision"},
 		{"a huge revision", `{"revision":1e30}`, "revision"},
 		{"a fractional revision", `{"revision":1.5}`, "revision"},
+	},
+	"POST /api/v1/apps/{appID}/grants": {
+		{"an unknown plane", `{"plane":"both","principal_kind":"anonymous"}`, "plane"},
+		{"an unknown principal kind", `{"plane":"data","principal_kind":"robot","principal_id":"x"}`, "principal_kind"},
+		{"a passcode over 128 characters", jsonOf(map[string]string{"plane": "data", "principal_kind": "anonymous", "passcode": strings.Repeat("p", 129)}), "passcode"},
+		{"a passcode with a control character", `{"plane":"data","principal_kind":"anonymous","passcode":"pass\u0007code"}`, "passcode"},
+		{"a passcode for a user", `{"plane":"data","principal_kind":"user","principal_id":"usr_01M80000000000000000000000","passcode":"hunter22"}`, "passcode"},
+		{"a role on the data plane", `{"plane":"data","principal_kind":"user","principal_id":"usr_01M80000000000000000000000","role_id":"role_viewer"}`, "role_id"},
+	},
+	"PATCH /api/v1/apps/{appID}/grants/{grantID}": {
+		{"nothing to change", `{}`, ""},
+		{"an empty role", `{"role_id":""}`, "role_id"},
+		{"a huge passcode", jsonOf(map[string]string{"passcode": strings.Repeat("p", 10_000)}), "passcode"},
+	},
+	"POST /api/v1/apps/{appID}/passcode": {
+		{"no passcode", `{}`, "passcode"},
+		{"an empty passcode", `{"passcode":""}`, "passcode"},
+		{"a passcode over 128 characters", jsonOf(map[string]string{"passcode": strings.Repeat("p", 129)}), "passcode"},
 	},
 	"POST /api/v1/apps/{appID}/deployments/{depID}/reject": {
 		{"no reason", `{}`, "reason"},
@@ -144,4 +163,33 @@ func TestBadInputOnEveryEndpoint(t *testing.T) {
 		}
 	}
 	t.Logf("%d routes bind a body", bound)
+}
+
+// badQueries are query strings that a GET route refuses, by route.
+var badQueries = map[string][]struct{ name, query, field string }{
+	"GET /api/v1/apps/{appID}/principals": {
+		{"a control character", "q=" + url.QueryEscape("a\x00b"), "q"},
+		{"a tab", "q=" + url.QueryEscape("a\tb"), "q"},
+		{"not UTF-8", "q=%FF", "q"},
+		{"over 100 characters", "q=" + strings.Repeat("a", 101), "q"},
+	},
+}
+
+func TestBadQueries(t *testing.T) {
+	h := newHarness(t)
+	m := newMatrix(t, h)
+	admin := h.adminPrincipal()
+	for key, cases := range badQueries {
+		t.Run(key, func(t *testing.T) {
+			c := m.build[key](t, admin, admin)
+			path, _, _ := strings.Cut(c.path, "?")
+			for _, b := range cases {
+				a := h.send("GET", path+"?"+b.query, "")
+				e, isEnv := envelopeOf(a)
+				if a.status != http.StatusBadRequest || !isEnv || e.Code != errcode.ValidInvalid || e.Details["field"] != b.field {
+					t.Errorf("%s: got %d %s, want 400 VALID_INVALID on %s", b.name, a.status, a.body, b.field)
+				}
+			}
+		})
+	}
 }

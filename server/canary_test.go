@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/svchost/svc/edge"
 )
 
 // secretCanary is a secret the test plants and then looks for.
@@ -26,13 +28,14 @@ type secretCanary struct {
 // TestNoSecretLeaks plants recognisable secrets through every way one
 // enters (chosen, generated and reset passwords, a password change, token
 // and session secrets, a failed sign-in's password, app secrets set,
-// rotated and refused, adapter credentials set, replaced and misplaced) and then looks for them
+// rotated and refused, adapter credentials set, replaced and misplaced, an
+// app's passcode set, changed, mistyped and entered) and then looks for them
 // in every later answer, the audit log, the events, the log at debug level
 // and the raw files of the store.
 func TestNoSecretLeaks(t *testing.T) {
 	const adminPW = "canary-admin-pw-6f1d9a"
 	h := newHarnessWith(t, harnessOptions{level: slog.LevelDebug, adminPassword: adminPW, noToken: true,
-		env: []string{"SVC_ADMIN_PASSWORD=" + adminPW}})
+		env: []string{"SVC_ADMIN_PASSWORD=" + adminPW, "SVC_POLICY_PUBLIC_SHARING=allowed"}})
 
 	var (
 		answers  []string
@@ -133,6 +136,21 @@ func TestNoSecretLeaks(t *testing.T) {
 		"credentials": map[string]any{"token": nil, "role_id": chosen("an approle role id", "canary-role-id-71f3"), "secret_id": chosen("an approle secret id", "canary-secret-id-6b1a")}})), http.StatusOK)
 	must("refuse a credential in config", do("POST", api+"/adapters", jsonOf(map[string]any{"category": "secrets", "kind": "vault",
 		"config": map[string]string{"token": chosen("a credential sent as a setting", "canary-misplaced-token-3a0e")}})), http.StatusBadRequest)
+
+	// The app shared with everyone behind a passcode: set, changed, guessed
+	// wrong and entered (the admission cookie is shown once).
+	a = must("share with everyone", do("POST", api+"/apps/"+app+"/grants", jsonOf(map[string]string{"plane": "data", "principal_kind": "anonymous",
+		"passcode": chosen("a passcode", "canary-passcode-4f2a9c")})), http.StatusCreated)
+	everyone := decodeAs[grantAnswer](t, a).Grant.ID
+	passcode := chosen("a changed passcode", "canary-passcode-changed-8e1d")
+	must("change the passcode", do("PATCH", api+"/apps/"+app+"/grants/"+everyone, jsonOf(map[string]string{"passcode": passcode})), http.StatusOK)
+	must("a wrong passcode", do("POST", api+"/apps/"+app+"/passcode", jsonOf(map[string]string{"passcode": chosen("a mistyped passcode", "canary-passcode-wrong-3b7f")}), "Authorization", ""), http.StatusForbidden)
+	a = must("enter the passcode", do("POST", api+"/apps/"+app+"/passcode", jsonOf(map[string]string{"passcode": passcode}), "Authorization", ""), http.StatusNoContent)
+	if ck := cookieNamed(a, edge.PasscodeCookie(app)); ck != nil {
+		shown("the admission cookie", ck.Value)
+	} else {
+		t.Fatal("no admission cookie")
+	}
 	must("rotate the keyring", do("POST", api+"/keyring/rotate", ""), http.StatusOK)
 
 	// Use every credential, read everything an administrator can read,
@@ -143,7 +161,8 @@ func TestNoSecretLeaks(t *testing.T) {
 	}
 	for _, path := range []string{"/users", "/users/" + alice, "/users/" + bob.User.ID, "/tokens/service", "/groups", "/roles?scope=all",
 		"/policy", "/config", "/audit?limit=500", "/reference", "/openapi.json", "/operator/raft?digest=true",
-		"/adapters", "/adapters/kinds", "/keyring", "/apps", "/apps/" + app, "/apps/" + app + "/secrets"} {
+		"/adapters", "/adapters/kinds", "/keyring", "/apps", "/apps/" + app, "/apps/" + app + "/secrets",
+		"/apps/" + app + "/grants", "/apps/" + app + "/passcode", "/apps/" + app + "/principals?q=a", "/users/" + alice + "/apps"} {
 		must("GET "+path, do("GET", api+path, ""), http.StatusOK)
 	}
 	must("sign bob out", do("DELETE", api+"/sessions", "", withCookie(bobCookie)...), http.StatusNoContent)

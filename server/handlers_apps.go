@@ -19,6 +19,32 @@ type appsService interface {
 	Update(ctx context.Context, id string, p apps.Patch) (apps.App, error)
 }
 
+// appAddresser says where the edge serves an app in the current routing
+// mode, for a client that asked at r; "" when nowhere (no port held in
+// port mode).
+type appAddresser interface {
+	AppURL(r *http.Request, appID, slug string) string
+}
+
+// withURL fills the App's url field: where the edge serves it, or null.
+// Every handler that answers an App passes it through here.
+func (s *Server) withURL(c echo.Context, a apps.App) apps.App {
+	a.URL = s.appURL(c, a.ID, a.Slug)
+	return a
+}
+
+// appURL is the url field of an app (an App, a launcher entry): where the
+// edge serves it for this request, or nil.
+func (s *Server) appURL(c echo.Context, appID, slug string) *string {
+	if s.d.AppURLs == nil || appID == "" {
+		return nil
+	}
+	if u := s.d.AppURLs.AppURL(c.Request(), appID, slug); u != "" {
+		return &u
+	}
+	return nil
+}
+
 type createAppRequest struct {
 	Name   string             `json:"name"`
 	Slug   string             `json:"slug,omitempty"`
@@ -53,7 +79,7 @@ func (s *Server) postApp(c echo.Context) error {
 	if err == nil && src != nil {
 		err = s.d.Sources.Fetch(ctx, a.ID, *src) // the clone and detection run behind the answer
 	}
-	return jsonOr(c, http.StatusCreated, appAnswer{App: a}, err)
+	return jsonOr(c, http.StatusCreated, appAnswer{App: s.withURL(c, a)}, err)
 }
 
 func (s *Server) listApps(c echo.Context) error {
@@ -63,6 +89,9 @@ func (s *Server) listApps(c echo.Context) error {
 	}
 	a := authOf(c)
 	as, more := s.d.Apps.List(a.caller, a.facts, a.floor, p.after, p.limit)
+	for i := range as {
+		as[i] = s.withURL(c, as[i])
+	}
 	return c.JSON(http.StatusOK, newList(as, more, lastID(as, func(a apps.App) string { return a.ID })))
 }
 
@@ -71,7 +100,7 @@ func (s *Server) getApp(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, appAnswer{App: a})
+	return c.JSON(http.StatusOK, appAnswer{App: s.withURL(c, a)})
 }
 
 func (s *Server) deleteApp(c echo.Context) error {

@@ -74,7 +74,7 @@ func (s *Server) putIcon(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, appAnswer{App: a})
+	return c.JSON(http.StatusOK, appAnswer{App: s.withURL(c, a)})
 }
 
 func (s *Server) deleteIcon(c echo.Context) error {

@@ -24,7 +24,11 @@ type launcherService interface {
 }
 
 func (s *Server) getMyApps(c echo.Context) error {
-	return c.JSON(http.StatusOK, s.d.Launcher.Apps(callerOf(c)))
+	v := s.d.Launcher.Apps(callerOf(c))
+	for i := range v.Items {
+		v.Items[i].App.URL = s.appURL(c, v.Items[i].App.ID, v.Items[i].App.Slug)
+	}
+	return c.JSON(http.StatusOK, v)
 }
 
 func (s *Server) putFavorite(c echo.Context) error {
@@ -118,5 +122,5 @@ func (s *Server) patchApp(c echo.Context) error {
 	if err == nil && src != nil {
 		err = s.d.Sources.Fetch(ctx, a.ID, *src)
 	}
-	return jsonOr(c, http.StatusOK, appAnswer{App: a}, err)
+	return jsonOr(c, http.StatusOK, appAnswer{App: s.withURL(c, a)}, err)
 }

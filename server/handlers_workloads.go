@@ -38,19 +38,19 @@ var (
 
 func (s *Server) postStart(c echo.Context) error {
 	a, err := s.d.AppControl.Start(c.Request().Context(), c.Param("appID"))
-	return jsonOr(c, http.StatusOK, appAnswer{App: a}, err)
+	return jsonOr(c, http.StatusOK, appAnswer{App: s.withURL(c, a)}, err)
 }
 
 func (s *Server) postStop(c echo.Context) error {
 	a, err := s.d.AppControl.Stop(c.Request().Context(), c.Param("appID"))
-	return jsonOr(c, http.StatusOK, appAnswer{App: a}, err)
+	return jsonOr(c, http.StatusOK, appAnswer{App: s.withURL(c, a)}, err)
 }
 
 // postAppRestart asks for a restart in place; the reconciler does it
 // behind the answer.
 func (s *Server) postAppRestart(c echo.Context) error {
 	a, err := s.d.AppControl.Restart(c.Request().Context(), c.Param("appID"))
-	return jsonOr(c, http.StatusAccepted, appAnswer{App: a}, err)
+	return jsonOr(c, http.StatusAccepted, appAnswer{App: s.withURL(c, a)}, err)
 }
 
 func (s *Server) getStatus(c echo.Context) error {

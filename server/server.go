@@ -60,10 +60,12 @@ type CommandRef struct {
 
 // Deps are the server's collaborators.
 type Deps struct {
-	Logger    *slog.Logger
-	Version   string
-	Config    *config.Config
-	Identity  identityService
+	Logger   *slog.Logger
+	Version  string
+	Config   *config.Config
+	Identity identityService
+	// Sharing manages app grants, principal searches and passcodes.
+	Sharing   sharingService
 	Policy    policyService
 	Apps      appsService
 	Launcher  launcherService
@@ -77,6 +79,9 @@ type Deps struct {
 	Volumes   volumesService
 	Adapters  adaptersService
 	Keyring   keyringService
+	// EdgeKeys are the keys that sign the edge's assertions: the JWKS and
+	// their rotation.
+	EdgeKeys edgeKeysService
 	// The scheduler's parts: deploys and their approvals and logs, control
 	// of running apps, their workloads, and the host's capacity.
 	Deploys    deploysService
@@ -98,6 +103,13 @@ type Deps struct {
 	// StartedAt is when this server's generation of the process started
 	// (now when zero); it changes with every restart.
 	StartedAt time.Time
+	// Front, when set, wraps the API on the listener: the edge takes the
+	// requests for apps (subdomain and path routing) and passes the rest
+	// on to api. Nil serves the API alone.
+	Front func(api http.Handler) http.Handler
+	// AppURLs says where apps are served, for the App's url field; nil
+	// leaves it null.
+	AppURLs appAddresser
 	// Restart asks the process to restart the server in place. It must
 	// return at once (the restart drains this server, the asking request
 	// included), and a call while a restart is pending must do nothing.
@@ -108,11 +120,13 @@ type Deps struct {
 
 // Server is the HTTP API.
 type Server struct {
-	d      Deps
-	log    *slog.Logger
-	echo   *echo.Echo
-	cop    *http.CrossOriginProtection
-	routes []route
+	d    Deps
+	log  *slog.Logger
+	echo *echo.Echo
+	cop  *http.CrossOriginProtection
+	// handler is what the listener serves: the API, behind Front if set.
+	handler http.Handler
+	routes  []route
 	// closing is closed when the server shuts down: connections taken over
 	// from net/http (terminals) end with it, as Shutdown does not see them.
 	closing     chan struct{}
@@ -148,18 +162,23 @@ func New(d Deps) (*Server, error) {
 			return nil, err
 		}
 	}
+	s.handler = e
+	if d.Front != nil {
+		s.handler = d.Front(e)
+	}
 	return s, nil
 }
 
-// Handler returns the API as an http.Handler.
-func (s *Server) Handler() http.Handler { return s.echo }
+// Handler returns what the listener serves: the API, behind the edge when
+// Deps.Front is set.
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // Serve answers requests on ln until ctx ends, then stops accepting, lets
 // requests in flight finish for up to drain, and returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
 	var fresh newConns
 	srv := &http.Server{
-		Handler:           s.echo,
+		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

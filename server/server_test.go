@@ -46,6 +46,7 @@ type harness struct {
 	store   *raftstore.Store
 	srv     *Server
 	ident   *identity.Service
+	sharing *identity.Sharing
 	pol     *policy.Service
 	logs    *syncBuffer
 	token   string // an administrator's token, sent unless a request says otherwise
@@ -130,14 +131,15 @@ func (h *harness) open() {
 		Now:          now, Logger: log,
 	})
 	w := wireStorage(h.t, store, h.dir, h.procs, now, log)
+	sharing := wireSharing(store, hasher, pol, w.ring, now, log)
 	det, sources := wireDetection(h.t, h.dir, w, store, pol, log)
 	plans := plan.NewService(plan.Deps{Store: store, Specs: w.specs, Slots: w.slots, Secrets: w.secrets, Adapters: w.adapters, Detections: det, Policy: pol})
 	sched := wireScheduler(store, cfg, w, plans, sources, pol, h.procs, now, log)
 	srv, err := New(Deps{
 		Logger: log, Version: "test", Config: cfg,
-		Identity: ident, Policy: pol, Facts: store,
+		Identity: ident, Sharing: sharing, Policy: pol, Facts: store,
 		Apps: w.apps, Launcher: w.launcher, Icons: w.icons, Secrets: w.secrets, Specs: w.specs, Slots: w.slots, Volumes: w.volumes, Sources: sources, Detection: det,
-		Plans: plans, Adapters: w.adapters, Keyring: w.ring,
+		Plans: plans, Adapters: w.adapters, Keyring: w.ring, EdgeKeys: wireEdgeKeys(h.t, store, w.ring),
 		Deploys: sched, Approvals: sched, DeployLogs: sched, AppControl: sched, Workloads: sched, Capacity: sched,
 		Operator: operator.New(store, "n1", now), Idempotency: idempotency.New(store, now),
 		Ready: store, Metrics: metrics, MetricsHandler: metrics.Handler(),
@@ -146,7 +148,7 @@ func (h *harness) open() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.store, h.srv, h.ident, h.pol = store, srv, ident, pol
+	h.store, h.srv, h.ident, h.sharing, h.pol = store, srv, ident, sharing, pol
 	if o.adminPassword == "" {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/config"
 	"github.com/svchost/svc/internal/detection"
+	"github.com/svchost/svc/internal/events"
 	"github.com/svchost/svc/internal/icon"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/keyring"
@@ -22,6 +23,7 @@ import (
 	"github.com/svchost/svc/internal/slots"
 	"github.com/svchost/svc/internal/source"
 	"github.com/svchost/svc/internal/spec"
+	"github.com/svchost/svc/internal/throttle"
 	"github.com/svchost/svc/internal/volumes"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler"
@@ -137,3 +139,23 @@ func wireScheduler(store *raftstore.Store, cfg *config.Config, w wired, plans *p
 	store.RunWhileLeader("reconciler", sch.Reconcile)
 	return sch
 }
+
+// wireSharing builds the sharing service as cmd/svc does: passcode tries
+// limited per app and address (10) and per app (100) in fifteen minutes,
+// admission keys sealed by the ring and re-sealed when it rotates.
+func wireSharing(store *raftstore.Store, hasher identity.Hasher, pol *policy.Service, ring *keyring.Ring, now func() time.Time, log *slog.Logger) *identity.Sharing {
+	sh := identity.NewSharing(identity.SharingDeps{
+		Store: store, Hasher: hasher, Policy: pol, Ring: ring, Apps: appFinder,
+		ClientLimit: throttle.New(10, 15*time.Minute, now, 1000),
+		AppLimit:    throttle.New(100, 15*time.Minute, now, 1000),
+		Now:         now, Logger: log,
+	})
+	ring.OnRotate(sh)
+	return sh
+}
+
+// appFinder finds apps for the sharing service, as cmd/svc's does.
+var appFinder = identity.AppFinderFunc(func(r *raftstore.Reader, id string) (events.AppRef, bool) {
+	a, _, ok := apps.Apps.Get(r, id)
+	return events.AppRef{ID: a.ID, Name: a.Name, Slug: a.Slug}, ok
+})

@@ -94,7 +94,7 @@ func serve(ctx context.Context, cfg *config.Config, reload func() (*config.Confi
 	var prev *generation
 	var applied uint64 // the store's applied index when the previous generation ended
 	for {
-		gen, genCtx, rt, err := start(ctx, cfg, prev, logw, commands, procs)
+		gen, genCtx, rt, err := start(ctx, cfg, prev, logw, commands, procs, ln.Addr())
 		if err != nil {
 			return err
 		}
@@ -137,6 +137,8 @@ type generation struct {
 	commands  []server.CommandRef
 	// procs is the process runtime, which outlives generations.
 	procs *process.Runtime
+	// mainAddr is where the main listener (console and API) listens.
+	mainAddr net.Addr
 	// stop ends the generation's context: its server drains and returns.
 	stop       context.CancelFunc
 	restarting atomic.Bool
@@ -170,15 +172,15 @@ func (g *generation) restart() {
 // start builds the generation after prev on cfg. When cfg is a reloaded
 // configuration that does not start, it logs why and builds on the
 // previous generation's instead.
-func start(parent context.Context, cfg *config.Config, prev *generation, logw io.Writer, commands []server.CommandRef, procs *process.Runtime) (*generation, context.Context, *runtime, error) {
+func start(parent context.Context, cfg *config.Config, prev *generation, logw io.Writer, commands []server.CommandRef, procs *process.Runtime, mainAddr net.Addr) (*generation, context.Context, *runtime, error) {
 	gen, ctx := newGeneration(parent, cfg, prev, logw, commands)
-	gen.procs = procs
+	gen.procs, gen.mainAddr = procs, mainAddr
 	rt, err := build(ctx, gen)
 	if err != nil && prev != nil && prev.cfg != cfg {
 		gen.stop()
 		gen.log.Error("restart: the reloaded configuration did not start; starting on the previous one", "err", err)
 		gen, ctx = newGeneration(parent, prev.cfg, prev, logw, commands)
-		gen.procs = procs
+		gen.procs, gen.mainAddr = procs, mainAddr
 		rt, err = build(ctx, gen)
 	}
 	if err != nil {
@@ -314,6 +316,10 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	if err != nil {
 		return nil, err
 	}
+	signing, err := buildEdgeSigning(ctx, gen, store, storage.ring, now)
+	if err != nil {
+		return nil, err
+	}
 	specs := spec.NewService(store, now)
 	det, sources, err := buildDetection(ctx, rt, gen, store, storage, pol, specs, now)
 	if err != nil {
@@ -327,12 +333,18 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Adapters: storage.adapters, Detections: det, Policy: pol})
 	sched := buildScheduler(gen, store, storage, specs, plans, sources, pol, now)
 	firstRun(ctx, ident, cfg.Admin.Password, log)
+	sharing := buildSharing(store, pol, storage.ring, now, log)
+	proxy, err := buildEdgeProxy(ctx, rt, gen, edgeParts{store: store, ident: ident, pol: pol, sched: sched, signer: signing.signer, passcodes: sharing})
+	if err != nil {
+		return nil, err
+	}
 
 	rt.api, err = server.New(server.Deps{
 		Logger:         log,
 		Version:        version,
 		Config:         cfg,
 		Identity:       ident,
+		Sharing:        sharing,
 		Policy:         pol,
 		Apps:           storage.apps,
 		Launcher:       storage.launcher,
@@ -352,6 +364,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Sources:        sources,
 		Adapters:       storage.adapters,
 		Keyring:        storage.ring,
+		EdgeKeys:       signing.keys,
 		Facts:          store,
 		Operator:       ops,
 		Idempotency:    idem,
@@ -361,6 +374,8 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Commands:       gen.commands,
 		StartedAt:      gen.startedAt,
 		Restart:        gen.restart,
+		Front:          proxy.Front,
+		AppURLs:        appAddresses{proxy: proxy, ports: sched},
 	})
 	if err != nil {
 		return nil, err

@@ -140,6 +140,11 @@ var rules = []rule{
 		imports: []pattern{"./..."},
 	},
 	{
+		name:    "the verifier apps import imports nothing of the module",
+		from:    []pattern{"./assertion/..."},
+		imports: []pattern{"./..."},
+	},
+	{
 		name: "production packages never link fakes or the test agent",
 		from: []pattern{"./..."},
 		notFrom: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest",

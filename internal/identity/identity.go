@@ -1,14 +1,16 @@
 // Package identity owns who may use the installation and what they hold:
 // accounts (with Argon2id password hashes), browser sessions, API tokens,
-// groups, custom roles and the management grants on apps; the first
-// administrator (setup or SVC_ADMIN_PASSWORD); sign-in with throttling; and
-// the rule that someone must always remain able to manage accounts, which
-// the store's FSM enforces.
+// groups, custom roles and the grants that share apps (managing and
+// opening them, with the grant to everyone's passcode and the admissions it
+// gives); the first administrator (setup or SVC_ADMIN_PASSWORD); sign-in
+// with throttling; and the rule that someone must always remain able to
+// manage accounts, which the store's FSM enforces.
 //
 // It must not touch HTTP or adapters: the server authenticates requests and
 // calls this package's services with the authenticated principal. Secrets
-// (passwords, token and session secrets) are stored only as hashes and never
-// appear in an audit entry, an event or a log line.
+// (passwords, passcodes, token and session secrets) are stored only as
+// hashes, and keys only sealed; none appears in an audit entry, an event or
+// a log line.
 package identity
 
 import (
@@ -94,6 +96,10 @@ const (
 
 // Grant shares an app with a principal: on the control plane with a role
 // (managing the app), on the data plane to open it.
+//
+// A grant row carries the passcode of the grant to everyone, so that it
+// goes wherever the grant goes: never answer a Grant as it is (the API
+// shows GrantInfo).
 type Grant struct {
 	ID            string    `json:"id"`
 	AppID         string    `json:"app_id"`
@@ -103,6 +109,15 @@ type Grant struct {
 	RoleID        *string   `json:"role_id"`
 	Passcode      bool      `json:"passcode"`
 	CreatedAt     time.Time `json:"created_at"`
+	// PasscodeHash is the Argon2id hash of the passcode while Passcode is
+	// set. PasscodeGeneration counts the passcodes the grant has had (it
+	// survives a removal, so that a number is never reused), and
+	// PasscodeKey is the key admission cookies of that generation are
+	// signed with, sealed by the keyring.
+	PasscodeHash       string     `json:"passcode_hash,omitempty"`
+	PasscodeGeneration uint64     `json:"passcode_generation,omitempty"`
+	PasscodeKey        []byte     `json:"passcode_key,omitempty"`
+	UpdatedAt          *time.Time `json:"updated_at,omitempty"`
 }
 
 func lower(s string) (string, bool) { return strings.ToLower(s), s != "" }

@@ -41,6 +41,7 @@ const (
 	Adapter      Prefix = "adp"
 	Probe        Prefix = "prb"
 	DataKey      Prefix = "key"
+	EdgeKey      Prefix = "ek"
 )
 
 // Generator mints IDs from a clock and a source of entropy. IDs minted by one

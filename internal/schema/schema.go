@@ -7,6 +7,7 @@
 package schema
 
 import (
+	"github.com/svchost/svc/edge"
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/audit"
@@ -39,7 +40,7 @@ func Tables() []raftstore.Def {
 		spec.Heads,
 		keyring.Keys,
 	}
-	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), detection.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables(), scheduler.Tables()} {
+	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), detection.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables(), scheduler.Tables(), edge.Tables()} {
 		tables = append(tables, ts...)
 	}
 	return tables

@@ -1,0 +1,577 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/identity"
+	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/raftstore"
+)
+
+// Routing modes (SVC_SERVER_ROUTING_MODE).
+const (
+	// ModePort: the edge listens on each app's host port (Route.Port).
+	ModePort = "port"
+	// ModeSubdomain: <slug>.<base domain> on the main listener.
+	ModeSubdomain = "subdomain"
+	// ModePath: /apps/<slug>/ on the main listener, the prefix removed
+	// before forwarding and sent as X-Forwarded-Prefix.
+	ModePath = "path"
+)
+
+// Defaults of Config.
+const (
+	// DefaultResponseHeaderTimeout bounds the wait for an app's response
+	// headers (504 after it). It does not bound a response once its
+	// headers came: streams (server-sent events, long downloads,
+	// websockets) run as long as they like.
+	DefaultResponseHeaderTimeout = 5 * time.Minute
+	// DefaultDialTimeout bounds connecting to an app.
+	DefaultDialTimeout = 5 * time.Second
+)
+
+// Convenience headers: the assertion's content, unsigned. An app must not
+// trust them alone (the assertion is the statement to verify); the edge
+// sets them and strips any a client sent.
+const (
+	HeaderUserID = "X-Svc-User-Id"
+	HeaderEmail  = "X-Svc-Email"
+	HeaderName   = "X-Svc-Name"
+	HeaderGroups = "X-Svc-Groups" // group names, comma-separated
+	HeaderAppID  = "X-Svc-App-Id" // the app the request is for
+)
+
+// AnonymousSubject is the assertion's subject for a visitor admitted by
+// the grant to everyone without signing in.
+const AnonymousSubject = "anonymous"
+
+// sessionCookie is the browser session's cookie (the API's).
+const sessionCookie = "svc_session"
+
+// Config is the edge's startup configuration.
+type Config struct {
+	// Mode is the routing mode: ModePort (the default when empty),
+	// ModeSubdomain or ModePath.
+	Mode string
+	// BaseDomain is the domain apps are subdomains of (subdomain mode).
+	BaseDomain string
+	// ExternalURL is the address browsers use for the console
+	// (SVC_SERVER_EXTERNAL_URL), empty when unset. It decides where
+	// browsers are sent to sign in, the scheme apps are told
+	// (X-Forwarded-Proto) and the host of the apps' URLs.
+	ExternalURL string
+	// ConsolePort is the main listener's port: in port mode, without an
+	// external URL, browsers are sent to sign in on the host they asked
+	// for at this port.
+	ConsolePort int
+	// ProxyUpstream, when set (SVC_SERVER_PROXY_UPSTREAM), receives every
+	// request the edge authorized instead of the app's workload, for
+	// installations where another component routes to workloads.
+	ProxyUpstream string
+	// ResponseHeaderTimeout and DialTimeout bound the wait for an app (0:
+	// the defaults above).
+	ResponseHeaderTimeout time.Duration
+	DialTimeout           time.Duration
+}
+
+// The edge's collaborators, declared where they are used.
+type (
+	// Authenticator resolves a request's credentials, as the API does
+	// (*identity.Service).
+	Authenticator interface {
+		Authenticate(ctx context.Context, bearer, cookie string) (identity.Authenticated, error)
+	}
+	// StateReader gives a read view of the replicated store, where the
+	// grants, accounts and groups are.
+	StateReader interface {
+		Read() *raftstore.Reader
+	}
+	// PolicySource gives the host policy in force (public_sharing).
+	PolicySource interface {
+		Current() policy.Policy
+	}
+)
+
+// The services of svc that implement them.
+var (
+	_ Authenticator = (*identity.Service)(nil)
+	_ StateReader   = (*raftstore.Store)(nil)
+	_ PolicySource  = (*policy.Service)(nil)
+)
+
+// Deps are the edge's collaborators.
+type Deps struct {
+	Routes   RouteTable
+	Identity Authenticator
+	Store    StateReader
+	Signer   Signer
+	// Passcodes checks admission cookies; nil admits nobody by passcode.
+	Passcodes Passcodes
+	// Policy, when set, lets host policy's public_sharing narrow what the
+	// grant to everyone admits: none admits nobody through it,
+	// passcode_only only through one with a passcode.
+	Policy PolicySource
+	Logger *slog.Logger
+	// Now is the clock of activity records (time.Now when nil).
+	Now func() time.Time
+}
+
+// Proxy is the edge: it finds an app's route, authorizes the request,
+// and forwards it with the caller's assertion. See the package doc for
+// the rules.
+type Proxy struct {
+	cfg       Config
+	d         Deps
+	log       *slog.Logger
+	base      string   // lower-case base domain (subdomain mode)
+	external  *url.URL // nil when unset
+	upstream  *url.URL // nil: each app's workload
+	transport *http.Transport
+	rp        *httputil.ReverseProxy
+	act       activity
+}
+
+// New validates the configuration and builds the edge.
+func New(cfg Config, d Deps) (*Proxy, error) {
+	if cfg.Mode == "" {
+		cfg.Mode = ModePort
+	}
+	switch cfg.Mode {
+	case ModePort, ModeSubdomain, ModePath:
+	default:
+		return nil, fmt.Errorf("edge: routing mode %q (accepted: port, subdomain, path)", cfg.Mode)
+	}
+	if d.Routes == nil || d.Identity == nil || d.Store == nil || d.Signer == nil {
+		return nil, errors.New("edge: missing dependencies (routes, identity, store and signer are required)")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if cfg.ResponseHeaderTimeout <= 0 {
+		cfg.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
+	p := &Proxy{cfg: cfg, d: d, log: d.Logger, base: strings.ToLower(strings.TrimSuffix(cfg.BaseDomain, "."))}
+	if cfg.Mode == ModeSubdomain && p.base == "" {
+		return nil, errors.New("edge: subdomain routing needs a base domain")
+	}
+	var err error
+	if p.external, err = parseHTTPURL(cfg.ExternalURL); err != nil {
+		return nil, fmt.Errorf("edge: external URL: %w", err)
+	}
+	if p.upstream, err = parseHTTPURL(cfg.ProxyUpstream); err != nil {
+		return nil, fmt.Errorf("edge: proxy upstream: %w", err)
+	}
+	p.transport = newTransport(cfg)
+	p.rp = &httputil.ReverseProxy{
+		Rewrite:        p.rewrite,
+		Transport:      p.transport,
+		FlushInterval:  -1, // streams pass through unbuffered
+		BufferPool:     bufferPool{},
+		ModifyResponse: modifyResponse,
+		ErrorHandler:   p.upstreamFailed,
+		ErrorLog:       slog.NewLogLogger(d.Logger.Handler(), slog.LevelDebug),
+	}
+	return p, nil
+}
+
+func parseHTTPURL(s string) (*url.URL, error) {
+	if s == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%q is not an http(s) URL with a host", s)
+	}
+	return u, nil
+}
+
+// newTransport is the one pool of upstream connections: many idle
+// connections per app (the default transport's two collapse under load),
+// HTTP/1.1 (what workloads speak, and what upgrades need), no proxy from
+// the environment, and no transparent decompression (the client's
+// Accept-Encoding goes through as it is).
+func newTransport(cfg Config) *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          4096,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: cfg.ResponseHeaderTimeout,
+		ExpectContinueTimeout: time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+	}
+}
+
+// bufferPool lends the proxy its copy buffers.
+type bufferPool struct{}
+
+var _ httputil.BufferPool = bufferPool{}
+
+const bufferSize = 32 << 10
+
+var buffers = sync.Pool{New: func() any { return new([bufferSize]byte) }}
+
+func (bufferPool) Get() []byte { return buffers.Get().(*[bufferSize]byte)[:] }
+
+// Put takes back a buffer Get lent; converting it back to the array
+// pointer allocates nothing.
+func (bufferPool) Put(b []byte) {
+	if len(b) == bufferSize {
+		buffers.Put((*[bufferSize]byte)(b))
+	}
+}
+
+// Close releases the idle upstream connections.
+func (p *Proxy) Close() { p.transport.CloseIdleConnections() }
+
+// LastActivity returns when the edge last forwarded a request to the app
+// (the zero time if never, since this process started). Idle detection
+// reads it; it is kept in memory only for now.
+func (p *Proxy) LastActivity(appID string) time.Time { return p.act.last(appID) }
+
+// verdict is the outcome of authorizing a request.
+type verdict int
+
+const (
+	admit        verdict = iota
+	needSignIn           // anonymous, and nothing admits it: 401
+	needPasscode         // the grant to everyone asks for its passcode: 403
+	denied               // signed in, can see the app, cannot open it: 403
+	unknown              // no such app, or one the caller may not see: 404
+)
+
+// target is what a request was routed to.
+type target struct {
+	route Route
+	found bool
+	// Path mode: the prefix (/apps/<slug>) and the path after it.
+	prefix, path, rawPath string
+}
+
+// outbound is what the rewrite of an authorized request needs; it travels
+// in the request's context.
+type outbound struct {
+	target
+	claims    Claims
+	assertion string
+	proto     string
+}
+
+type outboundKey struct{}
+
+// serve authorizes a request routed to t and forwards it, or refuses it.
+//
+// Who learns what: the answer depends on whether an app exists only for
+// callers who may see it. A caller who is not signed in gets 401 both for
+// an app that does not exist and for one not shared with everyone; a
+// signed-in caller gets 404 for both an app that does not exist and one it
+// holds no grant on at all (the API's rule for objects one may not see),
+// and 403 PERM_DENIED only when it can see the app (it holds a verb on
+// it, an administrator say) but may not open it. An app shared with
+// everyone behind a passcode answers 403 PERM_PASSCODE_REQUIRED to
+// everyone: its existence is public (its passcode page names it).
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, t target) {
+	ctx := r.Context()
+	a, credErr := p.d.Identity.Authenticate(ctx, bearerOf(r.Header), cookieValue(r.Header, sessionCookie))
+	if credErr != nil {
+		// A bad credential counts as none: an app shared with everyone
+		// still opens; anything else answers the credential's error.
+		a = identity.Authenticated{Principal: authz.Principal{Kind: authz.KindAnonymous}}
+	}
+	rd := p.d.Store.Read()
+	if v := p.decide(rd, r, t, a.Principal); v != admit {
+		p.refuse(w, r, t.route, v, credErr)
+		return
+	}
+	if p.upstream == nil && t.route.Upstream == "" {
+		writeError(w, r, errcode.New(errcode.AdapterUnavailable, "the app is not running").
+			WithDetail("reason", "not_running").
+			WithRemedy("someone who manages the app can start or deploy it"))
+		return
+	}
+	ob := &outbound{target: t, claims: claimsOf(rd, a, t.route.AppID), proto: p.proto(r)}
+	tok, err := p.d.Signer.Assertion(ctx, ob.claims)
+	if err != nil || tok == "" {
+		// Fail closed: no assertion, no request.
+		id := writeError(w, r, signFailure(err))
+		p.log.Error("edge: no assertion could be signed; the request was not forwarded", "app_id", t.route.AppID, "request_id", id, "err", err)
+		return
+	}
+	ob.assertion = tok
+	p.act.touch(t.route.AppID, p.d.Now())
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, outboundKey{}, ob)))
+}
+
+// signFailure is the answer when the signer fails: its own coded
+// failure when it is a server-side one (STORE_UNAVAILABLE, say), else 500
+// INTERNAL.
+func signFailure(err error) *errcode.Error {
+	if e, ok := errcode.As(err); ok && e.Status() >= 500 {
+		return e
+	}
+	return errcode.Wrap(err, errcode.Internal, "the edge could not sign the caller's assertion, so the request was not forwarded").
+		WithDetail("reason", "assertion_unavailable")
+}
+
+// decide authorizes principal on t. The caller may open the app through a
+// data-plane grant to it (its account, a group of the account, the token
+// itself) or through the grant to everyone; a grant to everyone with a
+// passcode admits only a request showing a valid admission cookie.
+func (p *Proxy) decide(rd *raftstore.Reader, r *http.Request, t target, pr authz.Principal) verdict {
+	anonymous := pr.Kind == authz.KindAnonymous
+	if !t.found {
+		if anonymous {
+			return needSignIn
+		}
+		return unknown
+	}
+	appID := t.route.AppID
+	passcode := false
+	for _, g := range identity.OpenGrants(rd, appID, pr) {
+		switch {
+		case !g.Everyone:
+			return admit
+		case !p.everyoneAdmits(g.Grant.Passcode):
+		case g.Grant.Passcode:
+			passcode = true
+		default:
+			return admit
+		}
+	}
+	switch {
+	case passcode && p.admitted(r, appID):
+		return admit
+	case passcode:
+		return needPasscode
+	case anonymous:
+		return needSignIn
+	}
+	// Signed in without a data-plane grant: 403, as API.md's edge section
+	// says ("a caller without a data-plane grant gets 403 PERM_DENIED").
+	return denied
+}
+
+// everyoneAdmits says whether host policy lets a grant to everyone (with
+// a passcode or not) admit anyone.
+func (p *Proxy) everyoneAdmits(withPasscode bool) bool {
+	if p.d.Policy == nil {
+		return true
+	}
+	switch p.d.Policy.Current().EffectivePublicSharing() {
+	case policy.SharingNone:
+		return false
+	case policy.SharingPasscodeOnly:
+		return withPasscode
+	}
+	return true
+}
+
+// admitted says whether the request shows a valid admission cookie for the
+// app.
+func (p *Proxy) admitted(r *http.Request, appID string) bool {
+	if p.d.Passcodes == nil {
+		return false
+	}
+	v := cookieValue(r.Header, PasscodeCookie(appID))
+	return v != "" && p.d.Passcodes.Admitted(appID, v)
+}
+
+// refuse answers a request the edge does not forward: the error envelope
+// for API clients, and for a browser asking for a page a redirect to the
+// console's sign-in or passcode page, which sends it back afterwards.
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, route Route, v verdict, credErr error) {
+	var e *errcode.Error
+	switch v {
+	case needSignIn:
+		if wantsPage(r) {
+			redirect(w, p.consoleURL(r)+"/login?next="+url.QueryEscape(p.requestURL(r)))
+			return
+		}
+		e = errcode.New(errcode.AuthRequired, "sign in, or present a token, to open this app").
+			WithRemedy("sign in at %s, or send Authorization: Bearer <token>", p.consoleURL(r))
+		if ce, ok := errcode.As(credErr); ok {
+			e = errcode.New(ce.Code, "%s", ce.Message).WithRemedy("%s", e.Remedy)
+		}
+	case needPasscode:
+		if wantsPage(r) {
+			redirect(w, p.consoleURL(r)+"/passcode/"+url.PathEscape(route.AppID)+"?next="+url.QueryEscape(p.requestURL(r)))
+			return
+		}
+		e = errcode.New(errcode.PermPasscodeRequired, "this app asks for its passcode").
+			WithDetail("app_id", route.AppID).
+			WithRemedy("POST the passcode to /api/v1/apps/%s/passcode, then send the cookie it sets", route.AppID)
+	case denied:
+		e = errcode.New(errcode.PermDenied, "this app is not shared with you").
+			WithRemedy("someone who manages the app can share it with you")
+	default:
+		e = errcode.New(errcode.NotFound, "no app here")
+	}
+	writeError(w, r, e)
+}
+
+// wantsPage reports whether the request is a browser's navigation: a GET
+// or HEAD asking for HTML.
+func wantsPage(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	for _, v := range r.Header["Accept"] {
+		if containsFold(v, "text/html") {
+			return true
+		}
+	}
+	return false
+}
+
+// proto is the scheme the client used, as far as the edge can tell: https
+// over TLS or behind an https external URL.
+func (p *Proxy) proto(r *http.Request) string {
+	if r.TLS != nil || (p.external != nil && p.external.Scheme == "https") {
+		return "https"
+	}
+	return "http"
+}
+
+// requestURL is the URL the client asked for.
+func (p *Proxy) requestURL(r *http.Request) string {
+	return p.proto(r) + "://" + r.Host + r.URL.RequestURI()
+}
+
+// consoleURL is where the console is, for a browser that asked r: the
+// external URL when set; otherwise the base domain (subdomain mode; the
+// session cookie is shared with its subdomains), the host asked for (path
+// mode), or the host asked for at the main listener's port (port mode).
+func (p *Proxy) consoleURL(r *http.Request) string {
+	if p.external != nil {
+		return strings.TrimRight(p.external.String(), "/")
+	}
+	host, port := splitHost(r.Host)
+	switch p.cfg.Mode {
+	case ModeSubdomain:
+		host = p.base
+	case ModePort:
+		if p.cfg.ConsolePort > 0 {
+			port = fmt.Sprint(p.cfg.ConsolePort)
+		}
+	}
+	return p.proto(r) + "://" + joinHost(host, port)
+}
+
+// claimsOf describes the caller to the app: a user (also for a delegated
+// token, its owner) with its groups' names, a service token by its own ID
+// and name, or the anonymous visitor.
+func claimsOf(rd *raftstore.Reader, a identity.Authenticated, appID string) Claims {
+	c := Claims{Audience: appID, Subject: AnonymousSubject}
+	switch {
+	case a.User != nil:
+		c.Subject, c.Email, c.Name = a.User.ID, a.User.Email, a.User.DisplayName
+		if c.Name == "" {
+			c.Name = a.User.Username
+		}
+		items, _ := identity.Groups.List(rd, raftstore.Query{Index: "member", Key: a.User.ID})
+		for _, it := range items {
+			c.Groups = append(c.Groups, it.Value.Name)
+		}
+	case a.Token != nil:
+		c.Subject, c.Name = a.Token.ID, a.Token.Name
+	}
+	return c
+}
+
+// rewrite turns the inbound request into what the app receives.
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	ob, ok := pr.In.Context().Value(outboundKey{}).(*outbound)
+	if !ok {
+		// Only serve calls the reverse proxy, always with this.
+		panic("edge: a request reached the reverse proxy without authorization")
+	}
+	out := pr.Out
+	if ob.prefix != "" {
+		out.URL.Path, out.URL.RawPath = ob.path, ob.rawPath
+	}
+	if p.upstream != nil {
+		pr.SetURL(p.upstream)
+	} else {
+		out.URL.Scheme, out.URL.Host = "http", ob.route.Upstream
+	}
+	out.Host = pr.In.Host
+	h := out.Header
+	stripReserved(h)
+	stripCookies(h)
+	stripBearer(h)
+	if prior, ok := pr.In.Header["X-Forwarded-For"]; ok {
+		h["X-Forwarded-For"] = prior // SetXForwarded appends to a copy
+	}
+	pr.SetXForwarded()
+	c := &ob.claims
+	// One backing array for the values the edge sets.
+	vals := [...]string{ob.assertion, ob.route.AppID, headerValue(c.Subject), headerValue(c.Email), headerValue(c.Name), "", ob.proto, ob.prefix}
+	h["X-Forwarded-Proto"] = vals[6:7:7]
+	if ob.prefix != "" {
+		h["X-Forwarded-Prefix"] = vals[7:8:8]
+	}
+	h[AssertionHeader] = vals[0:1:1]
+	h[HeaderAppID] = vals[1:2:2]
+	h[HeaderUserID] = vals[2:3:3]
+	if c.Email != "" {
+		h[HeaderEmail] = vals[3:4:4]
+	}
+	if c.Name != "" {
+		h[HeaderName] = vals[4:5:5]
+	}
+	if len(c.Groups) > 0 {
+		vals[5] = headerValue(strings.Join(c.Groups, ","))
+		h[HeaderGroups] = vals[5:6:6]
+	}
+}
+
+// modifyResponse keeps an app from setting svc's cookies.
+func modifyResponse(res *http.Response) error {
+	stripSetCookies(res.Header)
+	return nil
+}
+
+// upstreamFailed answers when the app could not be reached (502) or did
+// not answer in time (504).
+func (p *Proxy) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		return // the client went away; nobody reads an answer
+	}
+	appID := ""
+	if ob, ok := r.Context().Value(outboundKey{}).(*outbound); ok {
+		appID = ob.route.AppID
+	}
+	e := errcode.New(errcode.AdapterUnavailable, "the app could not be reached").WithDetail("reason", "unreachable").
+		WithRemedy("the app may be starting or failing; someone who manages it can read its logs")
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		e = errcode.New(errcode.AdapterUnavailable, "the app did not answer in time").WithDetail("reason", "timeout").
+			WithStatus(http.StatusGatewayTimeout)
+	}
+	id := writeError(w, r, e)
+	p.log.Warn("edge: upstream failed", "app_id", appID, "request_id", id, "status", e.Status(), "err", err)
+}

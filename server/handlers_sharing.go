@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/svchost/svc/edge"
+	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/identity"
+	"github.com/svchost/svc/internal/ids"
+)
+
+// The sharing services the server calls.
+type (
+	grantsService interface {
+		Grants(appID string) (identity.AppGrants, error)
+		CreateGrant(ctx context.Context, c authz.Caller, appID string, n identity.NewGrant) (identity.GrantInfo, error)
+		UpdateGrant(ctx context.Context, c authz.Caller, appID, grantID string, p identity.GrantPatch) (identity.GrantInfo, error)
+		DeleteGrant(ctx context.Context, c authz.Caller, appID, grantID string) error
+	}
+	sharedWithService interface {
+		Principals(appID, q string) (identity.PrincipalMatches, error)
+		UserApps(c authz.Caller, userID string) ([]identity.AppAccess, error)
+		GroupApps(c authz.Caller, groupID string) ([]identity.AppAccess, error)
+	}
+	passcodeService interface {
+		PasscodeApp(appID string) (string, error)
+		EnterPasscode(ctx context.Context, appID, code string, c identity.Client) (identity.Admission, error)
+	}
+	sharingService interface {
+		grantsService
+		sharedWithService
+		passcodeService
+	}
+)
+
+var _ sharingService = (*identity.Sharing)(nil)
+
+type grantAnswer struct {
+	Grant identity.GrantInfo `json:"grant"`
+}
+
+func (s *Server) getGrants(c echo.Context) error {
+	g, err := s.d.Sharing.Grants(c.Param("appID"))
+	return jsonOr(c, http.StatusOK, g, err)
+}
+
+type createGrantRequest struct {
+	Plane         string  `json:"plane"`
+	PrincipalKind string  `json:"principal_kind"`
+	PrincipalID   string  `json:"principal_id,omitempty"`
+	RoleID        *string `json:"role_id,omitempty"`
+	Passcode      *string `json:"passcode,omitempty"`
+}
+
+func (s *Server) postGrant(c echo.Context) error {
+	var req createGrantRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	g, err := s.d.Sharing.CreateGrant(c.Request().Context(), callerOf(c), c.Param("appID"), identity.NewGrant(req))
+	return jsonOr(c, http.StatusCreated, grantAnswer{Grant: g}, err)
+}
+
+type patchGrantRequest struct {
+	RoleID   *string `json:"role_id,omitempty"`
+	Passcode *string `json:"passcode,omitempty"`
+}
+
+func (s *Server) patchGrant(c echo.Context) error {
+	id, err := pathID(c, "grantID", ids.Grant)
+	if err != nil {
+		return err
+	}
+	var req patchGrantRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	g, err := s.d.Sharing.UpdateGrant(c.Request().Context(), callerOf(c), c.Param("appID"), id, identity.GrantPatch(req))
+	return jsonOr(c, http.StatusOK, grantAnswer{Grant: g}, err)
+}
+
+func (s *Server) deleteGrant(c echo.Context) error {
+	id, err := pathID(c, "grantID", ids.Grant)
+	if err != nil {
+		return err
+	}
+	return noContent(c, s.d.Sharing.DeleteGrant(c.Request().Context(), callerOf(c), c.Param("appID"), id))
+}
+
+func (s *Server) getPrincipals(c echo.Context) error {
+	m, err := s.d.Sharing.Principals(c.Param("appID"), c.QueryParam("q"))
+	return jsonOr(c, http.StatusOK, m, err)
+}
+
+type passcodeAppDTO struct {
+	Name string `json:"name"`
+}
+
+func (s *Server) getPasscode(c echo.Context) error {
+	name, err := s.d.Sharing.PasscodeApp(c.Param("appID"))
+	return jsonOr(c, http.StatusOK, passcodeAppDTO{Name: name}, err)
+}
+
+type passcodeRequest struct {
+	Passcode string `json:"passcode"`
+}
+
+// postPasscode checks a passcode and, when it is right, sets the admission
+// cookie the edge reads (edge.PasscodeCookie): HttpOnly, SameSite=Lax,
+// Secure by the session cookie's rule, for a day.
+func (s *Server) postPasscode(c echo.Context) error {
+	var req passcodeRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	appID := c.Param("appID")
+	a, err := s.d.Sharing.EnterPasscode(c.Request().Context(), appID, req.Passcode, clientOf(c))
+	if err != nil {
+		return err
+	}
+	c.SetCookie(&http.Cookie{
+		Name: edge.PasscodeCookie(appID), Value: a.Cookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		// In subdomain mode the app is at <slug>.<base domain>: the
+		// cookie must reach it as the session cookie does.
+		Domain:  s.cookieDomain(c.Request()),
+		Secure:  s.d.Config.Server.ExternalURL != "" || c.Request().TLS != nil,
+		Expires: a.ExpiresAt, MaxAge: int(identity.AdmissionTTL / time.Second),
+	})
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) getUserApps(c echo.Context) error {
+	id, err := pathID(c, "userID", ids.User)
+	if err != nil {
+		return err
+	}
+	items, err := s.d.Sharing.UserApps(callerOf(c), id)
+	return jsonOr(c, http.StatusOK, newList(items, false, ""), err)
+}
+
+func (s *Server) getGroupApps(c echo.Context) error {
+	id, err := pathID(c, "groupID", ids.Group)
+	if err != nil {
+		return err
+	}
+	items, err := s.d.Sharing.GroupApps(callerOf(c), id)
+	return jsonOr(c, http.StatusOK, newList(items, false, ""), err)
+}
