@@ -57,6 +57,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 ./internal/keyring/ ./vaultsecrets/
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./edge/ ./assertion/
 	$(GO) test -run '^$$' -bench . -benchtime 200x -count 1 ./scheduler/ ./scheduler/process/
+	$(GO) test -run '^$$' -bench EdgeWrk -benchtime 1x -count 1 ./internal/e2e/
 
 # Three svc serve processes; the leader is killed with SIGKILL again and
 # again for $(SOAK) while clients write; every acknowledged write must be on

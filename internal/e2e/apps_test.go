@@ -35,7 +35,7 @@ type appServer struct {
 
 // startAppServer starts a server on a fresh work directory with a short
 // reconciler schedule, signed in as admin. env adds SVC_ variables.
-func startAppServer(t *testing.T, name string, env ...string) *appServer {
+func startAppServer(t testing.TB, name string, env ...string) *appServer {
 	t.Helper()
 	work := filepath.Join(t.TempDir(), "work")
 	shareGoBuildCache(t, work)
@@ -58,7 +58,7 @@ func startAppServer(t *testing.T, name string, env ...string) *appServer {
 // shutdown stops the server with SIGTERM (the runtime stops every
 // workload on the way out) and fails the test if a process started under
 // the work directory outlives it; those are killed.
-func (s *appServer) shutdown(t *testing.T) {
+func (s *appServer) shutdown(t testing.TB) {
 	if s.p.running() {
 		if code, _ := s.p.stop(scaled(60 * time.Second)); code != 0 {
 			t.Errorf("%s: exited with %d after SIGTERM", s.p.name, code)
@@ -183,7 +183,7 @@ func (w recordedProcess) alive() bool {
 // per machine rather than once per test. The runtime has no setting for
 // its cache directory and passes builds a clean environment, so a link is
 // the only way in. Without a Go cache here nothing is linked.
-func shareGoBuildCache(t *testing.T, work string) {
+func shareGoBuildCache(t testing.TB, work string) {
 	t.Helper()
 	out, err := exec.Command("go", "env", "GOCACHE").Output()
 	cache := strings.TrimSpace(string(out))
@@ -206,7 +206,7 @@ func shareGoBuildCache(t *testing.T, work string) {
 // and returns the answer: body is marshalled as JSON, or sent as it is
 // when it is an archive. While the server's adapters load it answers "not
 // loaded yet"; that is tried again.
-func (s *appServer) call(t *testing.T, method, path string, body any) reply {
+func (s *appServer) call(t testing.TB, method, path string, body any) reply {
 	t.Helper()
 	deadline := time.Now().Add(scaled(30 * time.Second))
 	for {
@@ -255,7 +255,7 @@ func (s *appServer) upload(path string, a archive) reply {
 
 // must sends a request, fails the test unless it answers want, and decodes
 // the answer into out (if not nil).
-func (s *appServer) must(t *testing.T, method, path string, body any, want int, out any) {
+func (s *appServer) must(t testing.TB, method, path string, body any, want int, out any) {
 	t.Helper()
 	r := s.call(t, method, path, body)
 	if r.err != nil || r.status != want {
@@ -274,7 +274,7 @@ func (r reply) code() string {
 }
 
 // sampleArchive is the tar.gz of samples/<name> at the module root.
-func sampleArchive(t *testing.T, name string) archive {
+func sampleArchive(t testing.TB, name string) archive {
 	t.Helper()
 	root, err := moduleRoot()
 	if err != nil {
@@ -386,7 +386,7 @@ func (e deployEnd) code() string {
 }
 
 // createApp creates an app without a source and returns its ID.
-func (s *appServer) createApp(t *testing.T, name string) string {
+func (s *appServer) createApp(t testing.TB, name string) string {
 	t.Helper()
 	var created struct {
 		App struct{ ID string } `json:"app"`
@@ -398,7 +398,7 @@ func (s *appServer) createApp(t *testing.T, name string) string {
 // onboard creates an app from a sample, waits for detection, checks its
 // winner, and accepts the proposal with values. It returns the app's ID
 // and the accepted (pinned) document.
-func (s *appServer) onboard(t *testing.T, name, sample, detector string, values ...map[string]any) (string, specDoc) {
+func (s *appServer) onboard(t testing.TB, name, sample, detector string, values ...map[string]any) (string, specDoc) {
 	t.Helper()
 	id := s.createApp(t, name)
 	s.must(t, "POST", "/apps/"+id+"/source", sampleArchive(t, sample), http.StatusAccepted, nil)
@@ -437,7 +437,7 @@ func (s *appServer) onboard(t *testing.T, name, sample, detector string, values 
 
 // newRevision writes doc as the app's next revision (not pinned) and
 // returns its number.
-func (s *appServer) newRevision(t *testing.T, appID string, doc specDoc) int {
+func (s *appServer) newRevision(t testing.TB, appID string, doc specDoc) int {
 	t.Helper()
 	var out struct {
 		Spec struct {
@@ -449,7 +449,7 @@ func (s *appServer) newRevision(t *testing.T, appID string, doc specDoc) int {
 }
 
 // deploy asks for a deploy of a revision (0: the pinned one).
-func (s *appServer) deploy(t *testing.T, appID string, rev int) deployment {
+func (s *appServer) deploy(t testing.TB, appID string, rev int) deployment {
 	t.Helper()
 	body := map[string]any{}
 	if rev > 0 {
@@ -462,7 +462,7 @@ func (s *appServer) deploy(t *testing.T, appID string, rev int) deployment {
 
 // follow reads a deployment's log stream to its end event and returns the
 // log lines ("stream: line") and the end.
-func (s *appServer) follow(t *testing.T, appID, depID string) ([]string, deployEnd) {
+func (s *appServer) follow(t testing.TB, appID, depID string) ([]string, deployEnd) {
 	t.Helper()
 	timeout := scaled(4 * time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -511,7 +511,7 @@ func (s *appServer) follow(t *testing.T, appID, depID string) ([]string, deployE
 
 // deployed deploys a revision (0: the pinned one), follows its log and
 // fails the test unless it succeeded.
-func (s *appServer) deployed(t *testing.T, appID string, rev int) deployment {
+func (s *appServer) deployed(t testing.TB, appID string, rev int) deployment {
 	t.Helper()
 	d := s.deploy(t, appID, rev)
 	lines, end := s.follow(t, appID, d.ID)
@@ -521,7 +521,7 @@ func (s *appServer) deployed(t *testing.T, appID string, rev int) deployment {
 	return d
 }
 
-func (s *appServer) status(t *testing.T, appID string) appStatus {
+func (s *appServer) status(t testing.TB, appID string) appStatus {
 	t.Helper()
 	var st appStatus
 	s.must(t, "GET", "/apps/"+appID+"/status", nil, http.StatusOK, &st)
@@ -530,7 +530,7 @@ func (s *appServer) status(t *testing.T, appID string) appStatus {
 
 // waitStatus polls the app's status until cond holds, and returns it. It
 // fails the test after timeout, naming the states it saw.
-func (s *appServer) waitStatus(t *testing.T, appID, what string, timeout time.Duration, cond func(appStatus) bool) appStatus {
+func (s *appServer) waitStatus(t testing.TB, appID, what string, timeout time.Duration, cond func(appStatus) bool) appStatus {
 	t.Helper()
 	timeout = scaled(timeout)
 	deadline := time.Now().Add(timeout)
@@ -555,7 +555,7 @@ func (s *appServer) waitStatus(t *testing.T, appID, what string, timeout time.Du
 
 // waitRunning waits until the app is running with its primary workload
 // passing its check at an address, and returns that address.
-func (s *appServer) waitRunning(t *testing.T, appID string) string {
+func (s *appServer) waitRunning(t testing.TB, appID string) string {
 	t.Helper()
 	st := s.waitStatus(t, appID, "running", 60*time.Second, func(st appStatus) bool {
 		w := st.primary()
@@ -567,7 +567,7 @@ func (s *appServer) waitRunning(t *testing.T, appID string) string {
 // waitDeployed waits until a freshly deployed app runs, and checks that
 // its workload did not have to be restarted to get there (a new job's
 // process served from its first start). It returns the address.
-func (s *appServer) waitDeployed(t *testing.T, appID string) string {
+func (s *appServer) waitDeployed(t testing.TB, appID string) string {
 	t.Helper()
 	addr := s.waitRunning(t, appID)
 	if w := s.status(t, appID).primary(); w.Restarts > 0 {
@@ -585,7 +585,7 @@ func deref(p *int) any {
 }
 
 // appLogs reads the last lines of the app's primary workload.
-func (s *appServer) appLogs(t *testing.T, appID string, tail int) []string {
+func (s *appServer) appLogs(t testing.TB, appID string, tail int) []string {
 	t.Helper()
 	var out struct {
 		Workload string   `json:"workload"`
@@ -596,7 +596,7 @@ func (s *appServer) appLogs(t *testing.T, appID string, tail int) []string {
 }
 
 // waitLogLine waits until the app's log has a line containing sub.
-func (s *appServer) waitLogLine(t *testing.T, appID, sub string) {
+func (s *appServer) waitLogLine(t testing.TB, appID, sub string) {
 	t.Helper()
 	timeout := scaled(15 * time.Second)
 	deadline := time.Now().Add(timeout)
@@ -633,7 +633,7 @@ func hit(method, addr, path string) (int, string, error) {
 
 // waitAnswer waits until GET path at addr answers 200 with a body
 // containing want, and returns the body.
-func waitAnswer(t *testing.T, addr, path, want string) string {
+func waitAnswer(t testing.TB, addr, path, want string) string {
 	t.Helper()
 	timeout := scaled(30 * time.Second)
 	deadline := time.Now().Add(timeout)
@@ -650,7 +650,7 @@ func waitAnswer(t *testing.T, addr, path, want string) string {
 }
 
 // waitRefused waits until nothing answers at addr.
-func waitRefused(t *testing.T, addr string) {
+func waitRefused(t testing.TB, addr string) {
 	t.Helper()
 	timeout := scaled(30 * time.Second)
 	deadline := time.Now().Add(timeout)

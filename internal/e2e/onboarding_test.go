@@ -112,7 +112,7 @@ func TestOnboardAnAppFromAnArchive(t *testing.T) {
 	}
 }
 
-func mustJSON(t *testing.T, b []byte, v any) {
+func mustJSON(t testing.TB, b []byte, v any) {
 	t.Helper()
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("decode %s: %v", b, err)

@@ -28,7 +28,7 @@ const servingTimeout = 30 * time.Second
 // with the same environment and work directory. Its stdout and stderr go to
 // one log file, appended to across restarts.
 type proc struct {
-	t       *testing.T
+	t       testing.TB
 	name    string
 	env     []string
 	args    []string
@@ -64,7 +64,7 @@ func (r *run) done() bool {
 // SVC_ variables; the test's own SVC_ variables are not passed on. The
 // process is killed when the test ends, and the tail of its log is logged if
 // the test failed.
-func newProc(t *testing.T, name string, env []string, args ...string) *proc {
+func newProc(t testing.TB, name string, env []string, args ...string) *proc {
 	t.Helper()
 	p := &proc{
 		t:       t,
@@ -92,7 +92,7 @@ func newProc(t *testing.T, name string, env []string, args ...string) *proc {
 
 // logPath is where a process's log goes: under SVC_E2E_LOG_DIR when set (so
 // that it outlives the test), else in the test's temp dir.
-func logPath(t *testing.T, name string) string {
+func logPath(t testing.TB, name string) string {
 	dir := t.TempDir()
 	if keep := os.Getenv("SVC_E2E_LOG_DIR"); keep != "" {
 		dir = filepath.Join(keep, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
@@ -124,7 +124,7 @@ const adminPassword = "e2e-admin-password-7f3c1a"
 // signIn signs in as admin on one of the processes (trying until the first
 // run has created the account), mints a token and gives it to every
 // process, so that their clients authenticate with it.
-func signIn(t *testing.T, timeout time.Duration, procs ...*proc) {
+func signIn(t testing.TB, timeout time.Duration, procs ...*proc) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last error
@@ -483,7 +483,7 @@ func (p *proc) waitReady(timeout time.Duration) {
 // runOnce runs `svc serve` with env and args to its end, for a
 // configuration that must be refused. It fails the test if the process
 // still runs after timeout.
-func runOnce(t *testing.T, env []string, timeout time.Duration, args ...string) (code int, stdout, stderr string) {
+func runOnce(t testing.TB, env []string, timeout time.Duration, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
