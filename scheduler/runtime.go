@@ -104,6 +104,12 @@ type Task struct {
 	// Env is the workload's environment, already resolved. The runtime adds
 	// PORT.
 	Env map[string]string
+	// SecretEnv names the variables of Env whose values are the app's
+	// secrets, with the secret's key. A runtime that must not carry secret
+	// values in its job (Nomad) leaves these out of the job and has the
+	// workload read them from the secrets store; the process runtime uses
+	// Env as it is.
+	SecretEnv map[string]string
 	// Port is the host port the workload must listen on, at the runtime's
 	// address for workloads; 0 lets the runtime pick a free one (what the
 	// deploy path asks for, so that two revisions and two apps never

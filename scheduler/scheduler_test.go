@@ -414,7 +414,7 @@ func TestDeploySucceeds(t *testing.T) {
 		t.Fatalf("running jobs = %v, want [%s]", jobs, d.ID)
 	}
 	job := f.rt.ran[d.ID]
-	if job.AppID != appID || job.Workloads["web"].Env["TOKEN"] != "t1" || job.Order[0] != "web" {
+	if job.AppID != appID || job.Workloads["web"].Env["TOKEN"] != "t1" || job.Workloads["web"].SecretEnv["TOKEN"] != "TOKEN" || job.Order[0] != "web" {
 		t.Fatalf("job = %+v", job)
 	}
 	if len(f.events(t, "deploy.started")) != 1 || len(f.events(t, "deploy.succeeded")) != 1 {
