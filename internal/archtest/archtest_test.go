@@ -63,15 +63,15 @@ var rules = []rule{
 		imports: []pattern{"github.com/labstack/echo/..."},
 	},
 	{
-		name:    "only scheduler/nomad uses the Nomad API",
+		name:    "only scheduler/nomad (and its fake Nomad) uses the Nomad API",
 		from:    []pattern{"./..."},
-		notFrom: []pattern{"./scheduler/nomad"},
+		notFrom: []pattern{"./scheduler/nomad/..."},
 		imports: []pattern{"github.com/hashicorp/nomad/api/..."},
 	},
 	{
-		name:    "only edge/consul uses the Consul API",
+		name:    "only edge/consul (and its fake Consul) uses the Consul API",
 		from:    []pattern{"./..."},
-		notFrom: []pattern{"./edge/consul"},
+		notFrom: []pattern{"./edge/consul/..."},
 		imports: []pattern{"github.com/hashicorp/consul/api/..."},
 	},
 	{
@@ -382,7 +382,7 @@ func TestRulesCatchViolations(t *testing.T) {
 		"only raftstore (and its tests) uses raft, bolt, hclog and memdb: internal/audit imports github.com/hashicorp/raft-boltdb/v2",
 		"only raftstore (and its tests) uses raft, bolt, hclog and memdb: internal/audit imports go.etcd.io/bbolt (in its external tests)",
 		"only server and its subpackages use echo: internal/audit imports github.com/labstack/echo/v4",
-		"only edge/consul uses the Consul API: scheduler/nomad imports github.com/hashicorp/consul/api",
+		"only edge/consul (and its fake Consul) uses the Consul API: scheduler/nomad imports github.com/hashicorp/consul/api",
 		"only vaultsecrets uses the Vault API: cmd/svc imports github.com/hashicorp/vault/api",
 		"only cmd/svc uses cobra: server/api imports github.com/spf13/cobra",
 		"internal packages never use the server, commands or echo: internal/audit imports server",
