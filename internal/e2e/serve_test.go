@@ -34,8 +34,8 @@ func TestOnlyTheAPIClient(t *testing.T) {
 		}
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
-			if strings.HasPrefix(path, modulePath+"/") && path != modulePath+"/api" && path != modulePath+"/internal/vaulttest" {
-				t.Errorf("%s imports %s; the end-to-end tests may use only %s/api", name, path, modulePath)
+			if strings.HasPrefix(path, modulePath+"/") && path != modulePath+"/api" && path != modulePath+"/internal/vaulttest" && path != modulePath+"/internal/testserver" {
+				t.Errorf("%s imports %s; the end-to-end tests may use only %s/api and the test servers' helpers", name, path, modulePath)
 			}
 		}
 	}
