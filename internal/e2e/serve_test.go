@@ -20,8 +20,8 @@ import (
 
 // TestOnlyTheAPIClient keeps the package honest: it reaches svc through the
 // api client and the process boundary, never through its internals. The
-// harnesses of real external servers svc talks to (a Vault dev server) are
-// the one exception: they are other processes, not svc.
+// exceptions are helpers that touch no svc code: the harness of a real
+// Vault dev server (another process) and the test servers' free ports.
 func TestOnlyTheAPIClient(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil || len(files) == 0 {
