@@ -55,8 +55,8 @@ bench:
 	SVC_BENCH_DIR=$(CURDIR)/.bench $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count 1 ./raftstore/
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./server/
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 ./internal/keyring/ ./vaultsecrets/
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./edge/ ./assertion/
-	$(GO) test -run '^$$' -bench . -benchtime 200x -count 1 ./scheduler/ ./scheduler/process/
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./edge/ ./assertion/ ./edge/consul/ ./edge/nomadsd/ ./jobs-templates/
+	$(GO) test -run '^$$' -bench . -benchtime 200x -count 1 ./scheduler/ ./scheduler/process/ ./scheduler/nomad/
 	$(GO) test -run '^$$' -bench EdgeWrk -benchtime 1x -count 1 ./internal/e2e/
 
 # Three svc serve processes; the leader is killed with SIGKILL again and

@@ -1,10 +1,20 @@
-// Package jobtemplates holds the Nomad job templates (Nomad's JSON job
-// format written as Go text templates: a service job for the workloads of a
-// spec revision, a batch job for builds), embedded in the binary and
-// overridable from an operator directory. Rendering them is pure: a spec
-// revision and a deployment in, a job out.
+// Package jobtemplates owns the Nomad job templates: Nomad's API JSON job
+// format written as Go text templates, a service job for the workloads of
+// one deployment (templates/service.json.tmpl) and a batch job for one
+// build (templates/build.json.tmpl), embedded in the binary and replaceable
+// from an operator's directory (Load). It also owns the data the templates
+// render: ServiceData and BuildData turn what the scheduler hands a runtime
+// (a scheduler.Job, a build request) and the cluster's settings into it;
+// the names of jobs, services and host volumes; how resources, health
+// checks, secrets and volumes map onto Nomad's blocks.
 //
-// It must not import Nomad's client or talk to Nomad; scheduler/nomad
-// renders and registers. The templates arrive with the cluster issue; until
-// then this package only reserves its place in the layout.
+// Rendering is pure and deterministic: data in, JSON out (Set.Render), no
+// clock, no randomness, no I/O. Every value goes through the json template
+// function, so nothing an app's spec says can leave its JSON string; an
+// app's command is escaped from Nomad's HCL interpolation; no secret's
+// value is ever part of a job: workloads read their secrets from Vault
+// through a template block with workload identity.
+//
+// It must not import Nomad's API or client, nor talk to Nomad or Vault:
+// scheduler/nomad decodes the JSON into the API's Job and registers it.
 package jobtemplates

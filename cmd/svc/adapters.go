@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/svchost/svc/edge"
+	"github.com/svchost/svc/edge/consul"
+	"github.com/svchost/svc/edge/nomadsd"
 	"github.com/svchost/svc/internal/actor"
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/apps"
@@ -63,7 +65,10 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 		Store: store, Ring: ring, Now: now, Logger: gen.log, StartedAt: gen.startedAt,
 		Kinds: []adapters.Kind{
 			process.KindFor(gen.procs),
+			nomadKind(gen, store, now),
 			edge.RoutesKind(),
+			consul.Kind(gen.log),
+			nomadsd.Kind(gen.log),
 			vaultsecrets.BuiltinKind(store, ring),
 			vaultsecrets.VaultKind(gen.log),
 			identity.LocalKind(),

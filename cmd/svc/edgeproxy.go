@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/svchost/svc/edge"
+	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/policy"
@@ -37,6 +38,7 @@ type edgeParts struct {
 	ident     *identity.Service
 	pol       *policy.Service
 	sched     *scheduler.Service
+	adapters  *adapters.Service
 	signer    edge.Signer
 	passcodes edge.Passcodes
 }
@@ -80,7 +82,7 @@ func buildEdgeProxy(ctx context.Context, rt *runtime, gen *generation, parts edg
 	fed := make(chan struct{})
 	go func() {
 		defer close(fed)
-		feedRoutes(ctx, parts.store, parts.sched, table)
+		feedEdgeRoutes(ctx, gen.log, parts.store, parts.sched, parts.adapters, table)
 	}()
 	rt.onClose("edge routes", func() error { cancel(); <-fed; return nil })
 	if cfg.Server.RoutingMode == edge.ModePort {

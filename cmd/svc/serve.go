@@ -334,7 +334,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	sched := buildScheduler(gen, store, storage, specs, plans, sources, pol, now)
 	firstRun(ctx, ident, cfg.Admin.Password, log)
 	sharing := buildSharing(store, pol, storage.ring, now, log)
-	proxy, err := buildEdgeProxy(ctx, rt, gen, edgeParts{store: store, ident: ident, pol: pol, sched: sched, signer: signing.signer, passcodes: sharing})
+	proxy, err := buildEdgeProxy(ctx, rt, gen, edgeParts{store: store, ident: ident, pol: pol, sched: sched, adapters: storage.adapters, signer: signing.signer, passcodes: sharing})
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +374,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Commands:       gen.commands,
 		StartedAt:      gen.startedAt,
 		Restart:        gen.restart,
-		Front:          proxy.Front,
+		Front:          withNomadArtifacts(gen.cfg, proxy.Front),
 		AppURLs:        appAddresses{proxy: proxy, ports: sched},
 	})
 	if err != nil {

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/config"
+	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scheduler"
+	"github.com/svchost/svc/scheduler/nomad"
+)
+
+// nomadArtifactDir is where the nomad runtime packs builds for Nomad
+// clients to download.
+func nomadArtifactDir(workDir string) string {
+	return filepath.Join(workDir, "runtime", "nomad-artifacts")
+}
+
+// nomadArtifactKeyFile keeps a single node's artifact signing key.
+func nomadArtifactKeyFile(workDir string) string {
+	return filepath.Join(workDir, "keyring", "nomad-artifacts.key")
+}
+
+// nomadArtifactKey is the key artifact URLs are signed with. In a cluster
+// every server must verify what any other signed: the key is derived from
+// the cluster secret (HMAC-SHA256 under a label, so the secret itself
+// never signs anything). A single node keeps a random key in its work dir.
+func nomadArtifactKey(cfg *config.Config) ([]byte, error) {
+	if cfg.Cluster.Secret != "" {
+		m := hmac.New(sha256.New, []byte(cfg.Cluster.Secret))
+		m.Write([]byte("svc nomad artifact URLs v1"))
+		return m.Sum(nil), nil
+	}
+	p := nomadArtifactKeyFile(cfg.Server.WorkDir)
+	key, err := os.ReadFile(p)
+	if err == nil && len(key) >= 32 {
+		return key, nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("nomad artifact key: %w", err)
+	}
+	key = make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return nil, fmt.Errorf("nomad artifact key: %w", err)
+	}
+	if err := os.WriteFile(p, key, 0o600); err != nil {
+		return nil, fmt.Errorf("nomad artifact key: %w", err)
+	}
+	return key, nil
+}
+
+// nomadArtifacts opens the artifact store of the work dir: any number of
+// stores over the same directory and key serve alike, so the kind and the
+// handler each open their own.
+func nomadArtifacts(cfg *config.Config) (*nomad.Artifacts, error) {
+	key, err := nomadArtifactKey(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return nomad.NewArtifacts(nomad.ArtifactsConfig{Dir: nomadArtifactDir(cfg.Server.WorkDir), Key: key})
+}
+
+// nomadKind declares the nomad runtime: builds on this server with the
+// process runtime's builder, artifacts served from the work dir, and the
+// app's slug (which names the Nomad job and its services) read from the
+// store.
+func nomadKind(gen *generation, store *raftstore.Store, now func() time.Time) adapters.Kind {
+	appSvc := apps.NewService(store, now)
+	return nomad.KindFor(nomad.KindDeps{
+		Builder:         gen.procs,
+		Artifacts:       func() (*nomad.Artifacts, error) { return nomadArtifacts(gen.cfg) },
+		ArtifactBaseURL: strings.TrimRight(gen.cfg.Server.ExternalURL, "/"),
+		Describe: func(_ context.Context, job scheduler.Job) (nomad.AppInfo, error) {
+			if job.AppID == "" {
+				return nomad.AppInfo{}, nil
+			}
+			a, err := appSvc.Get(job.AppID)
+			if err != nil {
+				return nomad.AppInfo{}, err
+			}
+			return nomad.AppInfo{Slug: a.Slug}, nil
+		},
+		Logger: gen.log,
+	})
+}
+
+// withNomadArtifacts serves the nomad runtime's artifacts (GET
+// nomad.ArtifactPath…, signed URLs only) on the main listener ahead of
+// front (the edge's): for serve.go's server.Deps.Front, as
+// Front: withNomadArtifacts(gen.cfg, proxy.Front).
+func withNomadArtifacts(cfg *config.Config, front func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+	return func(api http.Handler) http.Handler {
+		next := api
+		if front != nil {
+			next = front(api)
+		}
+		arts, err := nomadArtifacts(cfg)
+		if err != nil {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, nomad.ArtifactPath) && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+				arts.ServeHTTP(w, r)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}

@@ -1,0 +1,188 @@
+package consul
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// The contract suite against a real Consul: `consul agent -dev` with ACLs
+// on (deny by default, a management token), started by the test on
+// loopback ports and stopped after it. It runs when consul is on PATH and
+// is skipped, saying so, otherwise.
+
+// agentCluster is a real Consul agent as the contract suite drives it.
+type agentCluster struct {
+	addr   string
+	tok    string
+	client *api.Client
+}
+
+var _ cluster = (*agentCluster)(nil)
+
+func TestContractAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: not starting a consul agent")
+	}
+	runContract(t, startAgent(t))
+}
+
+// startAgent starts `consul agent -dev` and waits for its leader.
+func startAgent(t *testing.T) *agentCluster {
+	t.Helper()
+	bin, err := exec.LookPath("consul")
+	if err != nil {
+		t.Skip("consul is not on PATH: the consul route source's contract suite ran against the fake Consul only (TestContractFake)")
+	}
+	const tok = "9c2d8f57-3c8f-4a8e-a7a1-2a9c5d3e6b10"
+	ports := freePorts(t, 4)
+	cfg := map[string]any{
+		"node_name":            "svc-test",
+		"bind_addr":            "127.0.0.1",
+		"client_addr":          "127.0.0.1",
+		"disable_update_check": true,
+		"log_level":            "warn",
+		"ports": map[string]int{
+			"http": ports[0], "serf_lan": ports[1], "serf_wan": ports[2], "server": ports[3],
+			"dns": -1, "grpc": -1, "grpc_tls": -1,
+		},
+		"acl": map[string]any{
+			"enabled": true, "default_policy": "deny",
+			"tokens": map[string]string{"initial_management": tok, "agent": tok},
+		},
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "consul.json")
+	b, _ := json.Marshal(cfg)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out lockedBuffer
+	cmd := exec.Command(bin, "agent", "-dev", "-config-file", file)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start consul: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("consul's output:\n%s", out.String())
+		}
+	})
+
+	addr := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	client, err := api.NewClient(&api.Config{Address: addr, Token: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Starting an agent is the one wait that asks again: until it has a
+	// leader there is nothing to block on.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		leader, err := client.Status().Leader()
+		if err == nil && leader != "" {
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("consul exited while starting:\n%s", out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consul had no leader after 30s (last error %v):\n%s", err, out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return &agentCluster{addr: addr, tok: tok, client: client}
+}
+
+func (c *agentCluster) address() string { return c.addr }
+func (c *agentCluster) token() string   { return c.tok }
+
+func (c *agentCluster) register(t *testing.T, in instance) {
+	t.Helper()
+	status := api.HealthPassing
+	if !in.passing {
+		status = api.HealthCritical
+	}
+	err := c.client.Agent().ServiceRegister(&api.AgentServiceRegistration{
+		ID: in.id, Name: in.service, Tags: in.tags(), Address: in.addr, Port: in.port,
+		Check: &api.AgentServiceCheck{CheckID: "check-" + in.id, TTL: "10m", Status: status},
+	})
+	if err != nil {
+		t.Fatalf("register %s: %v", in.id, err)
+	}
+}
+
+func (c *agentCluster) setPassing(t *testing.T, id string, passing bool) {
+	t.Helper()
+	status := api.HealthPassing
+	if !passing {
+		status = api.HealthCritical
+	}
+	if err := c.client.Agent().UpdateTTL("check-"+id, "", status); err != nil {
+		t.Fatalf("update check of %s: %v", id, err)
+	}
+}
+
+func (c *agentCluster) deregister(t *testing.T, id string) {
+	t.Helper()
+	if err := c.client.Agent().ServiceDeregister(id); err != nil {
+		t.Fatalf("deregister %s: %v", id, err)
+	}
+}
+
+// freePorts returns n loopback TCP ports free a moment ago.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var out []int
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		_ = l.Close()
+	}
+	return out
+}
+
+// lockedBuffer collects a process's output.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

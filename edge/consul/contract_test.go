@@ -1,0 +1,253 @@
+package consul
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/svchost/svc/edge"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/ids"
+)
+
+// The contract of the consul route source, run against the fake Consul
+// always (TestContractFake) and against a real `consul agent -dev` when
+// consul is on PATH (TestContractAgent). Every step waits on the watcher's
+// change channel, never on a clock; the only bound is waitLimit, far
+// beyond anything a working watcher needs.
+
+// waitLimit bounds every wait of the suite.
+const waitLimit = 20 * time.Second
+
+// cluster is a Consul the suite drives: the fake, or a real agent. ACLs
+// are on, deny by default, and token is the management token.
+type cluster interface {
+	address() string
+	token() string
+	register(t *testing.T, in instance)
+	setPassing(t *testing.T, id string, passing bool)
+	deregister(t *testing.T, id string)
+}
+
+// instance is a service instance as svc's job templates register it.
+type instance struct {
+	id, service string
+	appID, slug string
+	primary     bool
+	addr        string
+	port        int
+	passing     bool
+	extraTags   []string
+}
+
+func (in instance) tags() []string {
+	if in.appID == "" {
+		return slices.Clone(in.extraTags)
+	}
+	tags := append([]string{edge.TagService, edge.TagApp + in.appID, edge.TagSlug + in.slug}, in.extraTags...)
+	if in.primary {
+		tags = append(tags, edge.TagPrimary)
+	}
+	return tags
+}
+
+func (in instance) upstream() string { return fmt.Sprintf("%s:%d", in.addr, in.port) }
+
+var seq atomic.Int64
+
+// app returns a fresh app and its primary instance's first registration;
+// names are unique across the subtests, which share one cluster.
+func app(slug string) instance {
+	n := seq.Add(1)
+	return instance{
+		id: fmt.Sprintf("svc-%s-%d-web-1", slug, n), service: fmt.Sprintf("svc-%s-%d-web", slug, n),
+		appID: ids.New(ids.App), slug: slug, primary: true,
+		addr: "127.0.0.1", port: 20000 + int(n), passing: true,
+	}
+}
+
+// another returns a second instance of the same service.
+func (in instance) another(k int) instance {
+	in.id = fmt.Sprintf("%s-%d", in.id, k)
+	in.port += 1000 * k
+	return in
+}
+
+func startWatcher(t *testing.T, c cluster, token string) *Watcher {
+	t.Helper()
+	w, err := New(Config{Address: c.address(), Token: token, Wait: 30 * time.Second, RetryMin: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		_ = w.Close()
+	})
+	return w
+}
+
+// waitFor waits until cond holds of what the watcher knows.
+func waitFor(t *testing.T, w *Watcher, what string, cond func(ups edge.Upstreams, synced bool) bool) {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for {
+		ups, synced, changed := w.Upstreams()
+		if cond(ups, synced) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("waited %s for %s; upstreams now %v (synced %v)", waitLimit, what, ups, synced)
+		}
+	}
+}
+
+// waitCheck waits until the watcher's health check answers as cond wants
+// (its failures show in Upstreams' change channel) and returns the answer.
+func waitCheck(t *testing.T, w *Watcher, cond func(error) bool) error {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for {
+		_, _, changed := w.Upstreams()
+		err := w.Check(context.Background())
+		if cond(err) {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("waited %s for the health check; it says %v", waitLimit, err)
+		}
+	}
+}
+
+func waitUpstreams(t *testing.T, w *Watcher, appID string, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	waitFor(t, w, fmt.Sprintf("%s to be routed to %v", appID, want), func(ups edge.Upstreams, _ bool) bool {
+		return slices.Equal(ups[appID], want) && (len(want) > 0 || !hasKey(ups, appID))
+	})
+}
+
+func hasKey(ups edge.Upstreams, id string) bool { _, ok := ups[id]; return ok }
+
+// runContract runs the contract against one cluster.
+func runContract(t *testing.T, c cluster) {
+	t.Run("services appear", func(t *testing.T) {
+		w := startWatcher(t, c, c.token())
+		a := app("notes")
+		c.register(t, a)
+		// A secondary workload of the app, and a service not svc's, are not
+		// routed.
+		worker := a
+		worker.id, worker.service, worker.primary, worker.port = a.id+"-worker", a.service+"-worker", false, a.port+500
+		c.register(t, worker)
+		c.register(t, instance{id: fmt.Sprintf("redis-%d", seq.Add(1)), service: "redis", addr: "127.0.0.1", port: 6379, passing: true, extraTags: []string{"cache"}})
+		waitUpstreams(t, w, a.appID, a.upstream())
+		waitFor(t, w, "the watcher to sync", func(_ edge.Upstreams, synced bool) bool { return synced })
+		if got, _, _ := w.Upstreams(); !slices.Equal(got[a.appID], []string{a.upstream()}) {
+			t.Errorf("upstreams of the app = %v, want only its primary instance", got[a.appID])
+		}
+		if err := w.Check(context.Background()); err != nil {
+			t.Errorf("Check: %v", err)
+		}
+	})
+
+	t.Run("a failing check removes the instance and a recovery brings it back", func(t *testing.T) {
+		w := startWatcher(t, c, c.token())
+		a := app("wiki")
+		c.register(t, a)
+		waitUpstreams(t, w, a.appID, a.upstream())
+		c.setPassing(t, a.id, false)
+		waitUpstreams(t, w, a.appID)
+		c.setPassing(t, a.id, true)
+		waitUpstreams(t, w, a.appID, a.upstream())
+	})
+
+	t.Run("an instance registered failing is not routed until it passes", func(t *testing.T) {
+		w := startWatcher(t, c, c.token())
+		a := app("blog")
+		first := a
+		c.register(t, first)
+		waitUpstreams(t, w, a.appID, first.upstream())
+		second := a.another(1)
+		second.passing = false
+		c.register(t, second)
+		// Only a change of the first instance shows the second's absence is
+		// not a lag: flip the first and wait for both changes in order.
+		c.setPassing(t, first.id, false)
+		waitUpstreams(t, w, a.appID)
+		c.setPassing(t, second.id, true)
+		waitUpstreams(t, w, a.appID, second.upstream())
+	})
+
+	t.Run("deregistration removes the instance", func(t *testing.T) {
+		w := startWatcher(t, c, c.token())
+		a := app("shop")
+		c.register(t, a)
+		waitUpstreams(t, w, a.appID, a.upstream())
+		c.deregister(t, a.id)
+		waitUpstreams(t, w, a.appID)
+	})
+
+	t.Run("two instances of one app", func(t *testing.T) {
+		w := startWatcher(t, c, c.token())
+		a := app("chat")
+		b := a.another(1)
+		c.register(t, a)
+		c.register(t, b)
+		waitUpstreams(t, w, a.appID, a.upstream(), b.upstream())
+		c.deregister(t, a.id)
+		waitUpstreams(t, w, a.appID, b.upstream())
+	})
+
+	t.Run("the ACL token is sent", func(t *testing.T) {
+		a := app("docs")
+		c.register(t, a)
+		with := startWatcher(t, c, c.token())
+		waitUpstreams(t, with, a.appID, a.upstream())
+
+		// Without a token, Consul filters everything out: synced, nothing.
+		anonymous := startWatcher(t, c, "")
+		waitFor(t, anonymous, "the anonymous watcher to sync", func(_ edge.Upstreams, synced bool) bool { return synced })
+		if ups, _, _ := anonymous.Upstreams(); len(ups) != 0 {
+			t.Errorf("without a token the watcher routes %v", ups)
+		}
+
+		// With a token consul does not know, every query is refused and the
+		// health check says why.
+		wrong := startWatcher(t, c, "00000000-0000-4000-8000-000000000000")
+		err := waitCheck(t, wrong, func(err error) bool { return err != nil })
+		if !errcode.Has(err, errcode.AdapterFailed) {
+			t.Errorf("Check with an unknown token = %v, want ADAPTER_FAILED", err)
+		}
+		if ups, synced, _ := wrong.Upstreams(); len(ups) != 0 || synced {
+			t.Errorf("with an unknown token: %v (synced %v)", ups, synced)
+		}
+	})
+
+	t.Run("a new healthy instance is routable at once", func(t *testing.T) {
+		w := startWatcher(t, c, c.token())
+		a := app("live")
+		c.register(t, a)
+		waitUpstreams(t, w, a.appID, a.upstream())
+		b := a.another(1)
+		start := time.Now()
+		c.register(t, b)
+		waitUpstreams(t, w, a.appID, a.upstream(), b.upstream())
+		// The figure is for the log; BenchmarkRoutePropagation measures it.
+		t.Logf("a new passing instance reached the watcher in %s", time.Since(start))
+	})
+}

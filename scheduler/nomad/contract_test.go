@@ -1,0 +1,40 @@
+package nomad_test
+
+import (
+	"testing"
+
+	jobtemplates "github.com/svchost/svc/jobs-templates"
+	"github.com/svchost/svc/scheduler"
+	"github.com/svchost/svc/scheduler/nomad"
+	"github.com/svchost/svc/scheduler/runtimetest"
+)
+
+// TestContract runs the runtime contract suite against the fake Nomad,
+// with the job templates' defaults (services in Consul: health from
+// Nomad's deployment health).
+func TestContract(t *testing.T) {
+	runtimetest.Run(t, func(t *testing.T) (scheduler.Builder, scheduler.Runner) {
+		e := newEnv(t, options{})
+		return e.rt, e.rt
+	})
+}
+
+// TestContractNomadServices runs the suite with the workloads registered
+// in Nomad's own service discovery, whose checks Status reads.
+func TestContractNomadServices(t *testing.T) {
+	runtimetest.Run(t, func(t *testing.T) (scheduler.Builder, scheduler.Runner) {
+		e := newEnv(t, options{runtime: func(c *nomad.Config) { c.ServiceProvider = jobtemplates.ProviderNomad }})
+		return e.rt, e.rt
+	})
+}
+
+// TestContractRealAgent runs the same suite against a real `nomad agent
+// -dev` when a nomad binary is on PATH (see agent_test.go); a dev agent
+// has no Consul, so services register in Nomad.
+func TestContractRealAgent(t *testing.T) {
+	addr := startAgent(t)
+	runtimetest.Run(t, func(t *testing.T) (scheduler.Builder, scheduler.Runner) {
+		e := newEnv(t, options{address: addr, runtime: func(c *nomad.Config) { c.ServiceProvider = jobtemplates.ProviderNomad }})
+		return e.rt, e.rt
+	})
+}

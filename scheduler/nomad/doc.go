@@ -1,0 +1,55 @@
+// Package nomad is the Nomad runtime adapter: it implements the
+// scheduler's whole runtime interface (builds, runs, status, restarts,
+// logs, exec, usage, the host's size) over Nomad's HTTP API, and is the
+// only package that imports Nomad's API client (fakenomad, its test fake,
+// uses the API's types).
+//
+// Builds run on the controller with an injected scheduler.Builder (the
+// process runtime's); the built tree is packed as .tar.gz into an
+// artifact store (Artifacts) under the work dir and served to Nomad
+// clients at short-lived HMAC-signed URLs by Artifacts' handler, mounted
+// by cmd/svc at ArtifactPath. (Builds as Nomad batch jobs, from
+// jobtemplates' build template, are the next step.)
+//
+// A scheduler job becomes a Nomad service job rendered by jobtemplates
+// (one group per workload, in start order; its task downloads the
+// artifact into local/ and runs there; secrets are read from Vault by a
+// template block with workload identity, so no secret value is ever in a
+// job, in Nomad's state or in a log). Registering plans first and refuses
+// what cannot be placed, by the plan's structured metrics
+// (CAPACITY_WOULD_OVERSUBSCRIBE for exhausted nodes, ADAPTER_FAILED for
+// no eligible node), then registers with EnforceIndex and the modify index
+// the plan saw (0 for a new job), so that two controllers racing never both
+// register: Nomad refuses the loser with a 500 whose text is its only
+// description, so the runtime reads the job back and calls it a conflict
+// (STATE_INVALID) when the job's modify index moved, never parsing the
+// text. The start order is kept by registering the job once per workload,
+// each time with the next group added (an in-place update for the others),
+// and waiting for that group to be healthy before the next.
+//
+// Waits are blocking queries (?index= with X-Nomad-Index): on the job's
+// allocations until a group's allocation is healthy by Nomad's
+// deployment health (checks passing for min_healthy_time; a workload
+// without a port, its task running), or its task terminates first
+// (STATE_APP_EXITED with the exit code from the task's events), or the
+// context ends; on the job's allocations until they stop (Stop); on an
+// allocation until its restart is counted (Restart). No wait polls.
+//
+// Status maps each group's newest allocation: running from the task state,
+// restarts from TaskState.Restarts, the last exit code from Terminated
+// events, Dead when the task is dead and failed (the restart policy gave
+// up; rescheduling is off), the address of the "http" port, and health
+// from Nomad's own checks of the allocation (service provider "nomad"),
+// else the allocation's deployment health. Logs read the fs logs API
+// (stdout, then stderr: Nomad keeps them apart without timestamps),
+// capped. Exec speaks the allocation exec websocket. Usage reads
+// allocation stats; Host sums the eligible nodes.
+//
+// Vendor errors become our codes by HTTP status only: no answer is
+// ADAPTER_UNAVAILABLE, 403 ADAPTER_FAILED with the token as the remedy,
+// 404 NOT_FOUND, anything else ADAPTER_FAILED.
+//
+// It must not import other adapters, the HTTP server or the store; the
+// Nomad job a scheduler job runs as is found by its meta (deployment_id),
+// and remembered.
+package nomad

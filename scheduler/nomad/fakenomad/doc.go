@@ -1,0 +1,49 @@
+// Package fakenomad owns an in-process fake of Nomad's HTTP API for tests:
+// exactly the endpoints scheduler/nomad calls, with Nomad's JSON shapes
+// (the nomad/api types), its headers (X-Nomad-Index, X-Nomad-KnownLeader,
+// X-Nomad-LastContact) and its blocking-query semantics (?index=&wait=
+// answer when the table's index passes index, or when wait ends, with the
+// current index either way).
+//
+// It is one server and one client node. Registering enforces the job
+// modify index exactly as Nomad does (EnforceIndex with JobModifyIndex 0
+// for a new job; a mismatch answers 500 with Nomad's own text, which is how
+// Nomad answers it) and places each task group at once, as Nomad's
+// scheduler would on one node: a group whose spec did not change keeps its
+// allocation (an in-place update), a changed one is replaced, a removed one
+// stopped. Plans check the node's datacenter, pool, drivers, free CPU and
+// memory and reserved ports, and report what cannot be placed in
+// FailedTGAllocs with Nomad's metric fields.
+//
+// It really runs the tasks with raw_exec semantics: each allocation gets
+// an allocation directory (<DataDir>/allocs/<alloc id>/<task>/{local,
+// secrets,tmp}), its artifacts are downloaded (plain HTTP GET of the
+// getter source, a "checksum" option verified, .tar.gz unpacked) into the
+// destination, its templates rendered (Go text/template, as consul-template
+// is, with the secret function reading Vault KV through Config.Vault or
+// the test's Config.Secrets; an env template's variables join the task's
+// environment and are written only under secrets/), and its command run by
+// a scheduler/process.Runtime of its own (restart policy from the group's
+// restart block, health from the group's service checks), whose state the
+// fake maps onto task states, events, restarts and deployment health.
+// Logs, stats, checks, restarts and exec (the websocket protocol of
+// /v1/client/allocation/<id>/exec, on a pseudo-terminal from the process
+// runtime when tty=true) are served from that runtime.
+//
+// Dynamic host volumes are created by the node's one plugin, "mkdir" (a
+// directory under <DataDir>/volumes), and a group's host volume request
+// must name a ready one to be placed. Config.Hold places allocations
+// without running them, for tests and benchmarks of the control plane.
+//
+// Known differences from Nomad: one task per group is what it supports
+// well (every task of a group gets the group's port); stdout and stderr
+// are kept as one stream (type=stdout serves it, type=stderr is empty);
+// logs are served whole (no follow); restart attempts of 0 mean the
+// process runtime's default; the exec driver's volume mounts are not made
+// (there is no chroot); the checks endpoint reports every check of a
+// provider "nomad" service with its task's health; job lists filter by
+// prefix only (no filter expressions); nothing is garbage-collected until
+// Close.
+//
+// It is for tests only: production code never imports it.
+package fakenomad

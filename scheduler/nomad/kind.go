@@ -1,0 +1,175 @@
+package nomad
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/policy"
+	jobtemplates "github.com/svchost/svc/jobs-templates"
+	"github.com/svchost/svc/scheduler"
+)
+
+// KindDeps are what the nomad kind's instances are opened with besides
+// their settings.
+type KindDeps struct {
+	// Builder builds on the controller (the process runtime).
+	Builder scheduler.Builder
+	// Artifacts opens the artifact store (once per instance).
+	Artifacts func() (*Artifacts, error)
+	// ArtifactBaseURL is the default of the artifact_url setting: the svc
+	// server's address as Nomad clients reach it.
+	ArtifactBaseURL string
+	// Templates renders jobs; nil means the embedded set.
+	Templates *jobtemplates.Set
+	// Describe tells the runtime what a job's app is; nil guesses.
+	Describe func(ctx context.Context, job scheduler.Job) (AppInfo, error)
+	Logger   *slog.Logger
+}
+
+const kindDescription = "Runs each app revision as a Nomad service job rendered from the job templates; builds on the controller and serves the artifacts to Nomad clients at signed URLs; secrets reach workloads from Vault through template blocks"
+
+// KindFor declares the nomad runtime adapter kind: settings for the
+// cluster, the token as a credential, and instances that are Runtimes.
+func KindFor(d KindDeps) adapters.Kind {
+	return adapters.Kind{
+		Category:    adapters.CategoryRuntime,
+		Name:        "nomad",
+		Description: kindDescription,
+		Settings: []adapters.Setting{
+			{Name: "address", Description: "Nomad's HTTP API address", Required: true, Example: "https://nomad.example.com:4646"},
+			{Name: "region", Description: "Region of the jobs; empty for the agent's", Example: "global"},
+			{Name: "namespace", Description: "Namespace of the jobs; empty for default", Example: "apps"},
+			{Name: "datacenters", Description: "Comma-separated datacenters the jobs may run in; empty for all", Example: "dc1,dc2"},
+			{Name: "node_pool", Description: "Node pool the jobs run in; empty for Nomad's default", Example: "apps"},
+			{Name: "driver", Description: "Task driver: raw_exec (no isolation) or exec (chroot, namespaces and cgroups)", Default: DriverRawExec},
+			{Name: "service_provider", Description: "Where workloads register as services: consul or nomad", Default: jobtemplates.ProviderConsul},
+			{Name: "cpu_mhz_per_core", Description: "Megahertz one core of the clients is worth, to convert cpu_millis; empty for 2000", Example: "2400"},
+			{Name: "ca_cert", Description: "PEM file of the CA that signed Nomad's certificate; empty for the system's roots", Example: "/etc/svc/nomad-ca.pem"},
+			{Name: "artifact_url", Description: "svc's address as Nomad clients reach it, for build downloads; empty for the server's external URL", Example: "https://svc.internal:8443"},
+			{Name: "vault_mount", Description: "KV version 2 mount of the vault secrets adapter", Default: jobtemplates.DefaultVaultMount},
+			{Name: "vault_prefix", Description: "Path under the mount where the vault secrets adapter keeps values", Default: jobtemplates.DefaultVaultPrefix},
+			{Name: "vault_role", Description: "Vault role workloads log in with (workload identity); empty for the clients' default", Example: "svc-apps"},
+			{Name: "vault_audience", Description: "Comma-separated audience of the tasks' Vault identity, for clusters without vault.default_identity; empty for none", Example: "vault.io"},
+			{Name: "token", Description: "Nomad ACL token: submit-job, read-job, read-logs, alloc-exec, alloc-lifecycle and host-volume-create in the namespace, node:read", Credential: true},
+		},
+		Validate: validateKind,
+		Open: func(_ context.Context, c adapters.Config) (adapters.Instance, error) {
+			cfg, err := kindConfig(c, d)
+			if err != nil {
+				return nil, err
+			}
+			return New(cfg)
+		},
+	}
+}
+
+func validateKind(settings map[string]string, _ []string) error {
+	u, err := url.Parse(settings["address"])
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errcode.Invalid("config.address", "address must be an http or https URL such as https://nomad.example.com:4646")
+	}
+	if a := settings["artifact_url"]; a != "" {
+		if u, err := url.Parse(a); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return errcode.Invalid("config.artifact_url", "artifact_url must be the http or https URL Nomad clients reach svc at")
+		}
+	}
+	if d := settings["driver"]; d != DriverRawExec && d != DriverExec {
+		return errcode.Invalid("config.driver", "driver must be raw_exec or exec")
+	}
+	if p := settings["service_provider"]; p != jobtemplates.ProviderConsul && p != jobtemplates.ProviderNomad {
+		return errcode.Invalid("config.service_provider", "service_provider must be consul or nomad")
+	}
+	if m := settings["cpu_mhz_per_core"]; m != "" {
+		if n, err := strconv.Atoi(m); err != nil || n <= 0 {
+			return errcode.Invalid("config.cpu_mhz_per_core", "cpu_mhz_per_core must be a positive number of megahertz")
+		}
+	}
+	return nil
+}
+
+func kindConfig(c adapters.Config, d KindDeps) (Config, error) {
+	if d.Artifacts == nil || d.Builder == nil {
+		return Config{}, errors.New("nomad runtime: this build has no builder or artifact store for it")
+	}
+	arts, err := d.Artifacts()
+	if err != nil {
+		return Config{}, err
+	}
+	s := c.Settings
+	base := s["artifact_url"]
+	if base == "" {
+		base = d.ArtifactBaseURL
+	}
+	if base == "" {
+		return Config{}, errcode.Invalid("config.artifact_url", "the nomad runtime needs artifact_url (or the server's external URL): the address Nomad clients download builds from")
+	}
+	var dcs []string
+	for dc := range strings.SplitSeq(s["datacenters"], ",") {
+		if dc = strings.TrimSpace(dc); dc != "" {
+			dcs = append(dcs, dc)
+		}
+	}
+	mhz, _ := strconv.Atoi(s["cpu_mhz_per_core"])
+	var audience []string
+	for a := range strings.SplitSeq(s["vault_audience"], ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			audience = append(audience, a)
+		}
+	}
+	return Config{
+		Address: s["address"], Region: s["region"], Namespace: s["namespace"], Datacenters: dcs,
+		NodePool: s["node_pool"], Driver: s["driver"], Token: c.Credentials["token"], CACert: s["ca_cert"],
+		Builder: d.Builder, Artifacts: arts, ArtifactBaseURL: base, Templates: d.Templates,
+		ServiceProvider: s["service_provider"], CPUMHzPerCore: mhz, Describe: d.Describe,
+		Vault:  VaultConfig{Mount: s["vault_mount"], Prefix: s["vault_prefix"], Role: s["vault_role"], Audience: audience},
+		Logger: d.Logger,
+	}, nil
+}
+
+var _ adapters.Instance = (*Runtime)(nil)
+
+// buildKinds are the build kinds the controller's builder runs (the
+// process runtime's).
+var buildKinds = []string{"go", "node", "python", "static", "command"}
+
+// Capabilities says what the runtime does: its driver's isolation
+// ("none" for raw_exec, "sandbox" for exec; see Isolation), builds on the
+// controller, Nomad's restart policy, logs, exec, usage, host volumes
+// and enforced resource limits.
+func (r *Runtime) Capabilities() map[string]any {
+	levels := []string{policy.IsolationNone}
+	if r.Isolation() != policy.IsolationNone {
+		levels = append(levels, r.Isolation())
+	}
+	provider := r.cfg.ServiceProvider
+	if provider == "" {
+		provider = jobtemplates.ProviderConsul
+	}
+	return map[string]any{
+		"isolation":        r.Isolation(),
+		"isolation_levels": slices.Clone(levels),
+		"driver":           r.cfg.Driver,
+		"builds":           slices.Clone(buildKinds),
+		"build_location":   "controller",
+		"health_checks":    []string{"http", "tcp"},
+		"restarts":         true,
+		"restart_policy":   map[string]any{"mode": "fail", "source": "job template"},
+		"logs":             true,
+		"log_streams":      "stdout then stderr",
+		"exec":             true,
+		"usage":            true,
+		"volumes":          true,
+		"volume_kind":      "nomad dynamic host volumes (mkdir plugin)",
+		"resource_limits":  true,
+		"service_provider": provider,
+		"address":          r.cfg.Address,
+		"namespace":        r.namespace(),
+	}
+}

@@ -1,0 +1,165 @@
+package nomad_test
+
+import (
+	"context"
+	"crypto/rand"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/internal/spec"
+	"github.com/svchost/svc/scheduler"
+	"github.com/svchost/svc/scheduler/nomad"
+	"github.com/svchost/svc/scheduler/nomad/fakenomad"
+	"github.com/svchost/svc/scheduler/process"
+)
+
+func testKind(t *testing.T) adapters.Kind {
+	t.Helper()
+	builder, err := process.New(process.Config{WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = builder.Close() })
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	dir := t.TempDir()
+	return nomad.KindFor(nomad.KindDeps{
+		Builder:         builder,
+		Artifacts:       func() (*nomad.Artifacts, error) { return nomad.NewArtifacts(nomad.ArtifactsConfig{Dir: dir, Key: key}) },
+		ArtifactBaseURL: "http://127.0.0.1:8080",
+	})
+}
+
+func withDefaults(k adapters.Kind, s map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, st := range k.Settings {
+		if st.Default != "" {
+			out[st.Name] = st.Default
+		}
+	}
+	for n, v := range s {
+		out[n] = v
+	}
+	return out
+}
+
+func TestKindValidate(t *testing.T) {
+	k := testKind(t)
+	if k.Category != adapters.CategoryRuntime || k.Name != "nomad" || k.Default {
+		t.Fatalf("kind = %s/%s default %v", k.Category, k.Name, k.Default)
+	}
+	for name, s := range map[string]map[string]string{
+		"no address":       {},
+		"not a URL":        {"address": "nomad:4646"},
+		"bad driver":       {"address": "http://n:4646", "driver": "docker"},
+		"bad provider":     {"address": "http://n:4646", "service_provider": "etcd"},
+		"bad artifact URL": {"address": "http://n:4646", "artifact_url": "ftp://x"},
+		"bad cpu":          {"address": "http://n:4646", "cpu_mhz_per_core": "-1"},
+	} {
+		if err := k.Validate(withDefaults(k, s), nil); errcode.CodeOf(err) != errcode.ValidInvalid {
+			t.Errorf("%s: Validate = %v, want VALID_INVALID", name, err)
+		}
+	}
+	if err := k.Validate(withDefaults(k, map[string]string{"address": "https://nomad.example.com:4646", "driver": "exec"}), []string{"token"}); err != nil {
+		t.Errorf("a good configuration: %v", err)
+	}
+	for _, s := range k.Settings {
+		if s.Name == "token" && !s.Credential {
+			t.Errorf("the token is not a credential")
+		}
+	}
+}
+
+func TestKindOpenCheckCapabilities(t *testing.T) {
+	k := testKind(t)
+	fake, err := fakenomad.Start(fakenomad.Config{DataDir: t.TempDir(), Token: "right-token", Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	open := func(settings map[string]string, token string) adapters.Instance {
+		t.Helper()
+		inst, err := k.Open(ctx, adapters.Config{ID: "adp_x", Settings: withDefaults(k, settings), Credentials: map[string]string{"token": token}})
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		return inst
+	}
+	inst := open(map[string]string{"address": fake.URL()}, "right-token")
+	if _, ok := inst.(scheduler.Runtime); !ok {
+		t.Fatalf("instance %T is not a scheduler.Runtime", inst)
+	}
+	_, logs := inst.(scheduler.LogReader)
+	_, usage := inst.(scheduler.UsageReader)
+	_, host := inst.(scheduler.HostReader)
+	_, execs := inst.(scheduler.Execer)
+	if !logs || !usage || !host || !execs {
+		t.Errorf("instance reads logs %v, usage %v, host %v, execs %v; want all", logs, usage, host, execs)
+	}
+	if err := inst.Check(ctx); err != nil {
+		t.Errorf("check: %v", err)
+	}
+	caps := inst.Capabilities()
+	if caps["isolation"] != policy.IsolationNone || caps["exec"] != true || caps["logs"] != true || caps["restarts"] != true || caps["usage"] != true {
+		t.Errorf("raw_exec capabilities = %v", caps)
+	}
+	h, err := inst.(scheduler.HostReader).Host(ctx)
+	if err != nil || h.CPUMillis <= 0 || h.MemoryBytes <= 0 {
+		t.Errorf("host = %+v, %v; want the node's", h, err)
+	}
+	if c := open(map[string]string{"address": fake.URL(), "driver": "exec"}, "right-token").Capabilities(); c["isolation"] != policy.IsolationSandbox {
+		t.Errorf("exec isolation = %v, want sandbox", c["isolation"])
+	}
+
+	wrong := open(map[string]string{"address": fake.URL()}, "wrong-token")
+	err = wrong.Check(ctx)
+	if e, ok := errcode.As(err); !ok || e.Code != errcode.AdapterFailed || e.Remedy == "" {
+		t.Errorf("check with a wrong token = %v, want ADAPTER_FAILED with a remedy", err)
+	}
+	if _, err := wrong.(scheduler.Runner).Status(ctx, "x"); errcode.CodeOf(err) != errcode.AdapterFailed {
+		t.Errorf("status with a wrong token = %v, want ADAPTER_FAILED", err)
+	}
+
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	if err := open(map[string]string{"address": "http://" + addr}, "").Check(ctx); errcode.CodeOf(err) != errcode.AdapterUnavailable {
+		t.Errorf("check of an unreachable nomad = %v, want ADAPTER_UNAVAILABLE", err)
+	}
+}
+
+// TestRunRefusedByThePlan: a job the cluster cannot place is refused
+// before anything is registered: no room is CAPACITY_WOULD_OVERSUBSCRIBE,
+// no node that can run it ADAPTER_FAILED.
+func TestRunRefusedByThePlan(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		fake func(*fakenomad.Config)
+		res  *spec.Resources
+		want errcode.Code
+	}{
+		{"no room", func(c *fakenomad.Config) { c.NodeMemoryMB = 256 }, &spec.Resources{MemoryBytes: 1 << 30}, errcode.CapacityOversubscribe},
+		{"no driver", func(c *fakenomad.Config) { c.Drivers = []string{"exec"} }, nil, errcode.AdapterFailed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, options{fake: tt.fake})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, err := e.rt.Run(ctx, scheduler.Job{ID: "job-plan", Workloads: map[string]scheduler.Task{"web": {
+				Artifact: buildTrue(ctx, t, e), Command: []string{"sh", "-c", "exec sleep 1000"}, NoPort: true, Resources: tt.res,
+			}}})
+			if errcode.CodeOf(err) != tt.want {
+				t.Fatalf("run = %v, want %s", err, tt.want)
+			}
+			if _, err := e.rt.Status(ctx, "job-plan"); errcode.CodeOf(err) != errcode.NotFound {
+				t.Errorf("status after a refused plan = %v, want NOT_FOUND (nothing registered)", err)
+			}
+		})
+	}
+}

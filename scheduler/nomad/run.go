@@ -1,0 +1,420 @@
+package nomad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/policy"
+	jobtemplates "github.com/svchost/svc/jobs-templates"
+	"github.com/svchost/svc/scheduler"
+)
+
+// blockWait is how long one blocking query may wait at Nomad (Nomad's
+// default is 5 minutes; it adds up to wait/16 of jitter).
+const blockWait = 5 * time.Minute
+
+// Run registers the job and waits until each workload is ready, in its
+// start order: the job is registered with the first workload's group, then
+// again with each next one added (an in-place update for the groups
+// already there), each registration planned first and enforcing the job
+// modify index it expects. It waits on blocking queries of the job's
+// allocations until the group's allocation is healthy (Nomad's deployment
+// health: its checks pass, or for a workload without a port, its task
+// runs), or its task exits first (STATE_APP_EXITED with the exit code),
+// or the healthy deadline passes (Run returns; Status reports the
+// health). A failed run deregisters the job and waits for its
+// allocations to stop.
+//
+// A job that Nomad runs already (registered and not stopped) is refused
+// with STATE_INVALID; so is a registration another controller made first.
+func (r *Runtime) Run(ctx context.Context, job scheduler.Job) (scheduler.JobStatus, error) {
+	order, err := r.checkJob(job)
+	if err != nil {
+		return scheduler.JobStatus{}, err
+	}
+	sources := map[string]artifactSource{}
+	for name, t := range job.Workloads {
+		pub, err := r.cfg.Artifacts.Publish(t.Artifact)
+		if err != nil {
+			return scheduler.JobStatus{}, fmt.Errorf("run job %s: workload %s: %w", job.ID, name, err)
+		}
+		sources[name] = artifactSource{URL: r.cfg.Artifacts.SignedURL(r.cfg.ArtifactBaseURL, pub.ID), SHA256: pub.SHA256}
+	}
+	volumes, err := r.ensureVolumes(ctx, job)
+	if err != nil {
+		return scheduler.JobStatus{}, fmt.Errorf("run job %s: %w", job.ID, err)
+	}
+	full, err := r.render(ctx, job, order, sources, volumes)
+	if err != nil {
+		return scheduler.JobStatus{}, err
+	}
+	nid := *full.ID
+	current, _, err := r.client.Jobs().Info(nid, r.query(ctx))
+	switch {
+	case statusOf(err) == 404:
+	case err != nil:
+		return scheduler.JobStatus{}, r.translate(err, "read job "+nid, "job "+job.ID)
+	case current.Stop == nil || !*current.Stop:
+		return scheduler.JobStatus{}, errcode.New(errcode.StateInvalid, "job %q is already running (nomad job %s)", job.ID, nid)
+	}
+	r.remember(job.ID, nid)
+	registered := false
+	var modifyIndex uint64
+	fail := func(err error) (scheduler.JobStatus, error) {
+		if registered {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+			defer cancel()
+			if serr := r.stop(sctx, nid); serr != nil {
+				r.log.Warn("nomad: stop a job that failed to run", "job_id", job.ID, "nomad_job", nid, "err", errcode.MessageOf(serr))
+			}
+		}
+		return scheduler.JobStatus{}, err
+	}
+	// The rendered groups are in start order: each registration adds the
+	// next.
+	for i := range full.TaskGroups {
+		step := *full
+		step.TaskGroups = full.TaskGroups[:i+1]
+		group := *full.TaskGroups[i].Name
+		idx, err := r.register(ctx, &step, !registered, modifyIndex, group)
+		if err != nil {
+			return fail(err)
+		}
+		registered, modifyIndex = true, idx
+		if err := r.awaitReady(ctx, nid, group); err != nil {
+			return fail(err)
+		}
+	}
+	st, err := r.Status(ctx, job.ID)
+	if err != nil {
+		return fail(err)
+	}
+	return st, nil
+}
+
+// stopTimeout bounds stopping a job that failed to run.
+const stopTimeout = 2 * time.Minute
+
+// remember records which Nomad job runs a scheduler job.
+func (r *Runtime) remember(jobID, nomadID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ids[jobID] = nomadID
+}
+
+// nomadID finds the Nomad job that runs a scheduler job: the one Run
+// registered, else (another controller ran it, or this one restarted)
+// the job whose meta names it as its deployment, among svc's. "" when
+// Nomad has none.
+func (r *Runtime) nomadID(ctx context.Context, jobID string) (string, error) {
+	r.mu.Lock()
+	id, ok := r.ids[jobID]
+	r.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	stubs, _, err := r.client.Jobs().ListOptions(&api.JobListOptions{Fields: &api.JobListFields{Meta: true}}, r.query(ctx))
+	if err != nil {
+		return "", r.translate(err, "list jobs", "the jobs")
+	}
+	var best *api.JobListStub
+	for _, s := range stubs {
+		if s.Meta[jobtemplates.MetaManagedBy] == jobtemplates.ManagedBy && s.Meta[jobtemplates.MetaDeploymentID] == jobID &&
+			(best == nil || s.CreateIndex > best.CreateIndex) {
+			best = s
+		}
+	}
+	if best == nil {
+		return "", nil
+	}
+	r.remember(jobID, best.ID)
+	return best.ID, nil
+}
+
+// checkJob validates a job before anything is registered and returns its
+// start order: Order, then the workloads it leaves out, by name.
+func (r *Runtime) checkJob(jb scheduler.Job) ([]string, error) {
+	if jb.ID == "" || len(jb.Workloads) == 0 {
+		return nil, errcode.Invalid("job", "a job needs an ID and at least one workload")
+	}
+	if !plainName(jb.ID) {
+		return nil, errcode.Invalid("id", "the job ID %q is not a plain name", jb.ID)
+	}
+	names := make([]string, 0, len(jb.Workloads))
+	for name, t := range jb.Workloads {
+		if !plainName(name) {
+			return nil, errcode.Invalid("workloads", "the workload name %q is not a plain name", name)
+		}
+		for _, m := range t.Mounts {
+			if !plainName(m.Volume) {
+				return nil, errcode.Invalid("mounts", "the volume name %q is not a plain name", m.Volume)
+			}
+		}
+		if t.Isolation != "" && !policy.AtLeast(r.Isolation(), t.Isolation) {
+			return nil, errcode.New(errcode.PlanCapabilityUnsupp, "the nomad runtime's %s driver isolates at %q, below the %q workload %s needs",
+				r.cfg.Driver, r.Isolation(), t.Isolation, name).WithDetail("workload", name)
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	order := make([]string, 0, len(names))
+	listed := map[string]bool{}
+	for _, name := range jb.Order {
+		if _, ok := jb.Workloads[name]; !ok {
+			return nil, errcode.Invalid("order", "the start order names %q, which is not a workload of the job", name)
+		}
+		if listed[name] {
+			return nil, errcode.Invalid("order", "the start order names %q twice", name)
+		}
+		listed[name] = true
+		order = append(order, name)
+	}
+	for _, name := range names {
+		if !listed[name] {
+			order = append(order, name)
+		}
+	}
+	return order, nil
+}
+
+// register plans the job, refuses it if a group cannot be placed, and
+// registers it enforcing the job modify index: the one the plan saw for
+// the first registration (0 for a job Nomad does not know), the one our
+// previous registration returned after that. A refused index means
+// another writer registered the job meanwhile: STATE_INVALID.
+func (r *Runtime) register(ctx context.Context, job *api.Job, first bool, modifyIndex uint64, group string) (uint64, error) {
+	plan, _, err := r.client.Jobs().Plan(job, false, r.write(ctx))
+	if err != nil {
+		return 0, r.translate(err, "plan job "+*job.ID, "job "+*job.ID)
+	}
+	if err := planRefusal(*job.ID, plan.FailedTGAllocs); err != nil {
+		return 0, err
+	}
+	if first {
+		modifyIndex = plan.JobModifyIndex
+	}
+	resp, _, err := r.client.Jobs().EnforceRegister(job, modifyIndex, r.write(ctx))
+	if err == nil {
+		return resp.JobModifyIndex, nil
+	}
+	// Nomad refuses a stale index with a 500 and a message; the job's
+	// own modify index tells a conflict from any other failure.
+	if code := statusOf(err); code >= 500 || code == 400 || code == 409 {
+		cur, _, gerr := r.client.Jobs().Info(*job.ID, r.query(ctx))
+		var curIndex uint64
+		exists := gerr == nil && cur != nil && cur.JobModifyIndex != nil
+		if exists {
+			curIndex = *cur.JobModifyIndex
+		}
+		if (gerr == nil || statusOf(gerr) == 404) && conflict(modifyIndex, exists, curIndex) {
+			return 0, errcode.Wrap(err, errcode.StateInvalid, "job %q was registered by another writer meanwhile (expected modify index %d, nomad has %d)",
+				*job.ID, modifyIndex, curIndex).WithDetail("workload", group).WithRemedy("read the job's state and retry if it still needs running")
+		}
+	}
+	return 0, r.translate(err, "register job "+*job.ID, "job "+*job.ID)
+}
+
+// conflict says whether an enforced index was stale, from the job's state
+// read after the refusal: it exists though we expected a new job, or it
+// moved past the index we held.
+func conflict(expected uint64, exists bool, current uint64) bool {
+	if expected == 0 {
+		return exists
+	}
+	return !exists || current != expected
+}
+
+// planRefusal turns a plan's placement failures into an error, by
+// Nomad's structured metrics: nodes that had no room (NodesExhausted,
+// DimensionExhausted, QuotaExhausted) are CAPACITY_WOULD_OVERSUBSCRIBE;
+// no node that could run it at all (none in the datacenters or pool, or
+// filtered by constraints such as a missing driver) is ADAPTER_FAILED.
+func planRefusal(jobID string, failed map[string]*api.AllocationMetric) error {
+	if len(failed) == 0 {
+		return nil
+	}
+	groups := make([]string, 0, len(failed))
+	for g := range failed {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	g := groups[0]
+	m := failed[g]
+	if m == nil {
+		m = &api.AllocationMetric{}
+	}
+	details := map[string]any{
+		"workload": g, "nodes_evaluated": m.NodesEvaluated, "nodes_filtered": m.NodesFiltered,
+		"nodes_exhausted": m.NodesExhausted,
+	}
+	if len(m.DimensionExhausted) > 0 {
+		details["dimensions_exhausted"] = m.DimensionExhausted
+	}
+	if len(m.ConstraintFiltered) > 0 {
+		details["constraints_filtered"] = m.ConstraintFiltered
+	}
+	if len(m.QuotaExhausted) > 0 {
+		details["quota_exhausted"] = m.QuotaExhausted
+	}
+	var e *errcode.Error
+	if m.NodesExhausted > 0 || len(m.DimensionExhausted) > 0 || len(m.QuotaExhausted) > 0 || len(m.ClassExhausted) > 0 {
+		e = errcode.New(errcode.CapacityOversubscribe, "nomad has no room for workload %s of job %s", g, jobID).
+			WithRemedy("free resources on the Nomad clients, add clients, or lower the workload's resources")
+	} else {
+		e = errcode.New(errcode.AdapterFailed, "nomad has no node that can run workload %s of job %s", g, jobID).
+			WithRemedy("check the nomad adapter's datacenters, node pool and driver against the Nomad clients")
+	}
+	for k, v := range details {
+		e.WithDetail(k, v)
+	}
+	return e
+}
+
+// readiness is what an allocation says of its task starting.
+type readiness int
+
+const (
+	starting    readiness = iota
+	ready                 // running and healthy
+	unhealthy             // running, but Nomad marked it unhealthy
+	exited                // the task exited before it was healthy
+	failedSetup           // the task never ran (artifact, template, driver)
+)
+
+// taskOf returns the task state of the workload's task in an allocation:
+// the task named after the workload, or the only one.
+func taskOf(states map[string]*api.TaskState, workload string) *api.TaskState {
+	if ts := states[workload]; ts != nil {
+		return ts
+	}
+	if len(states) == 1 {
+		for _, ts := range states {
+			return ts
+		}
+	}
+	return nil
+}
+
+// taskName is the name of the workload's task in an allocation.
+func taskName(states map[string]*api.TaskState, workload string) string {
+	if _, ok := states[workload]; !ok && len(states) == 1 {
+		for name := range states {
+			return name
+		}
+	}
+	return workload
+}
+
+// readinessOf reads a starting allocation: ready once its task runs and
+// Nomad's deployment health says healthy; exited when the task terminated
+// before that (its exit code); failedSetup when the task failed without
+// running; unhealthy when the healthy deadline passed.
+func readinessOf(a *api.AllocationListStub, workload string) (readiness, int, string) {
+	ts := taskOf(a.TaskStates, workload)
+	if ts != nil {
+		for _, ev := range ts.Events {
+			if ev.Type == api.TaskTerminated {
+				return exited, exitCodeOf(ev), ev.DisplayMessage
+			}
+		}
+		if ts.State == "dead" && ts.Failed {
+			msg := ""
+			for _, ev := range ts.Events {
+				if ev.FailsTask || ev.Type == api.TaskArtifactDownloadFailed || ev.Type == api.TaskDriverFailure || ev.Type == api.TaskSetupFailure {
+					msg = ev.Type + ": " + ev.DisplayMessage
+				}
+			}
+			return failedSetup, 0, msg
+		}
+	}
+	if a.ClientStatus == api.AllocClientStatusFailed || a.ClientStatus == api.AllocClientStatusLost {
+		return failedSetup, 0, "allocation " + a.ClientStatus + ": " + a.ClientDescription
+	}
+	if a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil {
+		if *a.DeploymentStatus.Healthy && ts != nil && ts.State == "running" {
+			return ready, 0, ""
+		}
+		if !*a.DeploymentStatus.Healthy {
+			return unhealthy, 0, ""
+		}
+	}
+	return starting, 0, ""
+}
+
+var urlQuery = regexp.MustCompile(`\?[^\s"')]*`)
+
+// redactQueries drops URLs' queries from a message: an artifact's signed
+// URL in a download failure must not reach an error shown to users.
+func redactQueries(msg string) string { return urlQuery.ReplaceAllString(msg, "?…") }
+
+// exitCodeOf reads a Terminated event's exit code: its "exit_code"
+// detail, else the deprecated field.
+func exitCodeOf(ev *api.TaskEvent) int {
+	if v, ok := ev.Details["exit_code"]; ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return ev.ExitCode
+}
+
+// newest returns the group's newest allocation, preferring one meant to
+// run; nil if it has none.
+func newest(allocs []*api.AllocationListStub, group string) *api.AllocationListStub {
+	var best *api.AllocationListStub
+	for _, a := range allocs {
+		if a.TaskGroup != group {
+			continue
+		}
+		live := a.DesiredStatus == api.AllocDesiredStatusRun
+		bestLive := best != nil && best.DesiredStatus == api.AllocDesiredStatusRun
+		if best == nil || (live && !bestLive) || (live == bestLive && a.CreateIndex > best.CreateIndex) {
+			best = a
+		}
+	}
+	return best
+}
+
+// awaitReady waits with blocking queries on the job's allocations until
+// the group's allocation is ready, its task exits or fails, the healthy
+// deadline passes, or the start timeout ends the wait (no error: the
+// workload keeps running). The context ending fails.
+func (r *Runtime) awaitReady(ctx context.Context, jobID, group string) error {
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
+	defer cancel()
+	var index uint64
+	for {
+		allocs, meta, err := r.client.Jobs().Allocations(jobID, false, (&api.QueryOptions{WaitIndex: index, WaitTime: blockWait}).WithContext(wctx))
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return fmt.Errorf("run job %s: workload %s: %w", jobID, group, cerr)
+			}
+			if errors.Is(wctx.Err(), context.DeadlineExceeded) {
+				return nil
+			}
+			return r.translate(err, "read the allocations of job "+jobID, "job "+jobID)
+		}
+		if a := newest(allocs, group); a != nil && a.DesiredStatus == api.AllocDesiredStatusRun {
+			switch state, code, msg := readinessOf(a, group); state {
+			case ready, unhealthy:
+				return nil
+			case exited:
+				return errcode.New(errcode.StateAppExited, "workload %s exited with code %d before it was ready", group, code).
+					WithDetail("workload", group).WithDetail("exit_code", code).WithDetail("event", msg).
+					WithDetail("allocation", a.ID)
+			case failedSetup:
+				return errcode.New(errcode.AdapterFailed, "nomad could not start workload %s: %s", group, redactQueries(msg)).
+					WithDetail("workload", group).WithDetail("allocation", a.ID)
+			}
+		}
+		index = max(index, meta.LastIndex, 1)
+	}
+}
