@@ -6,14 +6,16 @@
 // render: ServiceData and BuildData turn what the scheduler hands a runtime
 // (a scheduler.Job, a build request) and the cluster's settings into it;
 // the names of jobs, services and host volumes; how resources, health
-// checks, secrets and volumes map onto Nomad's blocks.
+// checks, secrets, volumes and restart and update policies map onto
+// Nomad's blocks.
 //
 // Rendering is pure and deterministic: data in, JSON out (Set.Render), no
 // clock, no randomness, no I/O. Every value goes through the json template
 // function, so nothing an app's spec says can leave its JSON string; an
-// app's command is escaped from Nomad's HCL interpolation; no secret's
-// value is ever part of a job: workloads read their secrets from Vault
-// through a template block with workload identity.
+// app's command is escaped from Nomad's HCL interpolation; the value of a
+// variable the scheduler marks as secret (Task.SecretEnv) is never part of
+// a job: the workload reads it from Vault through a template block, logged
+// in with its workload identity.
 //
 // It must not import Nomad's API or client, nor talk to Nomad or Vault:
 // scheduler/nomad decodes the JSON into the API's Job and registers it.

@@ -610,3 +610,34 @@ func orDefault(s, def string) string {
 	}
 	return s
 }
+
+// TestPythonRunsThroughEnv: Nomad looks a bare program up outside the
+// task's PATH, so a Python workload's bare command goes through env, which
+// finds the virtualenv's interpreter first on PATH; other commands run as
+// they are.
+func TestPythonRunsThroughEnv(t *testing.T) {
+	for _, tt := range []struct {
+		kind    string
+		command []string
+		want    TaskConfig
+	}{
+		{spec.BuildPython, []string{"python", "app.py"}, TaskConfig{Command: "/usr/bin/env", Args: []string{"python", "app.py"}, WorkDir: "${NOMAD_TASK_DIR}"}},
+		{spec.BuildPython, []string{"gunicorn", "-b", "0.0.0.0:${PORT}"}, TaskConfig{Command: "/usr/bin/env", Args: []string{"gunicorn", "-b", "0.0.0.0:$${PORT}"}, WorkDir: "${NOMAD_TASK_DIR}"}},
+		{spec.BuildPython, []string{"./run.sh"}, TaskConfig{Command: "./run.sh", Args: []string{}, WorkDir: "${NOMAD_TASK_DIR}"}},
+		{spec.BuildGo, []string{"app"}, TaskConfig{Command: "app", Args: []string{}, WorkDir: "${NOMAD_TASK_DIR}"}},
+	} {
+		in := SampleServiceInput()
+		setTask(&in, "worker", func(t *scheduler.Task) { t.Artifact.Kind, t.Command = tt.kind, tt.command })
+		job, err := ServiceData(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range job.Groups {
+			if g.Name == "worker" {
+				if diff := cmp.Diff(tt.want, g.Task.Config); diff != "" {
+					t.Errorf("%s %q (-want +got):\n%s", tt.kind, tt.command, diff)
+				}
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -860,7 +861,7 @@ func TestInterruptedDeployFailsCleanly(t *testing.T) {
 	defer cancel()
 	go func() { _ = f.sch.RunDeploys(ctx) }()
 	d = f.ended(t, appID, d.ID)
-	if d.State != scheduler.DepFailed || *d.ErrorCode != "INTERNAL" {
+	if d.State != scheduler.DepFailed || *d.ErrorCode != "INTERNAL" || !strings.Contains(*d.ErrorMessage, "interrupted") {
 		t.Fatalf("interrupted = %+v", d)
 	}
 }

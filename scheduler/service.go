@@ -417,11 +417,12 @@ func (s *Service) runtime(id string) (Runtime, error) {
 	return rt, nil
 }
 
-// errorOf is the code and message a failed deploy records: the coded
-// error's, or INTERNAL without the error's text (it goes to the log).
+// errorOf is the code and message a failed deploy records: a coded
+// error's (its message is written for people, as the API's envelope shows
+// it), or INTERNAL without an uncoded error's text (that goes to the log).
 func (s *Service) errorOf(err error) (errcode.Code, string) {
 	var e *errcode.Error
-	if errors.As(err, &e) && e.Code != errcode.Internal {
+	if errors.As(err, &e) {
 		return e.Code, e.Message
 	}
 	if errors.Is(err, context.Canceled) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svchost/svc/edge"
+	"github.com/svchost/svc/edge/blocking/fakeblock"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/ids"
 )
@@ -82,55 +83,22 @@ func startWatcher(t *testing.T, c cluster, token string) *Watcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-		_ = w.Close()
-	})
+	t.Cleanup(func() { _ = w.Close() }) // after Run returned
+	fakeblock.Start(t, w.Run)
 	return w
 }
 
 // waitFor waits until cond holds of what the watcher knows.
 func waitFor(t *testing.T, w *Watcher, what string, cond func(ups edge.Upstreams, synced bool) bool) {
 	t.Helper()
-	deadline := time.NewTimer(waitLimit)
-	defer deadline.Stop()
-	for {
-		ups, synced, changed := w.Upstreams()
-		if cond(ups, synced) {
-			return
-		}
-		select {
-		case <-changed:
-		case <-deadline.C:
-			t.Fatalf("waited %s for %s; upstreams now %v (synced %v)", waitLimit, what, ups, synced)
-		}
-	}
+	fakeblock.WaitFor(t, w.Upstreams, waitLimit, what, cond)
 }
 
 // waitCheck waits until the watcher's health check answers as cond wants
 // (its failures show in Upstreams' change channel) and returns the answer.
 func waitCheck(t *testing.T, w *Watcher, cond func(error) bool) error {
 	t.Helper()
-	deadline := time.NewTimer(waitLimit)
-	defer deadline.Stop()
-	for {
-		_, _, changed := w.Upstreams()
-		err := w.Check(context.Background())
-		if cond(err) {
-			return err
-		}
-		select {
-		case <-changed:
-		case <-deadline.C:
-			t.Fatalf("waited %s for the health check; it says %v", waitLimit, err)
-		}
-	}
+	return fakeblock.WaitCheck(t, w.Upstreams, w.Check, waitLimit, cond)
 }
 
 func waitUpstreams(t *testing.T, w *Watcher, appID string, want ...string) {

@@ -10,13 +10,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
 	"github.com/svchost/svc/edge"
+	"github.com/svchost/svc/edge/blocking"
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/errcode"
 )
@@ -27,9 +26,9 @@ const (
 	// Consul answers with what it has (Consul's own default is 5 minutes,
 	// its maximum 10): a connection that died silently is noticed within
 	// about this long.
-	DefaultWait     = time.Minute
-	DefaultRetryMin = 250 * time.Millisecond
-	DefaultRetryMax = 30 * time.Second
+	DefaultWait     = blocking.DefaultWait
+	DefaultRetryMin = blocking.DefaultRetryMin
+	DefaultRetryMax = blocking.DefaultRetryMax
 )
 
 // maxConnsPerHost bounds the idle connections kept to Consul: one per
@@ -64,14 +63,8 @@ type Watcher struct {
 	cfg    Config
 	client *api.Client
 	http   *http.Client
-	log    *slog.Logger
-
-	running atomic.Bool
-	cur     atomic.Pointer[snapshot]
-
-	mu      sync.Mutex // serializes publishing, guards failing and lastErr
-	failing int        // watches whose last query failed
-	lastErr error      // the last of their errors
+	vendor *blocking.Vendor
+	routes *blocking.Routes
 }
 
 var (
@@ -79,27 +72,11 @@ var (
 	_ io.Closer         = (*Watcher)(nil)
 )
 
-// snapshot is one state of what the watcher knows; it never changes once
-// published.
-type snapshot struct {
-	ups     edge.Upstreams
-	synced  bool
-	failing bool // some watch's last query failed (Check says why)
-	changed chan struct{}
-}
-
 // New returns a watcher over Consul at cfg.Address. It does not contact
 // Consul: Run and Check do.
 func New(cfg Config) (*Watcher, error) {
-	if cfg.Wait <= 0 {
-		cfg.Wait = DefaultWait
-	}
-	if cfg.RetryMin <= 0 {
-		cfg.RetryMin = DefaultRetryMin
-	}
-	if cfg.RetryMax < cfg.RetryMin {
-		cfg.RetryMax = max(DefaultRetryMax, cfg.RetryMin)
-	}
+	t := blocking.Timing{Wait: cfg.Wait, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax}.WithDefaults()
+	cfg.Wait, cfg.RetryMin, cfg.RetryMax = t.Wait, t.RetryMin, t.RetryMax
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -119,8 +96,16 @@ func New(cfg Config) (*Watcher, error) {
 		return nil, errcode.Wrap(err, errcode.ValidInvalid, "the consul adapter's address %s is not usable", cfg.Address).
 			WithRemedy("use an http:// or https:// address such as http://127.0.0.1:8500")
 	}
-	w := &Watcher{cfg: cfg, client: client, http: hc, log: cfg.Logger.With("adapter", "consul")}
-	w.cur.Store(&snapshot{ups: edge.Upstreams{}, changed: make(chan struct{})})
+	w := &Watcher{cfg: cfg, client: client, http: hc, vendor: newVendor(cfg.Address)}
+	w.routes = blocking.NewRoutes(blocking.Source{
+		Name:        "consul",
+		ListWhat:    "listing consul's services",
+		List:        w.listServices,
+		ServiceWhat: func(name string) string { return "reading the health of consul service " + name },
+		Service:     w.serviceHealth,
+		Translate:   w.translate,
+		ErrRunning:  ErrRunning,
+	}, t, cfg.Logger.With("adapter", "consul"))
 	return w, nil
 }
 
@@ -130,8 +115,7 @@ func New(cfg Config) (*Watcher, error) {
 // a channel closed when what it knows next changes (either of those, or
 // whether its queries fail).
 func (w *Watcher) Upstreams() (ups edge.Upstreams, synced bool, changed <-chan struct{}) {
-	s := w.cur.Load()
-	return s.ups, s.synced, s.changed
+	return w.routes.Upstreams()
 }
 
 // Check says whether Consul answers: its leader, then whether every watch
@@ -146,23 +130,18 @@ func (w *Watcher) Check(ctx context.Context) error {
 		return errcode.New(errcode.AdapterFailed, "consul at %s has no cluster leader", w.cfg.Address).
 			WithRemedy("check that a quorum of consul servers is up; consul's server log says why there is no leader")
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.failing > 0 {
-		return w.lastErr
-	}
-	return nil
+	return w.routes.Err()
 }
 
 // Capabilities of the consul routes adapter, read live.
 func (w *Watcher) Capabilities() map[string]any {
-	s := w.cur.Load()
+	ups, synced, _ := w.routes.Upstreams()
 	return map[string]any{
 		"modes":            []string{edge.ModePort, edge.ModeSubdomain, edge.ModePath},
 		"health_filtered":  true,
 		"blocking_queries": true,
-		"synced":           s.synced,
-		"apps":             len(s.ups),
+		"synced":           synced,
+		"apps":             len(ups),
 	}
 }
 
@@ -179,141 +158,26 @@ var ErrRunning = errors.New("consul watcher: already running")
 // Run watches Consul until ctx ends, then returns nil; failures are
 // retried, not returned. A new watcher's upstreams are empty and
 // unsynced.
-func (w *Watcher) Run(ctx context.Context) error {
-	if !w.running.CompareAndSwap(false, true) {
-		return ErrRunning
+func (w *Watcher) Run(ctx context.Context) error { return w.routes.Run(ctx) }
+
+// listServices is the blocking query on the catalog: the names of its
+// primary services.
+func (w *Watcher) listServices(ctx context.Context, _ string, index uint64) ([]string, uint64, error) {
+	services, meta, err := w.client.Catalog().Services(w.query(ctx, index))
+	if err != nil {
+		return nil, 0, err
 	}
-	defer w.running.Store(false)
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
+	return primaryServices(services), meta.LastIndex, nil
+}
 
-	names := make(chan []string)
-	results := make(chan healthResult)
-	wg.Go(func() { w.watchCatalog(ctx, names) })
-	watches := map[string]*serviceWatch{}
-	catalogSeen := false
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case list := <-names:
-			catalogSeen = true
-			for name, sw := range watches {
-				if !slices.Contains(list, name) {
-					sw.cancel()
-					delete(watches, name)
-				}
-			}
-			for _, name := range list {
-				if watches[name] != nil {
-					continue
-				}
-				sctx, stop := context.WithCancel(ctx)
-				sw := &serviceWatch{cancel: stop}
-				watches[name] = sw
-				wg.Go(func() { w.watchHealth(sctx, name, sw, results) })
-			}
-		case r := <-results:
-			if watches[r.name] != r.watch {
-				continue // a result of a watch stopped meanwhile
-			}
-			r.watch.answered, r.watch.ups = true, r.ups
-		}
-		w.publish(watches, catalogSeen)
+// serviceHealth is the blocking query on one service's health: the
+// upstreams of its passing instances.
+func (w *Watcher) serviceHealth(ctx context.Context, _, name string, index uint64) (edge.Upstreams, uint64, error) {
+	entries, meta, err := w.client.Health().Service(name, "", true, w.query(ctx, index))
+	if err != nil {
+		return nil, 0, err
 	}
-}
-
-// serviceWatch is the state of one service's watch, owned by Run.
-type serviceWatch struct {
-	cancel   context.CancelFunc
-	answered bool
-	ups      edge.Upstreams
-}
-
-// healthResult is an answer of one service's watch.
-type healthResult struct {
-	name  string
-	watch *serviceWatch
-	ups   edge.Upstreams
-}
-
-// publish makes the union of the watches' upstreams the current snapshot
-// if it differs from it.
-func (w *Watcher) publish(watches map[string]*serviceWatch, catalogSeen bool) {
-	ups := edge.Upstreams{}
-	synced := catalogSeen
-	for _, sw := range watches {
-		synced = synced && sw.answered
-		for id, addrs := range sw.ups {
-			ups[id] = append(ups[id], addrs...)
-		}
-	}
-	for id, addrs := range ups {
-		slices.Sort(addrs)
-		ups[id] = slices.Compact(addrs)
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	prev := w.cur.Load()
-	if prev.synced == synced && prev.ups.Equal(ups) {
-		return
-	}
-	w.swap(prev, &snapshot{ups: ups, synced: synced, failing: prev.failing})
-}
-
-// swap publishes next in place of prev. Callers hold w.mu.
-func (w *Watcher) swap(prev, next *snapshot) {
-	next.changed = make(chan struct{})
-	w.cur.Store(next)
-	close(prev.changed)
-}
-
-// watchCatalog sends the names of the primary services in Consul's
-// catalog to out whenever they change, the first time included.
-func (w *Watcher) watchCatalog(ctx context.Context, out chan<- []string) {
-	var last []string
-	sent := false
-	w.block(ctx, "listing consul's services", func(ctx context.Context, index uint64) (uint64, error) {
-		services, meta, err := w.client.Catalog().Services(w.query(ctx, index))
-		if err != nil {
-			return 0, err
-		}
-		names := primaryServices(services)
-		if !sent || !slices.Equal(names, last) {
-			select {
-			case out <- names:
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
-			sent, last = true, names
-		}
-		return meta.LastIndex, nil
-	})
-}
-
-// watchHealth sends the upstreams of one service's passing instances to
-// out whenever they change, the first time included.
-func (w *Watcher) watchHealth(ctx context.Context, name string, sw *serviceWatch, out chan<- healthResult) {
-	var last edge.Upstreams
-	sent := false
-	w.block(ctx, "reading the health of consul service "+name, func(ctx context.Context, index uint64) (uint64, error) {
-		entries, meta, err := w.client.Health().Service(name, "", true, w.query(ctx, index))
-		if err != nil {
-			return 0, err
-		}
-		ups := passingUpstreams(entries)
-		if !sent || !ups.Equal(last) {
-			select {
-			case out <- healthResult{name: name, watch: sw, ups: ups}:
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
-			sent, last = true, ups
-		}
-		return meta.LastIndex, nil
-	})
+	return passingUpstreams(entries), meta.LastIndex, nil
 }
 
 // query returns the options of one request: datacenter, token, and the
@@ -321,63 +185,6 @@ func (w *Watcher) watchHealth(ctx context.Context, name string, sw *serviceWatch
 func (w *Watcher) query(ctx context.Context, index uint64) *api.QueryOptions {
 	q := &api.QueryOptions{Datacenter: w.cfg.Datacenter, Token: w.cfg.Token, WaitIndex: index, WaitTime: w.cfg.Wait}
 	return q.WithContext(ctx)
-}
-
-// block runs a blocking query again and again until ctx ends: query asks
-// for what changed after index and returns the index of its answer. A
-// failed query is retried after a backoff; while it fails the watcher
-// counts as failing (Check).
-func (w *Watcher) block(ctx context.Context, what string, query func(ctx context.Context, index uint64) (uint64, error)) {
-	var index uint64
-	failures := 0
-	defer func() {
-		if failures > 0 {
-			w.setFailing(-1, nil)
-		}
-	}()
-	for {
-		qctx, cancel := context.WithTimeout(ctx, requestTimeout(w.cfg.Wait))
-		got, err := query(qctx, index)
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			failures++
-			err = w.translate(what, err)
-			if failures == 1 {
-				w.setFailing(+1, err)
-				w.log.Warn("consul watch failed; retrying", "watch", what, "err", errcode.MessageOf(err))
-			} else {
-				w.setFailing(0, err)
-				if failures%20 == 0 {
-					w.log.Warn("consul watch still failing", "watch", what, "failures", failures, "err", errcode.MessageOf(err))
-				}
-			}
-			if !sleep(ctx, backoff(w.cfg.RetryMin, w.cfg.RetryMax, failures)) {
-				return
-			}
-			continue
-		}
-		if failures > 0 {
-			w.log.Info("consul watch recovered", "watch", what, "failures", failures)
-			w.setFailing(-1, nil)
-			failures = 0
-		}
-		index = nextIndex(index, got)
-	}
-}
-
-func (w *Watcher) setFailing(delta int, err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.failing += delta
-	if err != nil {
-		w.lastErr = err
-	}
-	if prev := w.cur.Load(); prev.failing != (w.failing > 0) {
-		w.swap(prev, &snapshot{ups: prev.ups, synced: prev.synced, failing: w.failing > 0})
-	}
 }
 
 // primaryServices returns, sorted, the names of the services some

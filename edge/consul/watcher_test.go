@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/svchost/svc/edge"
+	"github.com/svchost/svc/edge/blocking/fakeblock"
 	"github.com/svchost/svc/edge/consul/fakeconsul"
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/errcode"
@@ -22,35 +23,6 @@ const (
 	appA = "app_01J0000000000000000000000A"
 	appB = "app_01J0000000000000000000000B"
 )
-
-func TestNextIndex(t *testing.T) {
-	for _, tc := range []struct{ prev, got, want uint64 }{
-		{0, 7, 7}, // the first answer
-		{7, 9, 9}, // moved on
-		{7, 7, 7}, // the wait elapsed
-		{9, 4, 0}, // went backwards: start over without blocking
-		{0, 0, 1}, // never wait on 0
-		{5, 0, 0}, // backwards to 0: start over, then 1
-		{0, 1, 1}, // the lowest real index
-		{1, 1, 1}, // and again
-		{12, 13, 13} /* plain */} {
-		if got := nextIndex(tc.prev, tc.got); got != tc.want {
-			t.Errorf("nextIndex(%d, %d) = %d, want %d", tc.prev, tc.got, got, tc.want)
-		}
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	lo, hi := 100*time.Millisecond, 2*time.Second
-	for n, ceiling := range map[int]time.Duration{1: lo, 2: 2 * lo, 3: 4 * lo, 5: 16 * lo, 6: hi, 40: hi} {
-		for range 50 {
-			d := backoff(lo, hi, n)
-			if d < ceiling/2 || d > ceiling {
-				t.Fatalf("backoff(%d) = %s, want within [%s, %s]", n, d, ceiling/2, ceiling)
-			}
-		}
-	}
-}
 
 func TestPrimaryServices(t *testing.T) {
 	got := primaryServices(map[string][]string{
@@ -101,15 +73,7 @@ func startOn(t *testing.T, s *fakeconsul.Server, wait time.Duration) *Watcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	fakeblock.Start(t, w.Run)
 	return w
 }
 
@@ -227,19 +191,7 @@ func TestAppLeavingTheCatalogStopsItsWatch(t *testing.T) {
 
 func waitBlocked(t *testing.T, s *fakeconsul.Server, n int) {
 	t.Helper()
-	deadline := time.NewTimer(waitLimit)
-	defer deadline.Stop()
-	for {
-		got, ch := s.Blocked()
-		if got == n {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("%d queries blocked, want %d", got, n)
-		}
-	}
+	fakeblock.WaitBlocked(t, s.Blocked, n, waitLimit)
 }
 
 func TestRunOnce(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svchost/svc/edge/blocking"
 	"github.com/svchost/svc/internal/errcode"
 )
 
@@ -49,6 +50,7 @@ type client struct {
 	token     string
 	wait      time.Duration
 	http      *http.Client
+	vendor    *blocking.Vendor // translates failures
 }
 
 // get reads path into out, waiting for an index above index (0: answer at
@@ -78,14 +80,14 @@ func (c *client) get(ctx context.Context, what, path string, index uint64, out a
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, transportError(c.base, what, err)
+		return 0, c.vendor.TransportError(what, err)
 	}
 	defer func() {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
 		_ = resp.Body.Close()
 	}()
 	if resp.StatusCode != http.StatusOK {
-		return 0, c.statusError(what, resp.StatusCode)
+		return 0, c.vendor.StatusError(what, resp.StatusCode)
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer)).Decode(out); err != nil {
 		return 0, errcode.Wrap(err, errcode.AdapterFailed, "nomad's answer to %s could not be read", what).
@@ -111,11 +113,11 @@ func (c *client) leader(ctx context.Context) (string, error) {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return "", transportError(c.base, "checking nomad's leader", err)
+		return "", c.vendor.TransportError("checking nomad's leader", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", c.statusError("checking nomad's leader", resp.StatusCode)
+		return "", c.vendor.StatusError("checking nomad's leader", resp.StatusCode)
 	}
 	var leader string
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&leader); err != nil {

@@ -54,4 +54,9 @@
 //
 // It must not import the scheduler, a runtime or cmd/svc, nor read svc's
 // store. Its fake (fakenomadsd) is for tests only.
+//
+// The watch loop itself (index handling, backoff, publishing snapshots)
+// and the translation of HTTP failures into codes are edge/blocking's,
+// shared with edge/consul; this package keeps what is its vendor's: requests,
+// answers, headers, ACLs and the wording of its remedies.
 package nomadsd

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/svchost/svc/edge"
+	"github.com/svchost/svc/edge/blocking/fakeblock"
 	"github.com/svchost/svc/edge/nomadsd/fakenomadsd"
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/errcode"
@@ -64,15 +65,7 @@ func startOn(t *testing.T, s *fakenomadsd.Server, wait time.Duration) *Watcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	fakeblock.Start(t, w.Run)
 	return w
 }
 
@@ -91,19 +84,7 @@ func waitUpstreams(t *testing.T, w *Watcher, appID string, want ...string) {
 
 func waitBlocked(t *testing.T, s *fakenomadsd.Server, n int) {
 	t.Helper()
-	deadline := time.NewTimer(waitLimit)
-	defer deadline.Stop()
-	for {
-		got, ch := s.Blocked()
-		if got == n {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("%d queries blocked, want %d", got, n)
-		}
-	}
+	fakeblock.WaitBlocked(t, s.Blocked, n, waitLimit)
 }
 
 func TestQueriesBlock(t *testing.T) {

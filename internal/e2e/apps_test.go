@@ -280,11 +280,17 @@ func sampleArchive(t testing.TB, name string) archive {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(root, "samples", name)
+	return dirTarGz(t, filepath.Join(root, "samples", name))
+}
+
+// dirTarGz is the tar.gz of a directory's tree (without the crash marker a
+// sample leaves when tried by hand).
+func dirTarGz(t testing.TB, dir string) archive {
+	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == dir {
 			return err
 		}
@@ -324,7 +330,7 @@ func sampleArchive(t testing.TB, name string) archive {
 		err = zw.Close()
 	}
 	if err != nil {
-		t.Fatalf("archive samples/%s: %v", name, err)
+		t.Fatalf("archive %s: %v", dir, err)
 	}
 	return buf.Bytes()
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -34,9 +35,23 @@ func startCluster(t *testing.T, secrets ...string) []*proc {
 		peers[i] = fmt.Sprintf("n%d=%s", i+1, addrs[i])
 	}
 	work := t.TempDir()
+	// Every node of a cluster needs the same key-encryption key (the
+	// README says to copy the first node's): give them one before they
+	// start, or a node cannot open what another sealed.
+	kek := make([]byte, 32)
+	if _, err := crand.Read(kek); err != nil {
+		t.Fatal(err)
+	}
 	nodes := make([]*proc, len(secrets))
 	for i, secret := range secrets {
 		id := fmt.Sprintf("n%d", i+1)
+		keyDir := filepath.Join(work, id, "keyring")
+		if err := os.MkdirAll(keyDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(keyDir, "kek"), kek, 0o600); err != nil {
+			t.Fatal(err)
+		}
 		nodes[i] = newProc(t, id, []string{
 			"SVC_SERVER_ADDR=127.0.0.1:0",
 			"SVC_SERVER_WORK_DIR=" + filepath.Join(work, id),

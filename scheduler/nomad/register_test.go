@@ -57,10 +57,18 @@ func TestRegisterEnforcesTheModifyIndex(t *testing.T) {
 	if _, err := r.register(ctx, heldJob("j"), false, idx, "web"); errcode.CodeOf(err) != errcode.StateInvalid {
 		t.Fatalf("register with a stale index = %v, want STATE_INVALID", err)
 	}
-	// A plan of the existing job sees its index: a first registration
-	// through the planner's index wins.
+	// A first registration of a job another controller runs is refused,
+	// whatever index the plan saw (the plan may have run after that
+	// controller registered).
+	if _, err := r.register(ctx, heldJob("j"), true, 0, "web"); errcode.CodeOf(err) != errcode.StateInvalid {
+		t.Fatalf("first register of a running job = %v, want STATE_INVALID", err)
+	}
+	// A stopped job of the same ID is registered again at its own index.
+	if _, _, err := r.client.Jobs().Deregister("j", false, nil); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := r.register(ctx, heldJob("j"), true, 0, "web"); err != nil {
-		t.Fatalf("register with the plan's index: %v", err)
+		t.Fatalf("first register of a stopped job: %v", err)
 	}
 }
 

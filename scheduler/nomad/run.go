@@ -199,7 +199,12 @@ func (r *Runtime) register(ctx context.Context, job *api.Job, first bool, modify
 		return 0, err
 	}
 	if first {
-		modifyIndex = plan.JobModifyIndex
+		// A new registration expects no job, or a stopped one of the
+		// same ID (run again): never whatever index the plan saw, which
+		// may be another controller's registration made meanwhile.
+		if modifyIndex, err = r.freshIndex(ctx, *job.ID, plan.JobModifyIndex, group); err != nil {
+			return 0, err
+		}
 	}
 	resp, _, err := r.client.Jobs().EnforceRegister(job, modifyIndex, r.write(ctx))
 	if err == nil {
@@ -220,6 +225,26 @@ func (r *Runtime) register(ctx context.Context, job *api.Job, first bool, modify
 		}
 	}
 	return 0, r.translate(err, "register job "+*job.ID, "job "+*job.ID)
+}
+
+// freshIndex is the modify index a first registration enforces: 0 when
+// Nomad has no such job, the job's own index when it is stopped, and a
+// STATE_INVALID refusal when it runs (another controller registered it).
+func (r *Runtime) freshIndex(ctx context.Context, jobID string, planned uint64, group string) (uint64, error) {
+	if planned == 0 {
+		return 0, nil
+	}
+	cur, _, err := r.client.Jobs().Info(jobID, r.query(ctx))
+	switch {
+	case err != nil && statusOf(err) == 404:
+		return 0, nil
+	case err != nil:
+		return 0, r.translate(err, "read job "+jobID, "job "+jobID)
+	case cur != nil && cur.Stop != nil && *cur.Stop && cur.JobModifyIndex != nil:
+		return *cur.JobModifyIndex, nil
+	}
+	return 0, errcode.New(errcode.StateInvalid, "job %q is already registered and running", jobID).
+		WithDetail("workload", group).WithRemedy("read the job's state; another controller may have started it")
 }
 
 // conflict says whether an enforced index was stale, from the job's state

@@ -12,14 +12,14 @@
 //
 // It is for tests only: production code never links it (internal/archtest
 // checks). It must not import edge/consul, whose tests use it, nor
-// anything of svc: it speaks Consul's wire format, with Consul's own API
-// types.
+// anything of svc but edge/blocking/fakeblock (the parking of blocking
+// queries it shares with fakenomadsd): it speaks Consul's wire format,
+// with Consul's own API types.
 package fakeconsul
 
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/svchost/svc/edge/blocking/fakeblock"
 )
 
 // Blocking-query limits, as Consul has them.
@@ -85,12 +87,7 @@ type Server struct {
 	catalogIx uint64            // index of the services table
 	serviceIx map[string]uint64 // index of each service name, kept after it leaves
 	insts     map[string]Instance
-	wake      chan struct{} // closed and replaced on every write
-	abandon   chan struct{} // closed and replaced on Restore
-	closed    chan struct{} // closed by Close
-	closeOnce sync.Once
-	blocked   int
-	blockedCh chan struct{} // closed and replaced when blocked changes
+	hub       *fakeblock.Hub // guarded by mu
 	acl       string
 	fail      int
 	leader    string
@@ -101,9 +98,9 @@ type Server struct {
 func New() *Server {
 	s := &Server{
 		index: 1, catalogIx: 1, serviceIx: map[string]uint64{}, insts: map[string]Instance{},
-		wake: make(chan struct{}), abandon: make(chan struct{}), closed: make(chan struct{}), blockedCh: make(chan struct{}),
 		leader: "127.0.0.1:8300",
 	}
+	s.hub = fakeblock.New(&s.mu)
 	// Consul registers itself as the service "consul" on its servers.
 	s.Register(Instance{ID: "consul", Name: "consul", Port: 8300})
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
@@ -115,7 +112,7 @@ func (s *Server) URL() string { return s.srv.URL }
 
 // Close stops the server; blocked queries end.
 func (s *Server) Close() {
-	s.closeOnce.Do(func() { close(s.closed) })
+	s.hub.Close()
 	s.srv.CloseClientConnections()
 	s.srv.Close()
 }
@@ -217,8 +214,7 @@ func (s *Server) Restore(index uint64) {
 	for name, ix := range s.serviceIx {
 		s.serviceIx[name] = min(ix, index)
 	}
-	close(s.abandon)
-	s.abandon = make(chan struct{})
+	s.hub.AbandonLocked()
 }
 
 // Index is the fake's current raft index.
@@ -238,11 +234,7 @@ func (s *Server) Requests() []Request {
 // Blocked returns how many queries are blocked now, and a channel closed
 // when that number next changes: tests wait for a watcher to be parked
 // in its queries before they change something, without sleeping.
-func (s *Server) Blocked() (int, <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.blocked, s.blockedCh
-}
+func (s *Server) Blocked() (int, <-chan struct{}) { return s.hub.Blocked() }
 
 func (s *Server) bump() uint64 {
 	s.index++
@@ -250,18 +242,7 @@ func (s *Server) bump() uint64 {
 	return s.index
 }
 
-func (s *Server) wakeLocked() {
-	close(s.wake)
-	s.wake = make(chan struct{})
-}
-
-func (s *Server) setBlocked(delta int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.blocked += delta
-	close(s.blockedCh)
-	s.blockedCh = make(chan struct{})
-}
+func (s *Server) wakeLocked() { s.hub.WakeLocked() }
 
 // query is what a read needs from the request.
 type query struct {
@@ -314,72 +295,44 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	timeout := time.NewTimer(q.wait + rand.N(q.wait/16+1))
-	defer timeout.Stop()
-	counted := false
-	defer func() {
-		if counted {
-			s.setBlocked(-1)
+	var (
+		body     any
+		index    uint64
+		filtered bool
+		refusal  int
+		reason   string
+	)
+	switch s.hub.Block(r.Context(), q.wait, func(bool) (ready, stop bool) {
+		if s.fail != 0 {
+			refusal, reason = s.fail, http.StatusText(s.fail)
+			return false, true
 		}
-	}()
-	// A restore abandons the queries in flight when it happens.
-	s.mu.Lock()
-	abandon := s.abandon
-	s.mu.Unlock()
-	for {
-		s.mu.Lock()
-		fail, acl, wake := s.fail, s.acl, s.wake
-		if fail != 0 {
-			s.mu.Unlock()
-			s.record(rec, fail)
-			http.Error(w, http.StatusText(fail), fail)
-			return
+		if s.acl != "" && q.token != "" && q.token != s.acl {
+			refusal, reason = http.StatusForbidden, "ACL not found"
+			return false, true
 		}
-		if acl != "" && q.token != "" && q.token != acl {
-			s.mu.Unlock()
-			s.record(rec, http.StatusForbidden)
-			http.Error(w, "ACL not found", http.StatusForbidden)
-			return
-		}
-		body, index, filtered := read(q)
-		s.mu.Unlock()
-		done := q.minIndex == 0 || index > q.minIndex
-		if done && counted {
-			s.setBlocked(-1)
-			counted = false
-		}
-		if !done {
-			if !counted {
-				counted = true
-				s.setBlocked(+1)
-			}
-			select {
-			case <-wake:
-				continue
-			case <-r.Context().Done():
-				return
-			case <-abandon:
-			case <-s.closed:
-			case <-timeout.C:
-			}
-			// Abandoned, closing or timed out: answer with what there is now,
-			// no longer counted as blocked by the time the client reads it.
-			s.setBlocked(-1)
-			counted = false
-			s.mu.Lock()
-			body, index, filtered = read(q)
-			s.mu.Unlock()
-		}
-		s.record(rec, http.StatusOK)
-		w.Header().Set("X-Consul-Index", strconv.FormatUint(index, 10))
-		w.Header().Set("X-Consul-KnownLeader", "true")
-		w.Header().Set("X-Consul-LastContact", "0")
-		if filtered {
-			w.Header().Set("X-Consul-Results-Filtered-By-ACLs", "true")
-		}
-		writeJSON(w, http.StatusOK, body)
+		body, index, filtered = read(q)
+		return q.minIndex == 0 || index > q.minIndex, false
+	}) {
+	case fakeblock.Gone:
 		return
+	case fakeblock.Stopped:
+		s.record(rec, refusal)
+		http.Error(w, reason, refusal)
+		return
+	case fakeblock.Expired:
+		s.mu.Lock()
+		body, index, filtered = read(q)
+		s.mu.Unlock()
 	}
+	s.record(rec, http.StatusOK)
+	w.Header().Set("X-Consul-Index", strconv.FormatUint(index, 10))
+	w.Header().Set("X-Consul-KnownLeader", "true")
+	w.Header().Set("X-Consul-LastContact", "0")
+	if filtered {
+		w.Header().Set("X-Consul-Results-Filtered-By-ACLs", "true")
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // readCatalog answers /v1/catalog/services: every service name with the
@@ -454,26 +407,9 @@ func entry(in Instance) *api.ServiceEntry {
 // capped at 10; index an unsigned integer (400 "Invalid index"); passing
 // is true when present without a value, else a Go boolean (400).
 func parseQuery(v url.Values) (q query, status int, msg string) {
-	q.wait = DefaultWait
-	if s := v.Get("wait"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return q, http.StatusBadRequest, "Invalid wait time"
-		}
-		q.wait = d
-	}
-	if q.wait > MaxWait {
-		q.wait = MaxWait
-	}
-	if q.wait <= 0 {
-		q.wait = DefaultWait
-	}
-	if s := v.Get("index"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return q, http.StatusBadRequest, "Invalid index"
-		}
-		q.minIndex = n
+	q.minIndex, q.wait, status, msg = fakeblock.ParseQuery(v, DefaultWait, MaxWait)
+	if status != 0 {
+		return q, status, msg
 	}
 	if _, ok := v["passing"]; ok {
 		if s := v.Get("passing"); s == "" {

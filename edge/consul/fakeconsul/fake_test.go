@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/svchost/svc/edge/blocking/fakeblock"
 )
 
 // answer is one HTTP answer of the fake.
@@ -49,18 +51,7 @@ func getAsync(s *Server, path string, params url.Values, token string) <-chan an
 // waitBlocked waits until n queries are blocked in the fake.
 func waitBlocked(t *testing.T, s *Server, n int) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		got, ch := s.Blocked()
-		if got == n {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("%d queries blocked, want %d", got, n)
-		}
-	}
+	fakeblock.WaitBlocked(t, s.Blocked, n, 10*time.Second)
 }
 
 func entries(t *testing.T, a answer) []*api.ServiceEntry {

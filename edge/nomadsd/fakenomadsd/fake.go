@@ -12,15 +12,15 @@
 //
 // It is for tests only: production code never links it (internal/archtest
 // checks). It must not import edge/nomadsd, whose tests use it, nor Nomad's
-// API client (only scheduler/nomad may): it declares the wire format it
-// serves.
+// API client (only scheduler/nomad may), nor anything of svc but
+// edge/blocking/fakeblock (the parking of blocking queries it shares with
+// fakeconsul): it declares the wire format it serves.
 package fakenomadsd
 
 import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -29,6 +29,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/svchost/svc/edge/blocking/fakeblock"
 )
 
 // Blocking-query limits, as Nomad has them.
@@ -87,29 +89,24 @@ type Request struct {
 type Server struct {
 	srv *httptest.Server
 
-	mu        sync.Mutex
-	index     uint64            // the service registrations table's index
-	svcIx     map[string]uint64 // namespace/name -> index of its last change, kept after it leaves
-	regs      map[string]Registration
-	wake      chan struct{} // closed and replaced on every write
-	abandon   chan struct{} // closed and replaced on Restore
-	closed    chan struct{}
-	closeOnce sync.Once
-	blocked   int
-	blockedCh chan struct{}
-	acl       string
-	fail      int
-	leader    string
-	requests  []Request
+	mu       sync.Mutex
+	index    uint64            // the service registrations table's index
+	svcIx    map[string]uint64 // namespace/name -> index of its last change, kept after it leaves
+	regs     map[string]Registration
+	hub      *fakeblock.Hub // guarded by mu
+	acl      string
+	fail     int
+	leader   string
+	requests []Request
 }
 
 // New starts a fake Nomad on a loopback port. Close stops it.
 func New() *Server {
 	s := &Server{
 		index: 1, svcIx: map[string]uint64{}, regs: map[string]Registration{},
-		wake: make(chan struct{}), abandon: make(chan struct{}), closed: make(chan struct{}), blockedCh: make(chan struct{}),
 		leader: "127.0.0.1:4647",
 	}
+	s.hub = fakeblock.New(&s.mu)
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	return s
 }
@@ -119,7 +116,7 @@ func (s *Server) URL() string { return s.srv.URL }
 
 // Close stops the server; blocked queries end.
 func (s *Server) Close() {
-	s.closeOnce.Do(func() { close(s.closed) })
+	s.hub.Close()
 	s.srv.CloseClientConnections()
 	s.srv.Close()
 }
@@ -203,8 +200,7 @@ func (s *Server) Restore(index uint64) {
 	for k, ix := range s.svcIx {
 		s.svcIx[k] = min(ix, s.index)
 	}
-	close(s.abandon)
-	s.abandon = make(chan struct{})
+	s.hub.AbandonLocked()
 }
 
 // Requests returns the queries answered so far, in order.
@@ -216,11 +212,7 @@ func (s *Server) Requests() []Request {
 
 // Blocked returns how many queries are blocked now, and a channel closed
 // when that number next changes.
-func (s *Server) Blocked() (int, <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.blocked, s.blockedCh
-}
+func (s *Server) Blocked() (int, <-chan struct{}) { return s.hub.Blocked() }
 
 func key(namespace, name string) string { return namespace + "/" + name }
 
@@ -230,18 +222,7 @@ func (s *Server) bump() uint64 {
 	return s.index
 }
 
-func (s *Server) wakeLocked() {
-	close(s.wake)
-	s.wake = make(chan struct{})
-}
-
-func (s *Server) setBlocked(delta int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.blocked += delta
-	close(s.blockedCh)
-	s.blockedCh = make(chan struct{})
-}
+func (s *Server) wakeLocked() { s.hub.WakeLocked() }
 
 // query is what a read needs from the request.
 type query struct {
@@ -299,74 +280,46 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	timeout := time.NewTimer(q.wait + rand.N(q.wait/16+1))
-	defer timeout.Stop()
-	s.mu.Lock()
-	abandon := s.abandon
-	s.mu.Unlock()
-	counted := false
-	defer func() {
-		if counted {
-			s.setBlocked(-1)
+	var (
+		body    any
+		index   uint64
+		refusal int
+		reason  string
+	)
+	switch s.hub.Block(r.Context(), q.wait, func(blocked bool) (ready, stop bool) {
+		if s.fail != 0 {
+			refusal, reason = s.fail, http.StatusText(s.fail)
+			return false, true
 		}
-	}()
-	for {
-		s.mu.Lock()
-		fail, acl, wake := s.fail, s.acl, s.wake
-		if fail != 0 {
-			s.mu.Unlock()
-			s.record(rec, fail)
-			http.Error(w, http.StatusText(fail), fail)
-			return
-		}
-		if acl != "" && q.token != acl {
-			s.mu.Unlock()
-			msg := "ACL token not found"
+		if s.acl != "" && q.token != s.acl {
+			refusal, reason = http.StatusForbidden, "ACL token not found"
 			if q.token == "" {
-				msg = "Permission denied"
+				reason = "Permission denied"
 			}
-			s.record(rec, http.StatusForbidden)
-			http.Error(w, msg, http.StatusForbidden)
-			return
+			return false, true
 		}
 		// Nomad answers at once when the table's index is past the
 		// client's; otherwise it waits for what it reads to change (not
 		// for any change of the table), then answers with the table's index.
-		index := s.index
-		done := q.minIndex == 0 || (!counted && index > q.minIndex) || (counted && changed(q) > q.minIndex)
-		body := read(q)
-		s.mu.Unlock()
-		if done && counted {
-			s.setBlocked(-1)
-			counted = false
-		}
-		if !done {
-			if !counted {
-				counted = true
-				s.setBlocked(+1)
-			}
-			select {
-			case <-wake:
-				continue
-			case <-r.Context().Done():
-				return
-			case <-abandon:
-			case <-s.closed:
-			case <-timeout.C:
-			}
-			s.setBlocked(-1)
-			counted = false
-			s.mu.Lock()
-			index, body = s.index, read(q)
-			s.mu.Unlock()
-		}
-		s.record(rec, http.StatusOK)
-		w.Header().Set("X-Nomad-Index", strconv.FormatUint(index, 10))
-		w.Header().Set("X-Nomad-KnownLeader", "true")
-		w.Header().Set("X-Nomad-LastContact", "0")
-		writeJSON(w, body)
+		index, body = s.index, read(q)
+		return q.minIndex == 0 || (!blocked && index > q.minIndex) || (blocked && changed(q) > q.minIndex), false
+	}) {
+	case fakeblock.Gone:
 		return
+	case fakeblock.Stopped:
+		s.record(rec, refusal)
+		http.Error(w, reason, refusal)
+		return
+	case fakeblock.Expired:
+		s.mu.Lock()
+		index, body = s.index, read(q)
+		s.mu.Unlock()
 	}
+	s.record(rec, http.StatusOK)
+	w.Header().Set("X-Nomad-Index", strconv.FormatUint(index, 10))
+	w.Header().Set("X-Nomad-KnownLeader", "true")
+	w.Header().Set("X-Nomad-LastContact", "0")
+	writeJSON(w, body)
 }
 
 // readList answers /v1/services for a namespace ("*" for all): its
@@ -416,23 +369,9 @@ func (s *Server) readService(namespace, name string) any {
 // minutes; index an unsigned integer (400 "Invalid index"); namespace
 // defaults to "default".
 func parseQuery(v url.Values) (q query, status int, msg string) {
-	q.wait = DefaultWait
-	if s := v.Get("wait"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return q, http.StatusBadRequest, "Invalid wait time"
-		}
-		q.wait = d
-	}
-	if q.wait > MaxWait || q.wait <= 0 {
-		q.wait = min(MaxWait, DefaultWait)
-	}
-	if s := v.Get("index"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return q, http.StatusBadRequest, "Invalid index"
-		}
-		q.minIndex = n
+	q.minIndex, q.wait, status, msg = fakeblock.ParseQuery(v, DefaultWait, MaxWait)
+	if status != 0 {
+		return q, status, msg
 	}
 	q.namespace = v.Get("namespace")
 	if q.namespace == "" {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/svchost/svc/edge/blocking/fakeblock"
 )
 
 type answer struct {
@@ -43,18 +45,7 @@ func getAsync(s *Server, path string, params url.Values, token string) <-chan an
 
 func waitBlocked(t *testing.T, s *Server, n int) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		got, ch := s.Blocked()
-		if got == n {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("%d queries blocked, want %d", got, n)
-		}
-	}
+	fakeblock.WaitBlocked(t, s.Blocked, n, 10*time.Second)
 }
 
 func regs(t *testing.T, a answer) []Registration {

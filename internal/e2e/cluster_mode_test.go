@@ -1,0 +1,490 @@
+package e2e
+
+import (
+	"bufio"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/svchost/svc/internal/testserver"
+	"github.com/svchost/svc/internal/vaulttest"
+)
+
+// fakes is the process of internal/e2e/testdata/fakes: the fake Nomad
+// (behind a proxy that records job registrations), the fake Consul fed
+// from its running allocations, and a debug listener.
+type fakes struct {
+	Nomad  string `json:"nomad"`
+	Consul string `json:"consul"`
+	Debug  string `json:"debug"`
+}
+
+// startFakes builds and starts the fakes program with templates reading
+// the Vault v, and returns its addresses. It is stopped when the test ends.
+func startFakes(t *testing.T, v *vaulttest.Server) fakes {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "fakes")
+	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(root, "internal/e2e/testdata/fakes")).CombinedOutput(); err != nil {
+		t.Fatalf("go build testdata/fakes: %v\n%s", err, out)
+	}
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "fakes.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-dir", filepath.Join(t.TempDir(), "nomad"), "-vault-addr", v.Addr, "-vault-token", v.RootToken)
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = procAttr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = stdin.Close() // the fakes stop their allocations and exit
+		select {
+		case <-exited:
+		case <-time.After(scaled(30 * time.Second)):
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Errorf("the fakes did not exit within %s of their stdin closing", scaled(30*time.Second))
+		}
+		_ = logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logFile.Name())
+			t.Logf("fakes: log tail:\n%s", lastLines(string(b), 40))
+		}
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	var f fakes
+	select {
+	case l, ok := <-lines:
+		if !ok || json.Unmarshal([]byte(l), &f) != nil || f.Nomad == "" || f.Consul == "" || f.Debug == "" {
+			t.Fatalf("the fakes printed %q; want their addresses as JSON", l)
+		}
+	case <-time.After(scaled(30 * time.Second)):
+		t.Fatal("the fakes printed no addresses within 30s")
+	}
+	return f
+}
+
+// get reads one of the fakes' debug endpoints.
+func (f fakes) get(t *testing.T, path string) []byte {
+	t.Helper()
+	resp, err := http.Get(f.Debug + path)
+	if err != nil {
+		t.Fatalf("GET %s%s: %v", f.Debug, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s%s: %d %v", f.Debug, path, resp.StatusCode, err)
+	}
+	return b
+}
+
+// registration is one job registration the fake Nomad answered.
+type registration struct {
+	JobID             string `json:"job_id"`
+	EnforceIndex      bool   `json:"enforce_index"`
+	JobModifyIndex    uint64 `json:"job_modify_index"`
+	Status            int    `json:"status"`
+	AnswerModifyIndex uint64 `json:"answer_modify_index"`
+}
+
+func (f fakes) registrations(t *testing.T) []registration {
+	t.Helper()
+	var regs []registration
+	mustJSON(t, f.get(t, "/registrations"), &regs)
+	return regs
+}
+
+// checkRegistrations checks that every registration enforced the modify
+// index it had seen, and that each job's accepted registrations form one
+// chain: each expected the index the previous one produced (0 for the
+// first), so no two controllers ever both wrote from the same version.
+func checkRegistrations(t *testing.T, regs []registration) {
+	t.Helper()
+	last := map[string]uint64{}
+	for i, r := range regs {
+		if !r.EnforceIndex {
+			t.Errorf("registration %d of %s did not enforce the modify index: %+v", i, r.JobID, r)
+		}
+		if r.Status != http.StatusOK {
+			continue
+		}
+		if r.JobModifyIndex != last[r.JobID] {
+			t.Errorf("registration %d of %s was accepted expecting index %d, but the job was at %d: %+v", i, r.JobID, r.JobModifyIndex, last[r.JobID], r)
+		}
+		if r.AnswerModifyIndex <= last[r.JobID] {
+			t.Errorf("registration %d of %s: modify index went from %d to %d", i, r.JobID, last[r.JobID], r.AnswerModifyIndex)
+		}
+		last[r.JobID] = r.AnswerModifyIndex
+	}
+}
+
+// dirArchive is the tar.gz of a directory under internal/e2e/testdata.
+func dirArchive(t *testing.T, name string) archive {
+	t.Helper()
+	return dirTarGz(t, filepath.Join("testdata", name))
+}
+
+// configureClusterMode configures, through the API, the vault secrets
+// adapter, the nomad runtime on the fake Nomad (raw_exec, services in
+// Consul, secrets from the same Vault) and the consul routes adapter on
+// the fake Consul, and restarts the server to load them.
+func configureClusterMode(t *testing.T, s *appServer, v *vaulttest.Server, f fakes, artifactURL string, others ...*proc) {
+	t.Helper()
+	const prefix = "cm"
+	add := func(body map[string]any) {
+		t.Helper()
+		s.must(t, "POST", "/adapters", body, http.StatusCreated, nil)
+	}
+	add(map[string]any{"category": "secrets", "kind": "vault",
+		"config": map[string]string{"address": v.Addr, "prefix": prefix}, "credentials": map[string]string{"token": v.RootToken}})
+	add(map[string]any{"category": "runtime", "kind": "nomad",
+		"config": map[string]string{"address": f.Nomad, "driver": "raw_exec", "service_provider": "consul",
+			"artifact_url": artifactURL, "vault_mount": "secret", "vault_prefix": prefix}})
+	add(map[string]any{"category": "routes", "kind": "consul", "config": map[string]string{"address": f.Consul}})
+
+	var list struct {
+		Items []struct {
+			AdapterID string  `json:"adapter_id"`
+			Category  string  `json:"category"`
+			Kind      string  `json:"kind"`
+			Primary   bool    `json:"primary"`
+			Loaded    bool    `json:"loaded"`
+			Error     *string `json:"error"`
+		} `json:"items"`
+		StartedAt time.Time `json:"started_at"`
+	}
+	s.must(t, "GET", "/adapters", nil, http.StatusOK, &list)
+	for _, n := range others {
+		before, err := healthStartedAt(n.Base())
+		if err != nil {
+			t.Fatalf("%s: %v", n.name, err)
+		}
+		if r := send(n, "POST", n.Base()+"/api/v1/restart", nil); r.err != nil || r.status != http.StatusAccepted {
+			t.Fatalf("%s: POST /restart: %d %s (%v)", n.name, r.status, r.body, r.err)
+		}
+		waitRestarted(t, n, before)
+	}
+	s.must(t, "POST", "/restart", nil, http.StatusAccepted, nil)
+	waitRestarted(t, s.p, list.StartedAt)
+	waitClusterAdapters(t, s)
+}
+
+// waitClusterAdapters waits until the server has loaded the vault, nomad
+// and consul adapters as its primaries.
+func waitClusterAdapters(t *testing.T, s *appServer) {
+	t.Helper()
+	var list struct {
+		Items []struct {
+			Category string `json:"category"`
+			Kind     string `json:"kind"`
+			Primary  bool   `json:"primary"`
+			Loaded   bool   `json:"loaded"`
+		} `json:"items"`
+	}
+	want := map[string]string{"secrets": "vault", "runtime": "nomad", "routes": "consul"}
+	deadline := time.Now().Add(scaled(30 * time.Second))
+	for {
+		s.must(t, "GET", "/adapters", nil, http.StatusOK, &list)
+		ok := 0
+		for _, it := range list.Items {
+			if it.Primary && it.Loaded && want[it.Category] == it.Kind {
+				ok++
+			}
+		}
+		if ok == len(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b, _ := json.Marshal(list.Items)
+			t.Fatalf("after the restart the adapters are %s; want vault, nomad and consul loaded and primary", b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestClusterModeDeploysOnNomadWithConsulRoutesAndVaultSecrets runs the
+// real binary against the fake Nomad and the fake Consul with a real
+// Vault: configured through the API and restarted, svc deploys an app as
+// a Nomad job, the app answers through the edge once its service passes
+// in Consul, the X-Svc-Assertion it receives verifies against svc's JWKS
+// for its own ID, and its secret reaches it through the job's Vault
+// template while appearing neither in Nomad's stored state nor in svc's
+// log.
+func TestClusterModeDeploysOnNomadWithConsulRoutesAndVaultSecrets(t *testing.T) {
+	v := vaulttest.Start(t)
+	f := startFakes(t, v)
+	first, err := testserver.FreePorts(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startAppServer(t, "cluster-mode", "SVC_APP_PORT_START="+strconv.Itoa(first), "SVC_APP_PORT_END="+strconv.Itoa(first+2))
+	configureClusterMode(t, s, v, f, s.p.Base())
+
+	secret := "cm-secret-" + randomHex(t) + randomHex(t)
+	id := s.onboardDir(t, "Cluster app", "clusterapp", "python", map[string]any{"key": "APP_SECRET", "value": secret, "secret": true})
+	d := s.deploy(t, id, 0)
+	lines, end := s.follow(t, id, d.ID)
+	if end.State != "succeeded" {
+		t.Fatalf("deployment %s on the nomad runtime ended %s %s; its log:\n%s", d.ID, end.State, end.code(), strings.Join(lines, "\n"))
+	}
+
+	// The job is in Nomad, svc's, for this app.
+	var state struct {
+		Jobs map[string]struct {
+			ID   string
+			Meta map[string]string
+		}
+	}
+	raw := f.get(t, "/state")
+	mustJSON(t, raw, &state)
+	found := false
+	for _, j := range state.Jobs {
+		if j.Meta["app_id"] == id && j.Meta["deployment_id"] == d.ID && j.Meta["managed_by"] == "svc" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("the fake Nomad holds no job of app %s, deployment %s: %s", id, d.ID, lastLines(string(raw), 5))
+	}
+	checkRegistrations(t, f.registrations(t))
+
+	// The app answers through the edge at its url, once Consul passes it.
+	var got struct {
+		App struct {
+			URL *string `json:"url"`
+		} `json:"app"`
+	}
+	s.must(t, "GET", "/apps/"+id, nil, http.StatusOK, &got)
+	if got.App.URL == nil {
+		t.Fatalf("the app has no url")
+	}
+	appURL := *got.App.URL
+	var echo struct {
+		App     string             `json:"app"`
+		Headers map[string]string  `json:"headers"`
+		Env     map[string]*string `json:"env"`
+	}
+	deadline := time.Now().Add(scaled(30 * time.Second))
+	for {
+		r := send(s.p, "GET", appURL+"echo?env=APP_SECRET", nil)
+		if r.err == nil && r.status == http.StatusOK && json.Unmarshal(r.body, &echo) == nil && echo.App == "clusterapp" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %secho through the edge: %d %q (%v) within %s; want the app's echo", appURL, r.status, r.body, r.err, scaled(30*time.Second))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// The assertion verifies against svc's JWKS, for this app.
+	tok := echo.Headers["X-Svc-Assertion"]
+	if tok == "" {
+		t.Fatalf("the app received no X-Svc-Assertion; headers: %v", echo.Headers)
+	}
+	keys := jwks(t, s.p.Base()+"/.well-known/jwks.json")
+	claims := jwt.MapClaims{}
+	parsed, err := jwt.ParseWithClaims(tok, claims, func(tk *jwt.Token) (any, error) {
+		kid, _ := tk.Header["kid"].(string)
+		k, ok := keys[kid]
+		if !ok {
+			return nil, fmt.Errorf("kid %q is not in the JWKS", kid)
+		}
+		return k, nil
+	}, jwt.WithValidMethods([]string{"EdDSA"}), jwt.WithAudience(id), jwt.WithExpirationRequired())
+	if err != nil || !parsed.Valid {
+		t.Fatalf("the assertion the app received does not verify for aud %s: %v (claims %v)", id, err, claims)
+	}
+	if sub, _ := claims["sub"].(string); !strings.HasPrefix(sub, "usr_") {
+		t.Errorf("the assertion's sub is %q; want the admin's usr_ ID", sub)
+	}
+
+	// The secret reached the app through the Vault template, and nowhere
+	// else.
+	if v := echo.Env["APP_SECRET"]; v == nil || *v != secret {
+		t.Fatalf("the app's APP_SECRET is %v; want the accepted secret value", echo.Env["APP_SECRET"])
+	}
+	if strings.Contains(string(f.get(t, "/state")), secret) {
+		t.Errorf("the secret value is in the fake Nomad's stored jobs or allocations")
+	}
+	if strings.Contains(s.p.logText(), secret) {
+		t.Errorf("the secret value is in svc's log")
+	}
+	st := s.status(t, id)
+	if st.State != "running" {
+		t.Logf("note: the app's status after the deploy: %s", st)
+	}
+}
+
+// onboardDir creates an app from a directory of testdata, waits for
+// detection, checks its winner and accepts the proposal with values.
+func (s *appServer) onboardDir(t *testing.T, name, dir, detector string, values ...map[string]any) string {
+	t.Helper()
+	id := s.createApp(t, name)
+	s.must(t, "POST", "/apps/"+id+"/source", dirArchive(t, dir), http.StatusAccepted, nil)
+	var det struct {
+		Status string `json:"status"`
+		Winner *struct {
+			Detector string `json:"detector"`
+		} `json:"winner"`
+	}
+	deadline := time.Now().Add(scaled(30 * time.Second))
+	for det.Status != "done" && det.Status != "failed" {
+		if time.Now().After(deadline) {
+			t.Fatalf("detection of %s: still %q after %s", dir, det.Status, scaled(30*time.Second))
+		}
+		time.Sleep(100 * time.Millisecond)
+		s.must(t, "GET", "/apps/"+id+"/detection", nil, http.StatusOK, &det)
+	}
+	if det.Winner == nil || det.Winner.Detector != detector {
+		t.Fatalf("detection of %s: %+v; want the %s detector to win", dir, det, detector)
+	}
+	s.must(t, "POST", "/apps/"+id+"/detection/accept", map[string]any{"values": values}, http.StatusCreated, nil)
+	return id
+}
+
+// jwks fetches a JSON Web Key Set of Ed25519 keys, by kid.
+func jwks(t *testing.T, u string) map[string]ed25519.PublicKey {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	var set struct {
+		Keys []struct {
+			Kty, Crv, Kid, X, Alg string
+		} `json:"keys"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&set); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", u, resp.StatusCode, err)
+	}
+	out := map[string]ed25519.PublicKey{}
+	for _, k := range set.Keys {
+		if k.Kty != "OKP" || k.Crv != "Ed25519" {
+			continue
+		}
+		x, err := base64.RawURLEncoding.DecodeString(k.X)
+		if err != nil || len(x) != ed25519.PublicKeySize {
+			t.Fatalf("JWKS key %s: bad x", k.Kid)
+		}
+		out[k.Kid] = ed25519.PublicKey(x)
+	}
+	if len(out) == 0 {
+		t.Fatalf("GET %s: no Ed25519 key", u)
+	}
+	return out
+}
+
+// TestClusterModeLeaderKillMidDeploy runs three svc nodes sharing one fake
+// Nomad, kills the leader (SIGKILL) while a deploy is under way, and checks
+// that the deploy ends (succeeded, or cleanly failed; never stuck) under
+// the new leader, and that Nomad never accepted two registrations of one
+// job version (every registration enforced the index it had seen, and the
+// accepted ones form one chain per job).
+func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
+	v := vaulttest.Start(t)
+	f := startFakes(t, v)
+	nodes := startCluster(t, "e2e-cm-secret-0123456789", "e2e-cm-secret-0123456789", "e2e-cm-secret-0123456789")
+	leader := waitLeader(t, nodes, scaled(30*time.Second))
+	var others []*proc
+	for _, n := range nodes {
+		if n != leader {
+			others = append(others, n)
+		}
+	}
+	s := &appServer{p: leader}
+	// The artifact URL is one replicated setting; it names a follower, so
+	// that it stays up when the leader is killed.
+	configureClusterMode(t, s, v, f, others[0].Base(), others...)
+	leader = waitLeader(t, nodes, scaled(30*time.Second))
+	s = &appServer{p: leader}
+	for _, n := range nodes {
+		waitClusterAdapters(t, &appServer{p: n})
+	}
+
+	id := s.onboardDir(t, "Cluster app", "clusterapp", "python", map[string]any{"key": "APP_SECRET", "value": "x-" + randomHex(t), "secret": true})
+	d := s.deploy(t, id, 0)
+	var dep struct{ Deployment deployment }
+	deadline := time.Now().Add(scaled(60 * time.Second))
+	for {
+		s.must(t, "GET", "/apps/"+id+"/deployments/"+d.ID, nil, http.StatusOK, &dep)
+		if dep.Deployment.State != "queued" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deployment %s still queued after %s", d.ID, scaled(60*time.Second))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("killing the leader %s with the deployment %s", leader.name, dep.Deployment.State)
+	leader.kill()
+	var rest []*proc
+	for _, n := range nodes {
+		if n != leader {
+			rest = append(rest, n)
+		}
+	}
+	next := waitLeader(t, rest, scaled(30*time.Second))
+	s = &appServer{p: next}
+	deadline = time.Now().Add(scaled(4 * time.Minute))
+	var seen []string
+	for {
+		r := s.call(t, "GET", "/apps/"+id+"/deployments/"+d.ID, nil)
+		if r.err == nil && r.status == http.StatusOK {
+			mustJSON(t, r.body, &dep)
+			if len(seen) == 0 || seen[len(seen)-1] != dep.Deployment.State {
+				seen = append(seen, dep.Deployment.State)
+			}
+			if dep.Deployment.State == "succeeded" || dep.Deployment.State == "failed" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deployment %s not finished %s after the leader was killed; states seen under %s: %v", d.ID, scaled(4*time.Minute), next.name, seen)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b, _ := json.Marshal(dep.Deployment)
+	t.Logf("after the leader kill the deployment ended: %s (states seen %v)", b, seen)
+	regs := f.registrations(t)
+	if len(regs) == 0 && dep.Deployment.State == "succeeded" {
+		t.Errorf("the deployment succeeded but the fake Nomad saw no registration")
+	}
+	checkRegistrations(t, regs)
+}
