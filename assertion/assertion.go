@@ -131,6 +131,7 @@ type Verifier struct {
 // keySet is a fetched JWKS.
 type keySet struct {
 	keys    map[string]ed25519.PublicKey
+	started time.Time // when the fetch that made it began
 	fetched time.Time // when it was last fetched, or the fetch failed
 	expires time.Time // past it, fetch again before use
 	err     error     // why the last fetch failed; the keys are older
@@ -269,6 +270,15 @@ func (v *Verifier) key(ctx context.Context, kid string) (ed25519.PublicKey, erro
 		if set, err = v.refresh(ctx, set); set == nil {
 			return nil, err
 		}
+		// The set may come from a fetch that began before this token's
+		// key was published (one in flight, or another caller's): fetch
+		// once more. Concurrent callers share that fetch, so a flood of
+		// unknown kids still costs at most two fetches per interval.
+		if set.keys[kid] == nil && set.started.Before(now) {
+			if set, err = v.refresh(ctx, set); set == nil {
+				return nil, err
+			}
+		}
 	}
 	if k, ok := set.keys[kid]; ok {
 		return k, nil
@@ -310,12 +320,13 @@ func (v *Verifier) refresh(ctx context.Context, seen *keySet) (*keySet, error) {
 func (v *Verifier) run(f *fetch, prev *keySet) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	started := v.o.Now()
 	keys, maxAge, err := v.fetch(ctx)
 	now := v.o.Now()
 	if err == nil {
-		f.set = &keySet{keys: keys, fetched: now, expires: now.Add(maxAge)}
+		f.set = &keySet{keys: keys, started: started, fetched: now, expires: now.Add(maxAge)}
 	} else {
-		f.set = &keySet{fetched: now, expires: now.Add(v.o.RefetchInterval), err: err}
+		f.set = &keySet{started: started, fetched: now, expires: now.Add(v.o.RefetchInterval), err: err}
 		if prev != nil {
 			f.set.keys = prev.keys
 		}

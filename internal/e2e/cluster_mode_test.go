@@ -487,4 +487,8 @@ func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
 		t.Errorf("the deployment succeeded but the fake Nomad saw no registration")
 	}
 	checkRegistrations(t, regs)
+	// The killed node comes back: its runtime kills the build the dead
+	// process left running (and the test's directories can go).
+	leader.restart()
+	leader.waitReady(scaled(60 * time.Second))
 }

@@ -189,7 +189,9 @@ func (r *Runtime) runBuild(ctx context.Context, area, dir, command string, timeo
 	if err := cmd.Start(); err != nil {
 		return errcode.Wrap(err, errcode.BuildFailed, "the build could not start: %v", err)
 	}
+	unrecord := r.recordBuild(filepath.Base(area), cmd.Process.Pid)
 	err = cmd.Wait()
+	defer unrecord()
 	ow.Flush()
 	ew.Flush()
 	// The shell may be gone while its children live on: end the group.

@@ -63,6 +63,25 @@ func (j *job) record() {
 	_ = writeFileAtomic(j.rt.jobRecordPath(j.id), b, 0o600)
 }
 
+// recordBuild writes a running build's file (named build-<id>.json, so it
+// never collides with a job's), so that a server started after this one
+// died kills a build left running; it returns the function that removes
+// the file once the build has ended.
+func (r *Runtime) recordBuild(id string, pid int) func() {
+	st, ok := processStartTime(pid)
+	if !ok {
+		return func() {}
+	}
+	rec := jobRecord{ID: "build-" + id, BootID: r.bootID, Workloads: map[string]processRecord{"build": {PID: pid, StartTime: st}}}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return func() {}
+	}
+	path := r.jobRecordPath(rec.ID)
+	_ = writeFileAtomic(path, b, 0o600)
+	return func() { _ = os.Remove(path) }
+}
+
 // unrecord removes the job's file for good (after its processes ended).
 func (j *job) unrecord() {
 	j.recMu.Lock()

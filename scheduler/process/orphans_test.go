@@ -2,7 +2,10 @@ package process_test
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svchost/svc/internal/spec"
+	"github.com/svchost/svc/scheduler"
 	"github.com/svchost/svc/scheduler/process"
 )
 
@@ -131,5 +136,33 @@ func TestNewLeavesOthersAlone(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "jobs", "job-x.json")); !os.IsNotExist(err) {
 		t.Errorf("the stale record: %v, want it removed", err)
+	}
+}
+
+// TestBuildIsRecordedWhileItRuns: a running build's process group is in the
+// records New reaps (a server killed mid-build leaves no build running
+// after the next start), and the record goes once the build ends.
+func TestBuildIsRecordedWhileItRuns(t *testing.T) {
+	if _, err := exec.LookPath("sleep"); err != nil {
+		t.Skip("no sleep on PATH")
+	}
+	cfg := testConfig(t)
+	rt := newRuntime(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := rt.Build(ctx, scheduler.BuildRequest{ID: "b-rec", Source: t.TempDir(), Build: spec.Build{Kind: spec.BuildCommand, Command: "sleep 60"}})
+		done <- err
+	}()
+	record := filepath.Join(cfg.WorkDir, "jobs", "build-b-rec.json")
+	waitUntil(t, "the build's record", func() (bool, string) {
+		_, err := os.Stat(record)
+		return err == nil, fmt.Sprint(err)
+	})
+	cancel()
+	<-done
+	if _, err := os.Stat(record); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the record of an ended build: %v, want it gone", err)
 	}
 }
