@@ -523,7 +523,9 @@ func (w workloadRenderer) group(name string, t scheduler.Task) (Group, error) {
 func (w workloadRenderer) env(t scheduler.Task) map[string]string {
 	env := make(map[string]string, len(t.Env)+2)
 	for k, v := range t.Env {
-		if _, secret := t.SecretEnv[k]; !secret {
+		// Secrets arrive through the Vault template; a slot's credential
+		// never goes into a job (the runtime refuses such a task first).
+		if _, secret := t.SecretEnv[k]; !secret && !t.SealedEnv[k] {
 			env[k] = v
 		}
 	}

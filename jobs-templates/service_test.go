@@ -17,6 +17,29 @@ import (
 	"github.com/svchost/svc/vaultsecrets"
 )
 
+// TestSlotCredentialsNeverRendered: a variable marked as a slot's
+// credential is left out of the job (the runtime refuses such tasks; the
+// template does not rely on it).
+func TestSlotCredentialsNeverRendered(t *testing.T) {
+	const canary = "slot-credential-canary-91c4"
+	for _, fx := range fixtures(t) {
+		in := serviceInput(fx)
+		for name, task := range in.Job.Workloads {
+			task.Env = cloneMap(task.Env)
+			task.Env["DB_PASSWORD"] = canary
+			task.SealedEnv = map[string]bool{"DB_PASSWORD": true}
+			in.Job.Workloads[name] = task
+		}
+		got, err := Default().RenderService(in)
+		if err != nil {
+			t.Fatalf("%s: %v", fx.name, err)
+		}
+		if bytes.Contains(got, []byte(canary)) {
+			t.Errorf("%s: the rendered job holds a slot credential", fx.name)
+		}
+	}
+}
+
 // TestSecretValuesNeverRendered puts secret values (canaries, some with
 // characters JSON escapes) into the tasks' environment, as the scheduler
 // does, and checks that no rendered job holds them in any form, and that

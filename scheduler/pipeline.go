@@ -448,7 +448,7 @@ func (s *Service) makeJob(ctx context.Context, jobID, appID string, d spec.Docum
 		isolation = d.Runtime.Isolation
 	}
 	for name, w := range d.Workloads {
-		env, secretEnv := map[string]string{}, map[string]string{}
+		env, secretEnv, sealedEnv := map[string]string{}, map[string]string{}, map[string]bool{}
 		for _, layer := range []map[string]spec.EnvValue{d.Env, w.Env} {
 			for k, v := range layer {
 				val, err := s.envValue(ctx, appID, v, versions)
@@ -456,14 +456,17 @@ func (s *Service) makeJob(ctx context.Context, jobID, appID string, d spec.Docum
 					return Job{}, nil, fmt.Errorf("workload %s: env %s: %w", name, k, err)
 				}
 				env[k] = val
-				if v.Secret != "" {
+				delete(secretEnv, k)
+				delete(sealedEnv, k)
+				switch {
+				case v.Secret != "":
 					secretEnv[k] = v.Secret
-				} else {
-					delete(secretEnv, k)
+				case v.Slot != "" && s.d.Slots.IsSealed(appID, v.Slot, v.Field):
+					sealedEnv[k] = true
 				}
 			}
 		}
-		t := Task{Artifact: arts[name], Command: w.Run.Command, Env: env, SecretEnv: secretEnv, AppPort: w.Run.Port, Health: w.Run.Health,
+		t := Task{Artifact: arts[name], Command: w.Run.Command, Env: env, SecretEnv: secretEnv, SealedEnv: sealedEnv, AppPort: w.Run.Port, Health: w.Run.Health,
 			Resources: w.Resources, LogCapBytes: logCap, Isolation: isolation}
 		if w.Run.Port == 0 && w.Run.Health == nil && !servesHTTP(name, w) {
 			t.NoPort = true

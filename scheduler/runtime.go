@@ -110,6 +110,12 @@ type Task struct {
 	// workload read them from the secrets store; the process runtime uses
 	// Env as it is.
 	SecretEnv map[string]string
+	// SealedEnv names the variables of Env made from a filled slot's
+	// credential (a password, a connection string holding one). A runtime
+	// that must not carry secret values in its job and cannot deliver
+	// these another way refuses the task (PLAN_CAPABILITY_UNSUPPORTED)
+	// rather than put them in the job.
+	SealedEnv map[string]bool
 	// Port is the host port the workload must listen on, at the runtime's
 	// address for workloads; 0 lets the runtime pick a free one (what the
 	// deploy path asks for, so that two revisions and two apps never

@@ -226,6 +226,9 @@ func (noSlots) Resolve(appID, key, field string) (string, error) {
 	return "slot-" + key + "-" + field, nil
 }
 
+// IsSealed: a slot's password is a credential.
+func (noSlots) IsSealed(appID, key, field string) bool { return field == "password" }
+
 // fakeSecrets holds values and versions.
 type fakeSecrets struct {
 	mu   sync.Mutex
@@ -924,5 +927,19 @@ func TestRoutes(t *testing.T) {
 		if ri.AppID == appID && ri.Upstream != "" {
 			t.Fatalf("an app failing its health check is routed: %+v", ri)
 		}
+	}
+}
+
+func TestSlotCredentialsAreMarkedSealed(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, `
+workloads:
+  web: {primary: true, build: {kind: command, command: "true"}, run: {command: [./app], port: 8080}, env: {DB_PASSWORD: {slot: db, field: password}, DB_HOST: {slot: db, field: host}}}
+slots: {db: {type: postgres}}
+`)
+	d := f.deploy(t, appID)
+	task := f.rt.ran[d.ID].Workloads["web"]
+	if !task.SealedEnv["DB_PASSWORD"] || task.SealedEnv["DB_HOST"] || task.Env["DB_PASSWORD"] != "slot-db-password" {
+		t.Fatalf("task env %v, sealed %v", task.Env, task.SealedEnv)
 	}
 }

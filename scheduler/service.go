@@ -43,6 +43,7 @@ type (
 	}
 	slotValues interface {
 		Resolve(appID, key, field string) (string, error)
+		IsSealed(appID, key, field string) bool
 	}
 	secretValues interface {
 		Resolve(ctx context.Context, appID, key string) (value string, version int64, err error)

@@ -425,6 +425,18 @@ func (s *Service) Resolve(appID, key, field string) (string, error) {
 	return string(plain), nil
 }
 
+// IsSealed says whether a filled slot's field is a credential (kept sealed
+// in the store): the deploy path marks a variable made from it, so that a
+// runtime which must keep secrets out of its job can refuse it.
+func (s *Service) IsSealed(appID, key, field string) bool {
+	f, _, ok := Fills.Get(s.d.Store.Read(), RowID(appID, key))
+	if !ok {
+		return false
+	}
+	_, sealed := f.Sealed[field]
+	return sealed
+}
+
 // SweepDeletedApps removes the fills of apps that no longer exist. It runs
 // on the leader. A resource a slots adapter provisioned for them is left in
 // place (data is never dropped automatically); the log names it.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -157,6 +160,15 @@ func (r *Runtime) checkJob(jb scheduler.Job) ([]string, error) {
 			if !plainName(m.Volume) {
 				return nil, errcode.Invalid("mounts", "the volume name %q is not a plain name", m.Volume)
 			}
+		}
+		if len(t.SealedEnv) > 0 {
+			// A slot's credential could only travel in the job itself:
+			// refuse rather than put it where Nomad's state and API show it.
+			return nil, errcode.New(errcode.PlanCapabilityUnsupp,
+				"the nomad runtime cannot deliver slot credentials (%s of workload %s) without writing them into the job",
+				strings.Join(slices.Sorted(maps.Keys(t.SealedEnv)), ", "), name).
+				WithDetail("workload", name).
+				WithRemedy("bind the value as an app secret (PUT /api/v1/apps/{id}/secrets/{key} and {secret: key} in the spec), which reaches the workload through Vault")
 		}
 		if t.Isolation != "" && !policy.AtLeast(r.Isolation(), t.Isolation) {
 			return nil, errcode.New(errcode.PlanCapabilityUnsupp, "the nomad runtime's %s driver isolates at %q, below the %q workload %s needs",

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/scheduler"
 	"github.com/svchost/svc/scheduler/nomad/fakenomad"
@@ -168,4 +169,24 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+// TestSlotCredentialsAreRefused: a variable made from a slot's credential
+// could only travel in the job: the runtime refuses the task, and nothing
+// reaches Nomad.
+func TestSlotCredentialsAreRefused(t *testing.T) {
+	e := newEnv(t, options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const canary = "slot-password-canary-5f2e"
+	_, err := e.rt.Run(ctx, scheduler.Job{ID: "job-sealed", AppID: "app-s", Workloads: map[string]scheduler.Task{"web": {
+		Artifact: buildTrue(ctx, t, e), Command: []string{"sh", "-c", "exec sleep 1000"}, NoPort: true,
+		Env: map[string]string{"DB_PASSWORD": canary}, SealedEnv: map[string]bool{"DB_PASSWORD": true},
+	}}})
+	if errcode.CodeOf(err) != errcode.PlanCapabilityUnsupp {
+		t.Fatalf("run with a slot credential = %v, want PLAN_CAPABILITY_UNSUPPORTED", err)
+	}
+	if body := getBody(t, e.fake.URL()+"/v1/jobs"); strings.Contains(body, canary) || strings.Contains(body, "job-sealed") {
+		t.Fatalf("Nomad saw the job: %s", body)
+	}
 }
