@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -491,4 +492,11 @@ func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
 	// process left running (and the test's directories can go).
 	leader.restart()
 	leader.waitReady(scaled(60 * time.Second))
+	for _, n := range nodes {
+		w := &appServer{p: n, work: envValue(n.env, "SVC_SERVER_WORK_DIR")}
+		for _, pid := range w.waitNoLeftovers(20 * time.Second) {
+			t.Errorf("%s: pid %d (%s) still runs under its work dir after the node came back", n.name, pid, cmdline(pid))
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
