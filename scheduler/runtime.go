@@ -3,8 +3,10 @@ package scheduler
 import (
 	"context"
 	"io"
+	"sort"
 	"time"
 
+	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/spec"
 )
 
@@ -91,6 +93,35 @@ type Job struct {
 	// it are ready (dependencies first). Workloads it leaves out start
 	// after it, by name. Empty means by name.
 	Order []string
+}
+
+// StartOrder is the order a runtime starts the job's workloads in: Order,
+// then the workloads it leaves out, by name. VALID_INVALID when Order names
+// a workload the job lacks, or one twice.
+func (j Job) StartOrder() ([]string, error) {
+	names := make([]string, 0, len(j.Workloads))
+	for name := range j.Workloads {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	order := make([]string, 0, len(names))
+	listed := map[string]bool{}
+	for _, name := range j.Order {
+		if _, ok := j.Workloads[name]; !ok {
+			return nil, errcode.Invalid("order", "the start order names %q, which is not a workload of the job", name)
+		}
+		if listed[name] {
+			return nil, errcode.Invalid("order", "the start order names %q twice", name)
+		}
+		listed[name] = true
+		order = append(order, name)
+	}
+	for _, name := range names {
+		if !listed[name] {
+			order = append(order, name)
+		}
+	}
+	return order, nil
 }
 
 // Task is one workload of a job, with everything resolved: the runtime

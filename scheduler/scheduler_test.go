@@ -943,3 +943,16 @@ slots: {db: {type: postgres}}
 		t.Fatalf("task env %v, sealed %v", task.Env, task.SealedEnv)
 	}
 }
+
+func TestJobStartOrder(t *testing.T) {
+	job := scheduler.Job{Workloads: map[string]scheduler.Task{"a": {}, "b": {}, "c": {}, "d": {}}, Order: []string{"c", "a"}}
+	if got, err := job.StartOrder(); err != nil || fmt.Sprint(got) != "[c a b d]" {
+		t.Fatalf("StartOrder = %v, %v; want [c a b d]", got, err)
+	}
+	for _, order := range [][]string{{"x"}, {"a", "a"}} {
+		job.Order = order
+		if _, err := job.StartOrder(); !errcode.Has(err, errcode.ValidInvalid) {
+			t.Errorf("order %v: %v, want VALID_INVALID", order, err)
+		}
+	}
+}

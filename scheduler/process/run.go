@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -127,7 +126,6 @@ func (r *Runtime) checkJob(jb scheduler.Job) ([]string, error) {
 	if !plainName(jb.ID) {
 		return nil, errcode.Invalid("id", "the job ID %q is not a plain name", jb.ID)
 	}
-	names := make([]string, 0, len(jb.Workloads))
 	for name, t := range jb.Workloads {
 		if !plainName(name) {
 			return nil, errcode.Invalid("workloads", "the workload name %q is not a plain name", name)
@@ -139,27 +137,8 @@ func (r *Runtime) checkJob(jb scheduler.Job) ([]string, error) {
 			e, _ := errcode.As(err)
 			return nil, e.WithDetail("workload", name)
 		}
-		names = append(names, name)
 	}
-	sort.Strings(names)
-	order := make([]string, 0, len(names))
-	listed := map[string]bool{}
-	for _, name := range jb.Order {
-		if _, ok := jb.Workloads[name]; !ok {
-			return nil, errcode.Invalid("order", "the start order names %q, which is not a workload of the job", name)
-		}
-		if listed[name] {
-			return nil, errcode.Invalid("order", "the start order names %q twice", name)
-		}
-		listed[name] = true
-		order = append(order, name)
-	}
-	for _, name := range names {
-		if !listed[name] {
-			order = append(order, name)
-		}
-	}
-	return order, nil
+	return jb.StartOrder()
 }
 
 // newWorkload prepares a workload (port, environment, volumes, log,
