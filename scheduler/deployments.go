@@ -119,6 +119,9 @@ type Release struct {
 	// (slots, secrets) is resolved then and never stored.
 	JobID     string              `json:"job_id"`
 	Artifacts map[string]Artifact `json:"artifacts"`
+	// Primary names the revision's primary workload, the one the edge
+	// routes to (so routing need not read the spec document).
+	Primary string `json:"primary,omitempty"`
 	// SecretVersions are the bound secrets' versions the job's environment
 	// was made from.
 	SecretVersions map[string]int64 `json:"secret_versions"`

@@ -204,11 +204,21 @@ func (s *Service) deploy(ctx context.Context, d *Deployment, log *liveLog) (*Rel
 		return nil, err
 	}
 	rel := &Release{AppID: d.AppID, DeploymentID: d.ID, SpecID: d.SpecID, Revision: d.Revision, Runtime: d.Runtime,
-		JobID: job.ID, Artifacts: arts, SecretVersions: versions, At: s.d.Now()}
+		JobID: job.ID, Artifacts: arts, Primary: job.Primary, SecretVersions: versions, At: s.d.Now()}
 	if hasOld {
 		rel.RestartGen, rel.RestartedGen = old.RestartGen, old.RestartGen
 	}
 	return rel, nil
+}
+
+// primaryOf names a spec document's primary workload ("" if none is).
+func primaryOf(d spec.Document) string {
+	for name, w := range d.Workloads {
+		if w.Primary {
+			return name
+		}
+	}
+	return ""
 }
 
 // notReady refuses a job whose serving workloads did not pass their health
@@ -328,7 +338,12 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 		ops = append([]raftstore.Op{Deployments.PutIf(&cur, meta.ModifyIndex)}, ops...)
 		if appOK {
 			to := stateAfter(app, cur, hasOld)
-			st, err := s.stateOpsDesired(ctx, r, app.ID, to, now, cur.State == DepSucceeded)
+			var meant func(*apps.App)
+			if cur.State == DepSucceeded {
+				// A deploy leaves the app running the new revision.
+				meant = func(a *apps.App) { a.DesiredState = apps.DesiredRunning }
+			}
+			st, err := apps.StateOps(ctx, r, app.ID, to, now, meant)
 			if err == nil {
 				ops = append(ops, st...)
 			}
@@ -399,37 +414,7 @@ func stateAfter(app apps.App, d Deployment, hasRelease bool) string {
 
 // stateOps moves an app's state with its app.state_changed event.
 func stateOps(ctx context.Context, r *raftstore.Reader, appID, to string, now time.Time) ([]raftstore.Op, error) {
-	return stateChange(ctx, r, appID, to, now, nil)
-}
-
-// stateOpsDesired moves an app's state and, on a deploy's success, makes
-// it meant to run.
-func (s *Service) stateOpsDesired(ctx context.Context, r *raftstore.Reader, appID, to string, now time.Time, run bool) ([]raftstore.Op, error) {
-	if !run {
-		return stateChange(ctx, r, appID, to, now, nil)
-	}
-	return stateChange(ctx, r, appID, to, now, func(a *apps.App) { a.DesiredState = apps.DesiredRunning })
-}
-
-func stateChange(ctx context.Context, r *raftstore.Reader, appID, to string, now time.Time, also func(*apps.App)) ([]raftstore.Op, error) {
-	a, meta, ok := apps.Apps.Get(r, appID)
-	if !ok {
-		return nil, noApp(appID)
-	}
-	from := a.State
-	before := a
-	if also != nil {
-		also(&a)
-	}
-	if from == to && a.DesiredState == before.DesiredState {
-		return nil, nil
-	}
-	a.State, a.UpdatedAt = to, now
-	ops := []raftstore.Op{apps.Apps.PutIf(&a, meta.ModifyIndex)}
-	if from != to {
-		ops = append(ops, events.Events.Insert(events.New(ctx, now, "app.state_changed", appRef(a), "", "", map[string]any{"from": from, "to": to})))
-	}
-	return ops, nil
+	return apps.StateOps(ctx, r, appID, to, now, nil)
 }
 
 // makeJob makes the runtime job of an app's revision from its built
@@ -437,7 +422,7 @@ func stateChange(ctx context.Context, r *raftstore.Reader, appID, to string, now
 // It returns the bound secrets' versions.
 func (s *Service) makeJob(ctx context.Context, jobID, appID string, d spec.Document, arts map[string]Artifact) (Job, map[string]int64, error) {
 	pol := s.d.Policy.Current()
-	job := Job{ID: jobID, AppID: appID, Workloads: map[string]Task{}, Order: plan.StartOrder(d)}
+	job := Job{ID: jobID, AppID: appID, Workloads: map[string]Task{}, Order: plan.StartOrder(d), Primary: primaryOf(d)}
 	versions := map[string]int64{}
 	logCap := int64(0)
 	if pol.MaxLogDiskBytes > 0 && len(d.Workloads) > 0 {

@@ -282,10 +282,20 @@ func (s *Service) rotateSecrets(ctx context.Context, app apps.App, rel Release) 
 	if len(rel.SecretVersions) == 0 || app.DesiredState != apps.DesiredRunning {
 		return
 	}
+	// Versions come from the store: no secret value is read (nor an
+	// adapter asked) on the reconciler's every pass.
+	views, err := s.d.Secrets.List(app.ID)
+	if err != nil {
+		return
+	}
+	current := make(map[string]int64, len(views))
+	for _, v := range views {
+		current[v.Key] = v.Version
+	}
 	changed := false
 	for key, ver := range rel.SecretVersions {
-		_, cur, err := s.d.Secrets.Resolve(ctx, app.ID, key)
-		if err != nil {
+		cur, ok := current[key]
+		if !ok {
 			return // a bound secret is gone: a deploy would fail; keep serving
 		}
 		if cur != ver {

@@ -50,19 +50,9 @@ func (s *Service) upstream(ctx context.Context, rel Release) string {
 	if err != nil {
 		return ""
 	}
-	view, err := s.d.Specs.Get(rel.AppID, rel.Revision)
-	if err != nil {
+	ws, ok := st.Workloads[rel.Primary]
+	if !ok || !ws.Running || ws.Health == HealthFailing {
 		return ""
 	}
-	for name, w := range view.Spec.Workloads {
-		if !w.Primary {
-			continue
-		}
-		ws, ok := st.Workloads[name]
-		if !ok || !ws.Running || ws.Health == HealthFailing {
-			return ""
-		}
-		return ws.Address
-	}
-	return ""
+	return ws.Address
 }

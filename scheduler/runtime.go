@@ -89,6 +89,9 @@ type Job struct {
 	// outlive its jobs.
 	AppID     string
 	Workloads map[string]Task
+	// Primary names the workload the edge routes to (the spec's primary);
+	// empty when the job is not an app's (tests of a runtime).
+	Primary string
 	// Order is the start order: each workload is started once those before
 	// it are ready (dependencies first). Workloads it leaves out start
 	// after it, by name. Empty means by name.

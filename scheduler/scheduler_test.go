@@ -19,6 +19,7 @@ import (
 	"github.com/svchost/svc/internal/plan"
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/schema"
+	"github.com/svchost/svc/internal/secrets"
 	"github.com/svchost/svc/internal/source"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/raftstore"
@@ -231,19 +232,31 @@ func (noSlots) IsSealed(appID, key, field string) bool { return field == "passwo
 
 // fakeSecrets holds values and versions.
 type fakeSecrets struct {
-	mu   sync.Mutex
-	vals map[string]string
-	vers map[string]int64
+	mu       sync.Mutex
+	resolved int // values read
+	vals     map[string]string
+	vers     map[string]int64
 }
 
 func (f *fakeSecrets) Resolve(_ context.Context, appID, key string) (string, int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.resolved++
 	v, ok := f.vals[key]
 	if !ok {
 		return "", 0, errcode.New(errcode.NotFound, "no secret %s", key)
 	}
 	return v, f.vers[key], nil
+}
+
+func (f *fakeSecrets) List(appID string) ([]secrets.View, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []secrets.View
+	for k, v := range f.vers {
+		out = append(out, secrets.View{Key: k, Version: v})
+	}
+	return out, nil
 }
 
 func (f *fakeSecrets) put(key, val string) {
@@ -418,7 +431,7 @@ func TestDeploySucceeds(t *testing.T) {
 		t.Fatalf("running jobs = %v, want [%s]", jobs, d.ID)
 	}
 	job := f.rt.ran[d.ID]
-	if job.AppID != appID || job.Workloads["web"].Env["TOKEN"] != "t1" || job.Workloads["web"].SecretEnv["TOKEN"] != "TOKEN" || job.Order[0] != "web" {
+	if job.AppID != appID || job.Workloads["web"].Env["TOKEN"] != "t1" || job.Workloads["web"].SecretEnv["TOKEN"] != "TOKEN" || job.Primary != "web" || job.Order[0] != "web" {
 		t.Fatalf("job = %+v", job)
 	}
 	if len(f.events(t, "deploy.started")) != 1 || len(f.events(t, "deploy.succeeded")) != 1 {
@@ -797,6 +810,17 @@ func TestSecretRotationDeploysAgainWithoutABuild(t *testing.T) {
 	appID := f.app(t, webSpec)
 	f.deploy(t, appID)
 	builds, _, _ := f.rt.count()
+	f.secrets.mu.Lock()
+	before := f.secrets.resolved
+	f.secrets.mu.Unlock()
+	for range 3 {
+		f.sch.ReconcileOnce(context.Background())
+	}
+	f.secrets.mu.Lock()
+	if f.secrets.resolved != before {
+		t.Errorf("the reconciler read %d secret values while nothing changed", f.secrets.resolved-before)
+	}
+	f.secrets.mu.Unlock()
 	f.secrets.put("TOKEN", "t2")
 	f.sch.ReconcileOnce(context.Background())
 	list, _, _ := f.sch.List(appID, "", 10)

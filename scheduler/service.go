@@ -47,6 +47,7 @@ type (
 	}
 	secretValues interface {
 		Resolve(ctx context.Context, appID, key string) (value string, version int64, err error)
+		List(appID string) ([]secrets.View, error)
 	}
 	policies interface {
 		Current() policy.Policy

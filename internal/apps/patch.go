@@ -3,6 +3,7 @@ package apps
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/svchost/svc/internal/audit"
 	"github.com/svchost/svc/internal/errcode"
@@ -59,22 +60,25 @@ func (s *Service) Update(ctx context.Context, id string, p Patch) (App, error) {
 }
 
 // StateOps returns the operations that move an app to a state, with the
-// app.state_changed event (from, to); nil when it is in that state already.
-// Callers add them to the write that causes the move.
-func (s *Service) StateOps(ctx context.Context, r *raftstore.Reader, id, to string) ([]raftstore.Op, error) {
+// app.state_changed event (from, to), and apply also (if set) to the record
+// in the same write (the deploy path makes the app meant to run); nil when
+// nothing changes. Callers add them to the write that causes the move.
+func StateOps(ctx context.Context, r *raftstore.Reader, id, to string, now time.Time, also func(*App)) ([]raftstore.Op, error) {
 	a, meta, ok := Apps.Get(r, id)
 	if !ok {
 		return nil, errcode.New(errcode.NotFound, "no app %s", id)
 	}
-	if a.State == to {
+	from, desired := a.State, a.DesiredState
+	if also != nil {
+		also(&a)
+	}
+	if from == to && a.DesiredState == desired {
 		return nil, nil
 	}
-	from := a.State
-	now := s.now()
 	a.State, a.UpdatedAt = to, now
-	data := map[string]any{"from": from, "to": to}
-	return []raftstore.Op{
-		Apps.PutIf(&a, meta.ModifyIndex),
-		events.Events.Insert(events.New(ctx, now, "app.state_changed", refOf(a), "", "", data)),
-	}, nil
+	ops := []raftstore.Op{Apps.PutIf(&a, meta.ModifyIndex)}
+	if from != to {
+		ops = append(ops, events.Events.Insert(events.New(ctx, now, "app.state_changed", refOf(a), "", "", map[string]any{"from": from, "to": to})))
+	}
+	return ops, nil
 }

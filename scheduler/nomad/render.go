@@ -40,9 +40,9 @@ type artifactSource struct {
 // noApp stands for the app of a job that names none (tests).
 const noApp = "none"
 
-// defaultPrimary guesses the primary workload when Describe names none:
-// the only one, else the last of the start order that serves HTTP (the
-// order puts dependencies first), else the last.
+// defaultPrimary guesses the primary workload of a job that names none (a
+// runtime test's): the only one, else the last of the start order that
+// serves HTTP (the order puts dependencies first), else the last.
 func defaultPrimary(job scheduler.Job, order []string) string {
 	if len(order) == 1 {
 		return order[0]
@@ -77,6 +77,9 @@ func (r *Runtime) render(ctx context.Context, job scheduler.Job, order []string,
 	}
 	if info.Slug == "" {
 		info.Slug = appID
+	}
+	if info.Primary == "" {
+		info.Primary = job.Primary
 	}
 	if info.Primary == "" {
 		info.Primary = defaultPrimary(job, order)
