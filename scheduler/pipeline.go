@@ -157,7 +157,7 @@ func (s *Service) deploy(ctx context.Context, d *Deployment, log *liveLog) (*Rel
 	r := s.d.Store.Read()
 	old, _, hasOld := Releases.Get(r, d.AppID)
 	arts := map[string]Artifact{}
-	if hasOld && old.SpecID == d.SpecID && artifactsExist(old.Artifacts, view.Spec) {
+	if hasOld && old.SpecID == d.SpecID && artifactsExist(ctx, rt, old.Artifacts, view.Spec) {
 		arts = old.Artifacts
 		log.add(LogSystem, "reusing the build of deployment "+old.DeploymentID+" (same revision)")
 	} else {
@@ -172,7 +172,7 @@ func (s *Service) deploy(ctx context.Context, d *Deployment, log *liveLog) (*Rel
 				b = *w.Build
 			}
 			log.add(LogSystem, fmt.Sprintf("building workload %s (%s)", name, b.Kind))
-			art, err := rt.Build(ctx, BuildRequest{ID: d.ID + "-" + name, Source: co.AppDir(), Build: b, Timeout: s.cfg.BuildTimeout,
+			art, err := rt.Build(ctx, BuildRequest{ID: d.ID + "-" + name, AppID: d.AppID, Workload: name, Source: co.AppDir(), Build: b, Timeout: s.cfg.BuildTimeout,
 				Isolation: s.d.Policy.Current().MinBuildIsolation, Log: func(_, line string) { log.add(LogBuild, name+": "+line) }})
 			if err != nil {
 				return nil, err
@@ -241,13 +241,20 @@ func notReady(job Job, st JobStatus) error {
 	return nil
 }
 
-// artifactsExist says whether every workload of d has a built artifact on
-// disk still.
-func artifactsExist(arts map[string]Artifact, d spec.Document) bool {
+// artifactsExist says whether every workload of d has a built artifact
+// still: as the runtime's ArtifactKeeper says, else on disk.
+func artifactsExist(ctx context.Context, rt Runtime, arts map[string]Artifact, d spec.Document) bool {
+	keeper, _ := rt.(ArtifactKeeper)
 	for name := range d.Workloads {
 		a, ok := arts[name]
 		if !ok {
 			return false
+		}
+		if keeper != nil {
+			if !keeper.HasArtifact(ctx, a) {
+				return false
+			}
+			continue
 		}
 		if _, err := os.Stat(a.Dir); err != nil {
 			return false

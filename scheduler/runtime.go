@@ -48,6 +48,10 @@ type BuildRequest struct {
 	// ID names the build; runtimes use it for the build's work area. Empty
 	// lets the runtime pick one.
 	ID string
+	// AppID and Workload say whose build it is (a runtime that runs
+	// builds elsewhere names them after it); either may be empty.
+	AppID    string
+	Workload string
 	// Source is the directory holding the app's source tree. The runtime
 	// copies it and never writes into it.
 	Source string
@@ -255,6 +259,14 @@ type Discarder interface {
 type Pruner interface {
 	RemoveArtifact(ctx context.Context, art Artifact) error
 	RemoveJobLogs(ctx context.Context, jobID string) error
+}
+
+// ArtifactKeeper is the optional capability of a runtime whose artifacts
+// are not directories on this server (they live in a store of its own,
+// Artifact.Dir empty): it says whether an artifact can still be run. A
+// runtime without it keeps artifacts at Artifact.Dir.
+type ArtifactKeeper interface {
+	HasArtifact(ctx context.Context, art Artifact) bool
 }
 
 // Usage is a reading of a job's resource use beside its limits.

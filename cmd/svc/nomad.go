@@ -99,9 +99,10 @@ func nomadKind(gen *generation, store *raftstore.Store, now func() time.Time) ad
 	})
 }
 
-// withNomadArtifacts serves the nomad runtime's artifacts (GET
-// nomad.ArtifactPath…, signed URLs only) on the main listener ahead of
-// front (the edge's): for serve.go's server.Deps.Front, as
+// withNomadArtifacts serves the nomad runtime's artifacts on the main
+// listener ahead of front (the edge's): GET and HEAD nomad.ArtifactPath…
+// download sources and builds, PUT stores a build job's upload, signed
+// URLs only. For serve.go's server.Deps.Front, as
 // Front: withNomadArtifacts(gen.cfg, proxy.Front).
 func withNomadArtifacts(cfg *config.Config, front func(http.Handler) http.Handler) func(http.Handler) http.Handler {
 	return func(api http.Handler) http.Handler {
@@ -114,7 +115,7 @@ func withNomadArtifacts(cfg *config.Config, front func(http.Handler) http.Handle
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasPrefix(r.URL.Path, nomad.ArtifactPath) && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			if strings.HasPrefix(r.URL.Path, nomad.ArtifactPath) && (r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodPut) {
 				arts.ServeHTTP(w, r)
 				return
 			}

@@ -25,8 +25,14 @@ import (
 )
 
 // ArtifactPath is where the artifact handler expects to be mounted on the
-// svc server's main listener: GET /artifacts/<id>.tar.gz?expires=&sig=.
+// svc server's main listener: GET /artifacts/<id>.tar.gz?expires=&sig=
+// downloads an artifact, PUT (a build job uploading what it built) stores
+// one. Each URL is signed for one method and one artifact.
 const ArtifactPath = "/artifacts/"
+
+// DefaultMaxUploadBytes caps an uploaded build when the store's
+// configuration sets no cap.
+const DefaultMaxUploadBytes = 4 << 30
 
 // ArtifactsConfig configures an artifact store.
 type ArtifactsConfig struct {
@@ -43,6 +49,9 @@ type ArtifactsConfig struct {
 	TTL time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// MaxUploadBytes caps an uploaded build (compressed); 0 means
+	// DefaultMaxUploadBytes.
+	MaxUploadBytes int64
 }
 
 // Artifacts is the controller's artifact store: builds packed as .tar.gz,
@@ -69,6 +78,9 @@ func NewArtifacts(cfg ArtifactsConfig) (*Artifacts, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.MaxUploadBytes <= 0 {
+		cfg.MaxUploadBytes = DefaultMaxUploadBytes
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("nomad artifacts: %w", err)
 	}
@@ -91,45 +103,98 @@ func (a *Artifacts) file(id string) string { return filepath.Join(a.cfg.Dir, id+
 // Publish packs the artifact's directory once (later calls find it
 // packed) and returns its ID and SHA-256.
 func (a *Artifacts) Publish(art scheduler.Artifact) (published, error) {
-	if !plainName(art.ID) {
-		return published{}, errcode.Invalid("artifact", "the artifact ID %q is not a plain name", art.ID)
+	return a.publish(art.ID, art.Dir, nil)
+}
+
+// PublishSource packs an app's source tree for a build job to download,
+// leaving out the top-level .git directory (history the build does not
+// need, and may be large).
+func (a *Artifacts) PublishSource(id, dir string) (published, error) {
+	return a.publish(id, dir, func(rel string) bool { return rel == ".git" })
+}
+
+// Lookup says whether an artifact is packed here, with its SHA-256.
+func (a *Artifacts) Lookup(id string) (published, bool) {
+	if !plainName(id) {
+		return published{}, false
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	p := a.file(art.ID)
-	if sum, err := os.ReadFile(p + ".sha256"); err == nil {
-		if _, err := os.Stat(p); err == nil {
-			return published{ID: art.ID, SHA256: strings.TrimSpace(string(sum))}, nil
-		}
-	}
-	if art.Dir == "" {
-		return published{}, fmt.Errorf("publish artifact %s: it has no directory", art.ID)
-	}
-	tmp, err := os.CreateTemp(a.cfg.Dir, "."+art.ID+".*")
+	return a.lookupLocked(id)
+}
+
+func (a *Artifacts) lookupLocked(id string) (published, bool) {
+	p := a.file(id)
+	sum, err := os.ReadFile(p + ".sha256")
 	if err != nil {
-		return published{}, fmt.Errorf("publish artifact %s: %w", art.ID, err)
+		return published{}, false
 	}
-	defer os.Remove(tmp.Name())
+	if _, err := os.Stat(p); err != nil {
+		return published{}, false
+	}
+	return published{ID: id, SHA256: strings.TrimSpace(string(sum))}, true
+}
+
+// publish packs dir as artifact id unless it is packed already; skip
+// leaves out the entries (slash paths relative to dir) it names.
+func (a *Artifacts) publish(id, dir string, skip func(rel string) bool) (published, error) {
+	if !plainName(id) {
+		return published{}, errcode.Invalid("artifact", "the artifact ID %q is not a plain name", id)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if pub, ok := a.lookupLocked(id); ok {
+		return pub, nil
+	}
+	if dir == "" {
+		return published{}, fmt.Errorf("publish artifact %s: it is not in this server's store and has no directory to pack", id)
+	}
+	return a.storeLocked(id, func(w io.Writer) error { return packTree(dir, w, skip) })
+}
+
+// storeLocked packs an artifact through fill and puts it in place.
+func (a *Artifacts) storeLocked(id string, fill func(w io.Writer) error) (published, error) {
+	tmp, sum, err := a.stage(id, fill)
+	if err != nil {
+		return published{}, err
+	}
+	defer os.Remove(tmp)
+	return a.commitLocked(id, tmp, sum)
+}
+
+// stage writes an artifact through fill into a temporary file of the
+// store and returns it with its SHA-256; it takes no lock.
+func (a *Artifacts) stage(id string, fill func(w io.Writer) error) (string, string, error) {
+	tmp, err := os.CreateTemp(a.cfg.Dir, "."+id+".*")
+	if err != nil {
+		return "", "", fmt.Errorf("store artifact %s: %w", id, err)
+	}
 	h := sha256.New()
-	if err := packTree(art.Dir, io.MultiWriter(tmp, h)); err != nil {
-		tmp.Close()
-		return published{}, fmt.Errorf("publish artifact %s: %w", art.ID, err)
+	err = fill(io.MultiWriter(tmp, h))
+	if err == nil {
+		err = tmp.Sync()
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return published{}, fmt.Errorf("publish artifact %s: %w", art.ID, err)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
-		return published{}, fmt.Errorf("publish artifact %s: %w", art.ID, err)
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", "", fmt.Errorf("store artifact %s: %w", id, err)
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return published{}, fmt.Errorf("publish artifact %s: %w", art.ID, err)
+	return tmp.Name(), hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// commitLocked renames a staged file into place as artifact id, with its
+// checksum beside it.
+func (a *Artifacts) commitLocked(id, tmp, sum string) (published, error) {
+	p := a.file(id)
+	if err := os.Rename(tmp, p); err != nil {
+		return published{}, fmt.Errorf("store artifact %s: %w", id, err)
 	}
 	if err := os.WriteFile(p+".sha256", []byte(sum+"\n"), 0o600); err != nil {
-		return published{}, fmt.Errorf("publish artifact %s: %w", art.ID, err)
+		return published{}, fmt.Errorf("store artifact %s: %w", id, err)
 	}
-	return published{ID: art.ID, SHA256: sum}, nil
+	return published{ID: id, SHA256: sum}, nil
 }
 
 // Remove deletes a packed artifact; one that is gone is no error.
@@ -139,34 +204,48 @@ func (a *Artifacts) Remove(id string) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, p := range []string{a.file(id), a.file(id) + ".sha256"} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("remove artifact %s: %w", id, err)
-		}
-	}
-	return nil
+	return a.removeLocked(id)
 }
 
-func (a *Artifacts) sign(id string, expires int64) string {
+// sign is the signature of a URL: the method it is good for (GET also
+// serves HEAD), the artifact and the expiry.
+func (a *Artifacts) sign(method, id string, expires int64) string {
 	m := hmac.New(sha256.New, a.cfg.Key)
-	fmt.Fprintf(m, "GET\n%s\n%d", id, expires)
+	fmt.Fprintf(m, "%s\n%s\n%d", method, id, expires)
 	return hex.EncodeToString(m.Sum(nil))
 }
 
 // SignedURL is the download URL of a packed artifact under base (the svc
 // server's address as Nomad clients reach it), valid for the TTL.
 func (a *Artifacts) SignedURL(base, id string) string {
-	exp := a.cfg.Now().Add(a.cfg.TTL).Unix()
-	q := url.Values{"expires": {strconv.FormatInt(exp, 10)}, "sig": {a.sign(id, exp)}}
+	return a.signedURL(http.MethodGet, base, id, a.cfg.TTL)
+}
+
+// SignedUploadURL is the URL a build job PUTs the artifact it built to,
+// valid for ttl (the build's time limit and some; at least the store's
+// TTL).
+func (a *Artifacts) SignedUploadURL(base, id string, ttl time.Duration) string {
+	return a.signedURL(http.MethodPut, base, id, max(ttl, a.cfg.TTL))
+}
+
+func (a *Artifacts) signedURL(method, base, id string, ttl time.Duration) string {
+	exp := a.cfg.Now().Add(ttl).Unix()
+	q := url.Values{"expires": {strconv.FormatInt(exp, 10)}, "sig": {a.sign(method, id, exp)}}
 	return strings.TrimRight(base, "/") + ArtifactPath + url.PathEscape(id) + ".tar.gz?" + q.Encode()
 }
 
-// ServeHTTP answers GET <ArtifactPath><id>.tar.gz?expires=&sig=: the
-// packed artifact when the signature is this store's and the URL has not
-// expired; 403 otherwise, 404 for an artifact that is not here.
+// ServeHTTP answers <ArtifactPath><id>.tar.gz?expires=&sig= when the
+// signature is this store's for the method and the URL has not expired
+// (403 otherwise): GET and HEAD serve a packed artifact (404 when it is
+// not here), PUT stores an upload (uploadArtifact).
 func (a *Artifacts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
+	method := r.Method
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		method = http.MethodGet
+	case http.MethodPut:
+	default:
+		w.Header().Set("Allow", "GET, HEAD, PUT")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
@@ -177,12 +256,16 @@ func (a *Artifacts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	exp, err := strconv.ParseInt(q.Get("expires"), 10, 64)
-	if err != nil || !hmac.Equal([]byte(q.Get("sig")), []byte(a.sign(id, exp))) {
+	if err != nil || !hmac.Equal([]byte(q.Get("sig")), []byte(a.sign(method, id, exp))) {
 		http.Error(w, "bad signature", http.StatusForbidden)
 		return
 	}
 	if a.cfg.Now().Unix() > exp {
 		http.Error(w, "expired", http.StatusForbidden)
+		return
+	}
+	if method == http.MethodPut {
+		a.upload(w, r, id)
 		return
 	}
 	f, err := os.Open(a.file(id))
@@ -201,9 +284,98 @@ func (a *Artifacts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, id+".tar.gz", fi.ModTime(), f)
 }
 
+// upload stores a build job's upload: a gzipped tar, read through once
+// and checked as it is written (every entry a relative path that stays
+// inside the tree; directories, regular files and symlinks only), at most
+// MaxUploadBytes. The first complete upload wins: the same bytes again
+// (a retried request whose answer was lost) are 204, different bytes 409.
+func (a *Artifacts) upload(w http.ResponseWriter, r *http.Request, id string) {
+	tooBig := func() {
+		http.Error(w, fmt.Sprintf("the upload is larger than %d bytes", a.cfg.MaxUploadBytes), http.StatusRequestEntityTooLarge)
+	}
+	if r.ContentLength > a.cfg.MaxUploadBytes {
+		tooBig()
+		return
+	}
+	body := http.MaxBytesReader(w, r.Body, a.cfg.MaxUploadBytes)
+	tmp, sum, err := a.stage(id, func(w io.Writer) error { return checkTarGz(io.TeeReader(body, w)) })
+	if err != nil {
+		var max *http.MaxBytesError
+		if errors.As(err, &max) {
+			tooBig()
+			return
+		}
+		http.Error(w, "the upload is not a gzipped tar of a build: "+errors.Unwrap(err).Error(), http.StatusBadRequest)
+		return
+	}
+	defer os.Remove(tmp)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if prior, had := a.lookupLocked(id); had {
+		if prior.SHA256 != sum {
+			http.Error(w, "a different build was uploaded for this artifact already", http.StatusConflict)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if _, err := a.commitLocked(id, tmp, sum); err != nil {
+		http.Error(w, "the upload could not be stored", http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusCreated)
+}
+
+// removeLocked deletes an artifact's files; one that is gone is no error.
+func (a *Artifacts) removeLocked(id string) error {
+	for _, p := range []string{a.file(id), a.file(id) + ".sha256"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove artifact %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// checkTarGz reads a gzipped tar to its end and refuses what a build
+// never holds: absolute or escaping names, and entries other than
+// directories, regular files and symlinks.
+func checkTarGz(r io.Reader) error {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return err
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		clean := path.Clean(h.Name)
+		if strings.HasPrefix(h.Name, "/") || clean == ".." || strings.HasPrefix(clean, "../") {
+			return fmt.Errorf("entry %q leaves the tree", h.Name)
+		}
+		switch h.Typeflag {
+		case tar.TypeDir, tar.TypeReg, tar.TypeSymlink:
+		default:
+			return fmt.Errorf("entry %q is neither a file, a directory nor a symlink", h.Name)
+		}
+		if _, err := io.Copy(io.Discard, tr); err != nil {
+			return err
+		}
+	}
+	// Drain what follows the tar's end, so the checksum covers every
+	// byte stored.
+	_, err = io.Copy(io.Discard, zr)
+	return err
+}
+
 // packTree writes dir as a gzipped tar: directories, regular files (with
-// their modes) and symlinks, in walk order; anything else is skipped.
-func packTree(dir string, w io.Writer) error {
+// their modes) and symlinks, in walk order, but for what skip names;
+// anything else is skipped.
+func packTree(dir string, w io.Writer, skip func(rel string) bool) error {
 	zw := gzip.NewWriter(w)
 	tw := tar.NewWriter(zw)
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -213,6 +385,12 @@ func packTree(dir string, w io.Writer) error {
 		rel, err := filepath.Rel(dir, p)
 		if err != nil || rel == "." {
 			return err
+		}
+		if skip != nil && skip(filepath.ToSlash(rel)) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
 		}
 		fi, err := d.Info()
 		if err != nil {

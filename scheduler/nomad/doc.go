@@ -4,12 +4,21 @@
 // only package that imports Nomad's API client (fakenomad, its test fake,
 // uses the API's types).
 //
-// Builds run on the controller with an injected scheduler.Builder (the
-// process runtime's); the built tree is packed as .tar.gz into an
-// artifact store (Artifacts) under the work dir and served to Nomad
-// clients at short-lived HMAC-signed URLs by Artifacts' handler, mounted
-// by cmd/svc at ArtifactPath. (Builds as Nomad batch jobs, from
-// jobtemplates' build template, are the next step.)
+// Builds run as Nomad batch jobs rendered from jobtemplates' build
+// template (Config.Builds "nomad", the default): the app's source is
+// packed as .tar.gz into an artifact store (Artifacts, under the work
+// dir), the job's artifact block downloads it at a short-lived
+// HMAC-signed URL, the task builds in the build context and then PUTs the
+// built tree to a signed upload URL of the same store, which checks it
+// (a gzipped tar whose entries stay inside the tree, within a size cap)
+// and keeps the first upload. Artifacts' handler, mounted by cmd/svc at
+// ArtifactPath, answers both; every URL is signed for one method and one
+// artifact. The build's wait is a blocking query on its allocations; its
+// output reaches the deploy log when it ends; its exit code becomes
+// BUILD_FAILED and its time limit BUILD_TIMEOUT; the job is purged
+// afterwards. Builds "controller" runs them on the svc server with an
+// injected scheduler.Builder (the process runtime's) and packs the result
+// into the same store.
 //
 // A scheduler job becomes a Nomad service job rendered by jobtemplates
 // (one group per workload, in start order; its task downloads the

@@ -33,7 +33,7 @@ type KindDeps struct {
 	Logger   *slog.Logger
 }
 
-const kindDescription = "Runs each app revision as a Nomad service job rendered from the job templates; builds on the controller and serves the artifacts to Nomad clients at signed URLs; secrets reach workloads from Vault through template blocks"
+const kindDescription = "Runs each app revision as a Nomad service job rendered from the job templates; builds each workload as a Nomad batch job (or on the controller) whose artifact the run job downloads from svc at a signed URL; secrets reach workloads from Vault through template blocks"
 
 // KindFor declares the nomad runtime adapter kind: settings for the
 // cluster, the token as a credential, and instances that are Runtimes.
@@ -52,7 +52,8 @@ func KindFor(d KindDeps) adapters.Kind {
 			{Name: "service_provider", Description: "Where workloads register as services: consul or nomad", Default: jobtemplates.ProviderConsul},
 			{Name: "cpu_mhz_per_core", Description: "Megahertz one core of the clients is worth, to convert cpu_millis; empty for 2000", Example: "2400"},
 			{Name: "ca_cert", Description: "PEM file of the CA that signed Nomad's certificate; empty for the system's roots", Example: "/etc/svc/nomad-ca.pem"},
-			{Name: "artifact_url", Description: "svc's address as Nomad clients reach it, for build downloads; empty for the server's external URL", Example: "https://svc.internal:8443"},
+			{Name: "artifact_url", Description: "svc's address as Nomad clients reach it, for source and build downloads and build uploads; empty for the server's external URL", Example: "https://svc.internal:8443"},
+			{Name: "builds", Description: "Where builds run: nomad (a batch job per build; the clients need the toolchains and curl) or controller (on the svc leader)", Default: BuildsOnNomad},
 			{Name: "vault_mount", Description: "KV version 2 mount of the vault secrets adapter", Default: jobtemplates.DefaultVaultMount},
 			{Name: "vault_prefix", Description: "Path under the mount where the vault secrets adapter keeps values", Default: jobtemplates.DefaultVaultPrefix},
 			{Name: "vault_role", Description: "Vault role workloads log in with (workload identity); empty for the clients' default", Example: "svc-apps"},
@@ -80,6 +81,9 @@ func validateKind(settings map[string]string, _ []string) error {
 			return errcode.Invalid("config.artifact_url", "artifact_url must be the http or https URL Nomad clients reach svc at")
 		}
 	}
+	if b := settings["builds"]; b != BuildsOnNomad && b != BuildsOnController {
+		return errcode.Invalid("config.builds", "builds must be nomad or controller")
+	}
 	if d := settings["driver"]; d != DriverRawExec && d != DriverExec {
 		return errcode.Invalid("config.driver", "driver must be raw_exec or exec")
 	}
@@ -95,8 +99,8 @@ func validateKind(settings map[string]string, _ []string) error {
 }
 
 func kindConfig(c adapters.Config, d KindDeps) (Config, error) {
-	if d.Artifacts == nil || d.Builder == nil {
-		return Config{}, errors.New("nomad runtime: this build has no builder or artifact store for it")
+	if d.Artifacts == nil || (d.Builder == nil && c.Settings["builds"] == BuildsOnController) {
+		return Config{}, errors.New("nomad runtime: this build of svc has no builder or artifact store for it")
 	}
 	arts, err := d.Artifacts()
 	if err != nil {
@@ -126,7 +130,7 @@ func kindConfig(c adapters.Config, d KindDeps) (Config, error) {
 	return Config{
 		Address: s["address"], Region: s["region"], Namespace: s["namespace"], Datacenters: dcs,
 		NodePool: s["node_pool"], Driver: s["driver"], Token: c.Credentials["token"], CACert: s["ca_cert"],
-		Builder: d.Builder, Artifacts: arts, ArtifactBaseURL: base, Templates: d.Templates,
+		Builds: s["builds"], Builder: d.Builder, Artifacts: arts, ArtifactBaseURL: base, Templates: d.Templates,
 		ServiceProvider: s["service_provider"], CPUMHzPerCore: mhz, Describe: d.Describe,
 		Vault:  VaultConfig{Mount: s["vault_mount"], Prefix: s["vault_prefix"], Role: s["vault_role"], Audience: audience},
 		Logger: d.Logger,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +57,7 @@ func TestKindValidate(t *testing.T) {
 		"no address":       {},
 		"not a URL":        {"address": "nomad:4646"},
 		"bad driver":       {"address": "http://n:4646", "driver": "docker"},
+		"bad builds":       {"address": "http://n:4646", "builds": "laptop"},
 		"bad provider":     {"address": "http://n:4646", "service_provider": "etcd"},
 		"bad artifact URL": {"address": "http://n:4646", "artifact_url": "ftp://x"},
 		"bad cpu":          {"address": "http://n:4646", "cpu_mhz_per_core": "-1"},
@@ -136,7 +138,8 @@ func TestKindOpenCheckCapabilities(t *testing.T) {
 
 // TestRunRefusedByThePlan: a job the cluster cannot place is refused
 // before anything is registered: no room is CAPACITY_WOULD_OVERSUBSCRIBE,
-// no node that can run it ADAPTER_FAILED.
+// no node that can run it ADAPTER_FAILED. A build job is planned the same
+// way.
 func TestRunRefusedByThePlan(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -148,9 +151,18 @@ func TestRunRefusedByThePlan(t *testing.T) {
 		{"no driver", func(c *fakenomad.Config) { c.Drivers = []string{"exec"} }, nil, errcode.AdapterFailed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, options{fake: tt.fake})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			nb := newEnv(t, options{fake: tt.fake})
+			src := t.TempDir()
+			if _, err := nb.rt.Build(ctx, scheduler.BuildRequest{Source: src, Build: buildCommandTrue}); errcode.CodeOf(err) != tt.want {
+				t.Errorf("build on nomad = %v, want %s", err, tt.want)
+			}
+			if st := nb.fake.State(); strings.Contains(string(st), "-build-") {
+				t.Errorf("a refused build registered a job: %s", st)
+			}
+			// The rest builds on the controller, to reach the run's plan.
+			e := newEnv(t, options{fake: tt.fake, runtime: func(c *nomad.Config) { c.Builds = nomad.BuildsOnController }})
 			_, err := e.rt.Run(ctx, scheduler.Job{ID: "job-plan", Workloads: map[string]scheduler.Task{"web": {
 				Artifact: buildTrue(ctx, t, e), Command: []string{"sh", "-c", "exec sleep 1000"}, NoPort: true, Resources: tt.res,
 			}}})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/scheduler/nomad"
 	"github.com/svchost/svc/scheduler/nomad/fakenomad"
 	"github.com/svchost/svc/scheduler/process"
@@ -78,13 +79,15 @@ func newEnv(t testing.TB, o options) *env {
 		t.Fatalf("artifacts: %v", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET "+nomad.ArtifactPath, arts)
+	mux.Handle(nomad.ArtifactPath, arts)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	e.artifacts, e.artURL = arts, srv.URL
 	cfg := nomad.Config{
 		Address:         address,
 		Builder:         builder,
+		BuildEnv:        hostGoCache(),
+		BuildResources:  &spec.Resources{CPUMillis: 250, MemoryBytes: 512 << 20},
 		Artifacts:       arts,
 		ArtifactBaseURL: srv.URL,
 		StartTimeout:    30 * time.Second,

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/internal/spec"
 	jobtemplates "github.com/svchost/svc/jobs-templates"
 	"github.com/svchost/svc/scheduler"
 )
@@ -48,9 +49,22 @@ type Config struct {
 	// empty means the system's roots.
 	CACert string
 
+	// Builds says where builds run: BuildsOnNomad (the default) runs
+	// each as a Nomad batch job, BuildsOnController on this server with
+	// Builder.
+	Builds string
 	// Builder builds workloads on the controller (the process runtime's
-	// builder). Required.
+	// builder). Required for BuildsOnController.
 	Builder scheduler.Builder
+	// BuildTimeout bounds a build whose request sets none; 0 means
+	// DefaultBuildTimeout.
+	BuildTimeout time.Duration
+	// BuildResources are a build job's; nil means
+	// jobtemplates.DefaultBuildResources.
+	BuildResources *spec.Resources
+	// BuildEnv is added to a build job's environment (toolchain caches,
+	// proxies); never a secret: it is part of the job.
+	BuildEnv map[string]string
 	// Artifacts is the store builds are packed into and served from.
 	// Required.
 	Artifacts *Artifacts
@@ -124,8 +138,8 @@ type VaultConfig struct {
 	Audience []string
 }
 
-// Runtime is the Nomad runtime: it builds on the controller and runs each
-// job as a Nomad service job.
+// Runtime is the Nomad runtime: it runs each build as a Nomad batch job
+// and each job as a Nomad service job.
 type Runtime struct {
 	cfg       Config
 	client    *api.Client
@@ -139,15 +153,16 @@ type Runtime struct {
 }
 
 var (
-	_ scheduler.Runtime     = (*Runtime)(nil)
-	_ scheduler.Builder     = (*Runtime)(nil)
-	_ scheduler.Runner      = (*Runtime)(nil)
-	_ scheduler.LogReader   = (*Runtime)(nil)
-	_ scheduler.UsageReader = (*Runtime)(nil)
-	_ scheduler.HostReader  = (*Runtime)(nil)
-	_ scheduler.Execer      = (*Runtime)(nil)
-	_ scheduler.Discarder   = (*Runtime)(nil)
-	_ scheduler.Pruner      = (*Runtime)(nil)
+	_ scheduler.Runtime        = (*Runtime)(nil)
+	_ scheduler.Builder        = (*Runtime)(nil)
+	_ scheduler.Runner         = (*Runtime)(nil)
+	_ scheduler.LogReader      = (*Runtime)(nil)
+	_ scheduler.UsageReader    = (*Runtime)(nil)
+	_ scheduler.HostReader     = (*Runtime)(nil)
+	_ scheduler.Execer         = (*Runtime)(nil)
+	_ scheduler.Discarder      = (*Runtime)(nil)
+	_ scheduler.Pruner         = (*Runtime)(nil)
+	_ scheduler.ArtifactKeeper = (*Runtime)(nil)
 )
 
 // New returns a Nomad runtime after checking its configuration. It does
@@ -164,8 +179,19 @@ func New(cfg Config) (*Runtime, error) {
 	default:
 		return nil, fmt.Errorf("nomad runtime: driver %q is raw_exec or exec", cfg.Driver)
 	}
-	if cfg.Builder == nil {
-		return nil, errors.New("nomad runtime: a builder is required")
+	switch cfg.Builds {
+	case "":
+		cfg.Builds = BuildsOnNomad
+	case BuildsOnNomad:
+	case BuildsOnController:
+		if cfg.Builder == nil {
+			return nil, errors.New("nomad runtime: builds on the controller need a builder")
+		}
+	default:
+		return nil, fmt.Errorf("nomad runtime: builds %q is nomad or controller", cfg.Builds)
+	}
+	if cfg.BuildTimeout <= 0 {
+		cfg.BuildTimeout = DefaultBuildTimeout
 	}
 	if cfg.Artifacts == nil {
 		return nil, errors.New("nomad runtime: an artifact store is required")
@@ -257,17 +283,4 @@ func (r *Runtime) query(ctx context.Context) *api.QueryOptions {
 
 func (r *Runtime) write(ctx context.Context) *api.WriteOptions {
 	return (&api.WriteOptions{}).WithContext(ctx)
-}
-
-// Build builds on the controller with the configured builder and packs
-// the artifact for Nomad clients to download.
-func (r *Runtime) Build(ctx context.Context, req scheduler.BuildRequest) (scheduler.Artifact, error) {
-	art, err := r.cfg.Builder.Build(ctx, req)
-	if err != nil {
-		return scheduler.Artifact{}, err
-	}
-	if _, err := r.cfg.Artifacts.Publish(art); err != nil {
-		return scheduler.Artifact{}, fmt.Errorf("build %s: %w", art.ID, err)
-	}
-	return art, nil
 }

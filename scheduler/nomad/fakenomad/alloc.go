@@ -38,8 +38,9 @@ type alloc struct {
 	healthAt             time.Time
 	checks               map[string]string // task -> success, failure or pending
 
-	rt   *process.Runtime // the tasks' runtime, once set up
-	seen map[string]scheduler.WorkloadStatus
+	rt     *process.Runtime // the tasks' runtime, once set up
+	logDir string           // a batch allocation's log files, once set up
+	seen   map[string]scheduler.WorkloadStatus
 
 	stopOnce sync.Once
 	stopCh   chan struct{} // closed when the allocation must stop
@@ -173,6 +174,10 @@ func (a *alloc) run() {
 	tasks, err := a.setup(ctx, dir)
 	if err != nil {
 		a.fail(err)
+		return
+	}
+	if a.batch() {
+		a.runBatch(ctx, dir, tasks)
 		return
 	}
 	rp := a.tg.RestartPolicy
@@ -428,6 +433,7 @@ func (a *alloc) observe(st scheduler.JobStatus, base int, health *bool) {
 
 // stopped stops the tasks and records it.
 func (a *alloc) stopped(rt *process.Runtime) {
+	a.s.syncServices() // Nomad deregisters services before the kill (PreKill)
 	a.update(func() {
 		for name := range a.tasks {
 			a.eventLocked(name, &api.TaskEvent{Type: api.TaskKilling, DisplayMessage: "Sent interrupt"})

@@ -138,6 +138,9 @@ func (s *Server) allocChecks(w http.ResponseWriter, r *http.Request) {
 // origin=start|end with offset picks the bytes; plain=true answers them
 // raw, else as one StreamFrame.
 func (s *Server) allocLogs(w http.ResponseWriter, r *http.Request) {
+	if s.batchLogs(w, r) {
+		return
+	}
 	q := r.URL.Query()
 	a, rt, ok := s.clientAlloc(w, r.PathValue("id"))
 	if !ok {
@@ -171,26 +174,7 @@ func (s *Server) allocLogs(w http.ResponseWriter, r *http.Request) {
 		codedError(w, http.StatusBadRequest, "must provide log type (stdout/stderr)")
 		return
 	}
-	offset, _ := strconv.ParseInt(q.Get("offset"), 10, 64)
-	offset = max(offset, 0)
-	switch q.Get("origin") {
-	case "", "start":
-		data = data[min(int(offset), len(data)):]
-	case "end":
-		data = data[len(data)-min(int(offset), len(data)):]
-	default:
-		codedError(w, http.StatusBadRequest, "origin must be start or end")
-		return
-	}
-	if q.Get("plain") == "true" {
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = w.Write(data)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if len(data) > 0 {
-		_ = json.NewEncoder(w).Encode(api.StreamFrame{Data: data, File: "alloc/logs/" + task + "." + q.Get("type") + ".0"})
-	}
+	serveLogBytes(w, q.Get("origin"), q.Get("offset"), q.Get("plain") == "true", task+"."+q.Get("type")+".0", data)
 }
 
 var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
