@@ -60,7 +60,7 @@ func (r *Runtime) Build(ctx context.Context, req scheduler.BuildRequest) (schedu
 // signed upload URL of the same store; the run job later downloads it
 // like any artifact. Waits are blocking queries on the job's
 // allocations. The build's output (stdout, then stderr) goes to the
-// request's log once it ended. A failed build is BUILD_FAILED with its
+// request's log as it runs (buildLog). A failed build is BUILD_FAILED with its
 // exit code and log tail; one past its time limit BUILD_TIMEOUT (the job
 // is stopped). The job is purged from Nomad and the packed source removed
 // whatever the outcome.
@@ -112,9 +112,10 @@ func (r *Runtime) buildOnNomad(ctx context.Context, req scheduler.BuildRequest) 
 	defer r.purgeBuild(ctx, nid)
 
 	began := time.Now()
-	alloc, err := r.awaitBuild(ctx, nid, timeout)
-	if alloc != "" {
-		r.copyBuildLog(ctx, alloc, req.Log)
+	var logs *buildLog
+	alloc, err := r.awaitBuild(ctx, nid, timeout, func(allocID string) { logs = r.followBuild(ctx, allocID, req.Log) })
+	if logs != nil {
+		logs.finish(ctx)
 	}
 	switch {
 	case errors.Is(err, errBuildTimeout) || (err != nil && ctx.Err() == nil && time.Since(began) >= timeout):
@@ -164,8 +165,8 @@ func (r *Runtime) buildApp(ctx context.Context, req scheduler.BuildRequest) (str
 // ends: nil when it completed, BUILD_FAILED (with the exit code) when its
 // task failed, ADAPTER_FAILED when it never ran, errBuildTimeout when the
 // time limit passed first. It returns the allocation's ID once there is
-// one.
-func (r *Runtime) awaitBuild(ctx context.Context, jobID string, timeout time.Duration) (string, error) {
+// one, and calls started once with it when its task has started.
+func (r *Runtime) awaitBuild(ctx context.Context, jobID string, timeout time.Duration, started func(allocID string)) (string, error) {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var index uint64
@@ -182,8 +183,14 @@ func (r *Runtime) awaitBuild(ctx context.Context, jobID string, timeout time.Dur
 			return allocID, r.translate(err, "read the allocations of job "+jobID, "build job "+jobID)
 		}
 		if a := newest(allocs, buildGroup); a != nil {
-			allocID = a.ID
+			if allocID == "" {
+				if ts := taskOf(a.TaskStates, buildGroup); ts != nil && (ts.State == "running" || ts.State == "dead") {
+					allocID = a.ID
+					started(allocID)
+				}
+			}
 			if done, err := buildOutcome(a); done {
+				allocID = a.ID
 				return allocID, err
 			}
 		}
@@ -221,24 +228,6 @@ func buildOutcome(a *api.AllocationListStub) (bool, error) {
 	}
 	return true, errcode.New(errcode.AdapterFailed, "nomad could not run the build: allocation %s: %s", a.ClientStatus, redactQueries(a.ClientDescription)).
 		WithDetail("allocation", a.ID)
-}
-
-// copyBuildLog hands the build's output to the request's log: stdout,
-// then stderr (Nomad keeps them apart without timestamps).
-func (r *Runtime) copyBuildLog(ctx context.Context, allocID string, sink scheduler.LogSink) {
-	if sink == nil {
-		return
-	}
-	for _, stream := range []string{scheduler.StreamStdout, scheduler.StreamStderr} {
-		lines, err := r.logTail(ctx, allocID, buildGroup, stream, r.cfg.LogCapBytes)
-		if err != nil {
-			r.log.Warn("nomad: read a build's log", "allocation", allocID, "stream", stream, "err", errcode.MessageOf(err))
-			continue
-		}
-		for _, l := range lines {
-			sink(stream, l)
-		}
-	}
 }
 
 // buildTail is the end of a build's output for its error: the last lines

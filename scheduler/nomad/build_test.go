@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,5 +113,41 @@ func TestBuildUploadRefused(t *testing.T) {
 	}
 	if e.rt.HasArtifact(ctx, scheduler.Artifact{ID: "b-refused"}) {
 		t.Errorf("a refused upload was stored")
+	}
+}
+
+// TestBuildLogIsLive: the build's output reaches the build's log while it
+// runs (the build below waits for the test to have seen its first line),
+// and every line arrives exactly once.
+func TestBuildLogIsLive(t *testing.T) {
+	e := newEnv(t, options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	gate := filepath.Join(t.TempDir(), "go")
+	var mu sync.Mutex
+	var lines []string
+	_, err := e.rt.Build(ctx, scheduler.BuildRequest{Source: t.TempDir(), Timeout: 2 * time.Minute,
+		Build: spec.Build{Kind: spec.BuildCommand, Command: `echo first-line; echo to-stderr >&2; while [ ! -e "` + gate + `" ]; do sleep 0.05; done; printf 'after-go\nno-newline'`},
+		Log: func(_, line string) {
+			mu.Lock()
+			defer mu.Unlock()
+			lines = append(lines, line)
+			if line == "first-line" {
+				_ = os.WriteFile(gate, nil, 0o644)
+			}
+		}})
+	if err != nil {
+		t.Fatalf("build: %v (a build log that is not live never opens the gate)", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	count := map[string]int{}
+	for _, l := range lines {
+		count[l]++
+	}
+	for _, want := range []string{"first-line", "to-stderr", "after-go", "no-newline"} {
+		if count[want] != 1 {
+			t.Errorf("line %q arrived %d times; log %q", want, count[want], lines)
+		}
 	}
 }

@@ -171,13 +171,57 @@ func (s *Server) batchLogs(w http.ResponseWriter, r *http.Request) bool {
 		codedError(w, http.StatusBadRequest, "must provide log type (stdout/stderr)")
 		return true
 	}
-	data, err := os.ReadFile(filepath.Join(logDir, task+"."+typ+".0"))
+	file := filepath.Join(logDir, task+"."+typ+".0")
+	if q.Get("follow") == "true" {
+		s.followBatchLog(w, r, a, file, task+"."+typ+".0")
+		return true
+	}
+	data, err := os.ReadFile(file)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		codedError(w, http.StatusInternalServerError, err.Error())
 		return true
 	}
 	serveLogBytes(w, q.Get("origin"), q.Get("offset"), q.Get("plain") == "true", task+"."+typ+".0", data)
 	return true
+}
+
+// followBatchLog streams a log file as StreamFrames from its start until
+// the allocation has ended and the file is read to its end, or the
+// client goes: Nomad's follow=true. The fake's client looks at the file
+// every 50ms (the adapter under test does not poll: it reads the stream).
+func (s *Server) followBatchLog(w http.ResponseWriter, r *http.Request, a *alloc, path, name string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	flush()
+	enc := json.NewEncoder(w)
+	var offset int64
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		ended := a.client == api.AllocClientStatusComplete || a.client == api.AllocClientStatusFailed
+		s.mu.Unlock()
+		data, _ := os.ReadFile(path)
+		if int64(len(data)) > offset {
+			if enc.Encode(api.StreamFrame{Offset: offset, Data: data[offset:], File: "alloc/logs/" + name}) != nil {
+				return
+			}
+			offset = int64(len(data))
+			flush()
+		} else if ended {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // serveLogBytes answers a logs request from a file's bytes: origin and
