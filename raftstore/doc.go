@@ -18,6 +18,14 @@
 // ConsistentRead when they must include every acknowledged write. Loops
 // registered with RunWhileLeader run only while the node leads.
 //
+// Files too big for the Raft log stay on the node that has them and travel
+// between nodes on the same port, behind the same handshake: a node serves
+// the named blobs of the BlobSource in its Config, and FetchBlob asks the
+// other servers of the configuration, the leader first, until one has a
+// blob, streaming it length-prefixed and checksummed so that a cut transfer
+// is an error. A node serves and fetches a few blobs at once; names are
+// plain tokens (ValidBlobName), and a blob no server has is ErrBlobNotFound.
+//
 // It must not import any product package but internal/errcode, and knows no
 // domain type: the tables' owners declare them, internal/schema lists them.
 // It is the only package that imports raft, raft-boltdb, bbolt, go-memdb and

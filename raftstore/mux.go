@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -30,6 +31,7 @@ import (
 const (
 	connRaft    byte = 1
 	connForward byte = 2
+	connBlob    byte = 3 // one blob fetch (blobs.go)
 
 	nonceSize        = 32
 	handshakeTimeout = 5 * time.Second
@@ -86,7 +88,7 @@ func verifyClientHello(secret, sn, msg []byte) (byte, error) {
 	if !hmac.Equal(mac, handshakeMAC(secret, "client", kind, sn, cn)) {
 		return 0, errHandshake
 	}
-	if kind != connRaft && kind != connForward {
+	if kind != connRaft && kind != connForward && kind != connBlob {
 		return 0, fmt.Errorf("%w: unknown connection kind %d", errHandshake, kind)
 	}
 	return kind, nil
@@ -124,14 +126,15 @@ func clientHandshake(c net.Conn, secret []byte, kind byte) error {
 }
 
 // mux owns a node's cluster listener: it authenticates every connection and
-// hands Raft connections to Raft's transport and forwarding connections to
-// the forwarding server.
+// hands Raft connections to Raft's transport, forwarding connections to the
+// forwarding server and blob connections to the blob server.
 type mux struct {
 	ln      net.Listener
 	secret  []byte
 	log     *slog.Logger
 	raftCh  chan net.Conn
 	forward func(net.Conn)
+	blob    func(net.Conn)
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -178,6 +181,8 @@ func (m *mux) handle(c net.Conn) {
 		}
 	case connForward:
 		m.forward(c)
+	case connBlob:
+		m.blob(c)
 	}
 }
 
@@ -197,6 +202,27 @@ func (m *mux) dial(addr string, kind byte, timeout time.Duration) (net.Conn, err
 		return nil, err
 	}
 	if err := clientHandshake(c, m.secret, kind); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+// dialContext opens an authenticated connection of the given kind; ctx bounds
+// the dial and the handshake.
+func (m *mux) dialContext(ctx context.Context, addr string, kind byte) (net.Conn, error) {
+	d := net.Dialer{Timeout: handshakeTimeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	err = clientHandshake(c, m.secret, kind)
+	if !stop() {
+		_ = c.Close()
+		return nil, ctx.Err()
+	}
+	if err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}

@@ -19,6 +19,7 @@ func TestHandshake(t *testing.T) {
 	}{
 		{"raft connection", secret, connRaft, true},
 		{"forward connection", secret, connForward, true},
+		{"blob connection", secret, connBlob, true},
 		{"wrong secret", []byte("another-secret-of-16+"), connRaft, false},
 		{"unknown kind", secret, 9, false},
 	}
@@ -96,7 +97,7 @@ func FuzzVerifyClientHello(f *testing.F) {
 			return
 		}
 		want := handshakeMAC(secret, "client", kind, sn, msg[1:1+nonceSize])
-		if !hmac.Equal(msg[1+nonceSize:], want) || (kind != connRaft && kind != connForward) {
+		if !hmac.Equal(msg[1+nonceSize:], want) || (kind != connRaft && kind != connForward && kind != connBlob) {
 			t.Fatalf("admitted %x", msg)
 		}
 	})

@@ -68,6 +68,9 @@ type Config struct {
 	Timing  Timing
 	// ApplyTimeout bounds a write that has no context deadline.
 	ApplyTimeout time.Duration
+	// Blobs are the named blobs this node serves to the other nodes, which
+	// fetch them with FetchBlob; nil means it has none.
+	Blobs BlobSource
 }
 
 // Observer receives the store's measurements. The server implements it with
@@ -90,6 +93,7 @@ type Store struct {
 	transport raft.Transport
 	mux       *mux
 	fwd       *forwarder
+	blobs     *blobPeer
 
 	leaders *leaderLoops
 	notifyC chan bool
@@ -134,6 +138,7 @@ func Open(cfg Config) (*Store, error) {
 		obs:     cfg.Metrics,
 		notifyC: make(chan bool, 8),
 		closed:  make(chan struct{}),
+		blobs:   newBlobPeer(cfg.Blobs),
 	}
 	s.leaders = newLeaderLoops(s.log)
 	if err := s.open(); err != nil {
@@ -211,6 +216,7 @@ func (s *Store) open() error {
 		}
 		s.mux = newMux(ln, cfg.Secret, s.log.With("component", "cluster"))
 		s.mux.forward = s.serveForward
+		s.mux.blob = s.serveBlob
 		s.fwd = &forwarder{m: s.mux}
 		s.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 			Stream:  raftLayer{s.mux},

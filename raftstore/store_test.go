@@ -234,11 +234,14 @@ type cluster struct {
 	secret []byte
 	nodes  []*Store
 	runs   []*atomic.Int64 // per node: how often the leader loop started
+	blobs  []BlobSource    // per node, if given: its Config.Blobs
 }
 
-func newCluster(t testing.TB, n int) *cluster {
+// newCluster starts n nodes; blobs, if given, are their blob sources in
+// order.
+func newCluster(t testing.TB, n int, blobs ...BlobSource) *cluster {
 	t.Helper()
-	c := &cluster{t: t, secret: []byte("a-test-cluster-secret"), timing: fastTiming}
+	c := &cluster{t: t, secret: []byte("a-test-cluster-secret"), timing: fastTiming, blobs: blobs}
 	lns := make([]net.Listener, n)
 	for i := range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -281,10 +284,14 @@ func (c *cluster) start(i int, ln net.Listener) {
 			c.t.Fatalf("rebind %s: %v", c.peers[i].Addr, err)
 		}
 	}
-	s, err := Open(Config{
+	cfg := Config{
 		NodeID: c.peers[i].ID, Dir: c.dirs[i], RaftAddr: c.peers[i].Addr, Listener: ln,
 		Peers: c.peers, Secret: c.secret, Tables: testTables, Logger: testLogger(c.t), Timing: c.timing,
-	})
+	}
+	if i < len(c.blobs) {
+		cfg.Blobs = c.blobs[i]
+	}
+	s, err := Open(cfg)
 	if err != nil {
 		c.t.Fatalf("open %s: %v", c.peers[i].ID, err)
 	}
