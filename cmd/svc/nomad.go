@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -64,15 +65,52 @@ func nomadArtifactKey(cfg *config.Config) ([]byte, error) {
 	return key, nil
 }
 
-// nomadArtifacts opens the artifact store of the work dir: any number of
-// stores over the same directory and key serve alike, so the kind and the
-// handler each open their own.
-func nomadArtifacts(cfg *config.Config) (*nomad.Artifacts, error) {
+// nomadArtifacts opens the artifact store of the work dir, which fetches
+// what it lacks from the cluster's other servers through store: any
+// number of stores over the same directory and key serve alike, so the
+// kind, the handler and the blob source each open their own.
+func nomadArtifacts(cfg *config.Config, store *raftstore.Store) (*nomad.Artifacts, error) {
 	key, err := nomadArtifactKey(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return nomad.NewArtifacts(nomad.ArtifactsConfig{Dir: nomadArtifactDir(cfg.Server.WorkDir), Key: key})
+	var peers nomad.Peers
+	if store != nil {
+		peers = artifactPeers{store}
+	}
+	return nomad.NewArtifacts(nomad.ArtifactsConfig{Dir: nomadArtifactDir(cfg.Server.WorkDir), Key: key, Peers: peers})
+}
+
+// artifactPeers fetches artifacts from the other servers over the
+// cluster port, saying "not found" as the artifact store does.
+type artifactPeers struct{ store *raftstore.Store }
+
+var _ nomad.Peers = artifactPeers{}
+
+func (p artifactPeers) FetchBlob(ctx context.Context, name string, w io.Writer) (int64, error) {
+	n, err := p.store.FetchBlob(ctx, name, w)
+	if errors.Is(err, raftstore.ErrBlobNotFound) {
+		return n, fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+	}
+	return n, err
+}
+
+// artifactBlobs serves this server's packed artifacts to the other
+// servers (raftstore's BlobSource). A server that never used the nomad
+// runtime has no artifact directory, and this creates none.
+type artifactBlobs struct{ cfg *config.Config }
+
+var _ raftstore.BlobSource = artifactBlobs{}
+
+func (b artifactBlobs) OpenBlob(ctx context.Context, name string) (io.ReadCloser, int64, error) {
+	if _, err := os.Stat(nomadArtifactDir(b.cfg.Server.WorkDir)); err != nil {
+		return nil, 0, fmt.Errorf("blob %s: %w", name, fs.ErrNotExist)
+	}
+	arts, err := nomadArtifacts(b.cfg, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	return arts.OpenBlob(ctx, name)
 }
 
 // nomadKind declares the nomad runtime: builds on this server with the
@@ -83,7 +121,7 @@ func nomadKind(gen *generation, store *raftstore.Store, now func() time.Time) ad
 	appSvc := apps.NewService(store, now)
 	return nomad.KindFor(nomad.KindDeps{
 		Builder:         gen.procs,
-		Artifacts:       func() (*nomad.Artifacts, error) { return nomadArtifacts(gen.cfg) },
+		Artifacts:       func() (*nomad.Artifacts, error) { return nomadArtifacts(gen.cfg, store) },
 		ArtifactBaseURL: strings.TrimRight(gen.cfg.Server.ExternalURL, "/"),
 		Describe: func(_ context.Context, job scheduler.Job) (nomad.AppInfo, error) {
 			if job.AppID == "" {
@@ -103,14 +141,14 @@ func nomadKind(gen *generation, store *raftstore.Store, now func() time.Time) ad
 // listener ahead of front (the edge's): GET and HEAD nomad.ArtifactPath…
 // download sources and builds, PUT stores a build job's upload, signed
 // URLs only. For serve.go's server.Deps.Front, as
-// Front: withNomadArtifacts(gen.cfg, proxy.Front).
-func withNomadArtifacts(cfg *config.Config, front func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+// Front: withNomadArtifacts(gen.cfg, store, proxy.Front).
+func withNomadArtifacts(cfg *config.Config, store *raftstore.Store, front func(http.Handler) http.Handler) func(http.Handler) http.Handler {
 	return func(api http.Handler) http.Handler {
 		next := api
 		if front != nil {
 			next = front(api)
 		}
-		arts, err := nomadArtifacts(cfg)
+		arts, err := nomadArtifacts(cfg, store)
 		if err != nil {
 			return next
 		}

@@ -281,6 +281,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Peers:    peers(cfg.Cluster.Peers),
 		Secret:   []byte(cfg.Cluster.Secret),
 		Tables:   schema.Tables(),
+		Blobs:    artifactBlobs{cfg},
 		Logger:   log,
 		Metrics:  metrics,
 		Timing: raftstore.Timing{
@@ -374,7 +375,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Commands:       gen.commands,
 		StartedAt:      gen.startedAt,
 		Restart:        gen.restart,
-		Front:          withNomadArtifacts(gen.cfg, proxy.Front),
+		Front:          withNomadArtifacts(gen.cfg, store, proxy.Front),
 		AppURLs:        appAddresses{proxy: proxy, ports: sched},
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package nomad
 import (
 	"archive/tar"
 	"compress/gzip"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -52,6 +53,19 @@ type ArtifactsConfig struct {
 	// MaxUploadBytes caps an uploaded build (compressed); 0 means
 	// DefaultMaxUploadBytes.
 	MaxUploadBytes int64
+	// Peers are the other svc servers, whose stores a missing artifact
+	// is fetched from (a build uploaded to another node, or packed by a
+	// leader that is gone); nil for a single server.
+	Peers Peers
+}
+
+// Peers fetch an artifact's file (ArtifactBlobs' blob name) from the
+// other svc servers into w: raftstore.Store does, over the cluster port.
+// A blob no server has is an error wrapping fs.ErrNotExist (cmd/svc
+// translates the store's); any other error means some server could not
+// answer. Bytes may reach w before an error.
+type Peers interface {
+	FetchBlob(ctx context.Context, name string, w io.Writer) (int64, error)
 }
 
 // Artifacts is the controller's artifact store: builds packed as .tar.gz,
@@ -111,6 +125,79 @@ func (a *Artifacts) Publish(art scheduler.Artifact) (published, error) {
 // need, and may be large).
 func (a *Artifacts) PublishSource(id, dir string) (published, error) {
 	return a.publish(id, dir, func(rel string) bool { return rel == ".git" })
+}
+
+// Ensure makes sure the artifact is in this server's store: packed here
+// already, else fetched from a peer, else packed from its directory. An
+// artifact that is nowhere is NOT_FOUND; peers that cannot answer are
+// ADAPTER_UNAVAILABLE.
+func (a *Artifacts) Ensure(ctx context.Context, art scheduler.Artifact) (published, error) {
+	if pub, ok := a.Lookup(art.ID); ok {
+		return pub, nil
+	}
+	pub, err := a.fetch(ctx, art.ID)
+	switch {
+	case err == nil:
+		return pub, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return published{}, err
+	case art.Dir != "":
+		return a.Publish(art)
+	}
+	return published{}, errcode.New(errcode.NotFound, "artifact %s is on no svc server", art.ID).
+		WithRemedy("deploy again: the build is rebuilt")
+}
+
+// fetch copies an artifact from a peer into this store. Without peers, or
+// when none has it, the error wraps fs.ErrNotExist.
+func (a *Artifacts) fetch(ctx context.Context, id string) (published, error) {
+	if !plainName(id) {
+		return published{}, errcode.Invalid("artifact", "the artifact ID %q is not a plain name", id)
+	}
+	if a.cfg.Peers == nil {
+		return published{}, fmt.Errorf("artifact %s: %w", id, fs.ErrNotExist)
+	}
+	tmp, sum, err := a.stage(id, func(w io.Writer) error {
+		_, err := a.cfg.Peers.FetchBlob(ctx, id+".tar.gz", w)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return published{}, err
+		}
+		return published{}, errcode.Wrap(err, errcode.AdapterUnavailable, "artifact %s: the other svc servers could not be asked for it", id).
+			WithRemedy("retry once the cluster's servers answer")
+	}
+	defer os.Remove(tmp)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if pub, ok := a.lookupLocked(id); ok {
+		return pub, nil
+	}
+	return a.commitLocked(id, tmp, sum)
+}
+
+// OpenBlob serves a packed artifact's file to another svc server
+// (raftstore's BlobSource): name is <id>.tar.gz; one that is not here
+// wraps fs.ErrNotExist.
+func (a *Artifacts) OpenBlob(_ context.Context, name string) (io.ReadCloser, int64, error) {
+	id, ok := strings.CutSuffix(name, ".tar.gz")
+	if !ok || !plainName(id) {
+		return nil, 0, fmt.Errorf("blob %q: %w", name, fs.ErrNotExist)
+	}
+	if _, ok := a.Lookup(id); !ok {
+		return nil, 0, fmt.Errorf("artifact %s: %w", id, fs.ErrNotExist)
+	}
+	f, err := os.Open(a.file(id))
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
 }
 
 // Lookup says whether an artifact is packed here, with its SHA-256.
@@ -236,8 +323,9 @@ func (a *Artifacts) signedURL(method, base, id string, ttl time.Duration) string
 
 // ServeHTTP answers <ArtifactPath><id>.tar.gz?expires=&sig= when the
 // signature is this store's for the method and the URL has not expired
-// (403 otherwise): GET and HEAD serve a packed artifact (404 when it is
-// not here), PUT stores an upload (uploadArtifact).
+// (403 otherwise): GET and HEAD serve a packed artifact, fetched from a
+// peer first when another server holds it (404 when none does, 503 when
+// one could not answer), PUT stores an upload (upload).
 func (a *Artifacts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	method := r.Method
 	switch method {
@@ -266,6 +354,14 @@ func (a *Artifacts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if method == http.MethodPut {
 		a.upload(w, r, id)
+		return
+	}
+	if _, err := a.Ensure(r.Context(), scheduler.Artifact{ID: id}); err != nil {
+		if errcode.Has(err, errcode.NotFound) {
+			http.NotFound(w, r)
+			return
+		}
+		http.Error(w, "the artifact is on another svc server that does not answer", http.StatusServiceUnavailable)
 		return
 	}
 	f, err := os.Open(a.file(id))

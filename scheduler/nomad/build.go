@@ -128,7 +128,10 @@ func (r *Runtime) buildOnNomad(ctx context.Context, req scheduler.BuildRequest) 
 		}
 		return scheduler.Artifact{}, err
 	}
-	if _, ok := r.cfg.Artifacts.Lookup(id); !ok {
+	// The upload may have reached another svc server: Ensure fetches it.
+	if _, err := r.cfg.Artifacts.Ensure(ctx, scheduler.Artifact{ID: id}); errcode.CodeOf(err) == errcode.AdapterUnavailable {
+		return scheduler.Artifact{}, err
+	} else if err != nil {
 		return scheduler.Artifact{}, errcode.New(errcode.BuildFailed,
 			"the build succeeded but its upload never reached svc at %s", r.cfg.ArtifactBaseURL).
 			WithDetail("log_tail", r.buildTail(ctx, alloc)).
@@ -263,9 +266,10 @@ func (r *Runtime) purgeBuild(ctx context.Context, jobID string) {
 	}
 }
 
-// HasArtifact says whether the artifact store holds the artifact: a
-// release's build can be run again without building it.
-func (r *Runtime) HasArtifact(_ context.Context, art scheduler.Artifact) bool {
-	_, ok := r.cfg.Artifacts.Lookup(art.ID)
-	return ok
+// HasArtifact says whether the artifact store holds the artifact, here
+// or on another svc server (it is fetched then): a release's build can be
+// run again without building it.
+func (r *Runtime) HasArtifact(ctx context.Context, art scheduler.Artifact) bool {
+	_, err := r.cfg.Artifacts.Ensure(ctx, scheduler.Artifact{ID: art.ID})
+	return err == nil
 }

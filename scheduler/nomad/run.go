@@ -45,7 +45,7 @@ func (r *Runtime) Run(ctx context.Context, job scheduler.Job) (scheduler.JobStat
 	}
 	sources := map[string]artifactSource{}
 	for name, t := range job.Workloads {
-		pub, err := r.cfg.Artifacts.Publish(t.Artifact)
+		pub, err := r.cfg.Artifacts.Ensure(ctx, t.Artifact)
 		if err != nil {
 			return scheduler.JobStatus{}, fmt.Errorf("run job %s: workload %s: %w", job.ID, name, err)
 		}
