@@ -3,11 +3,13 @@ package consul
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -37,7 +39,11 @@ func TestContractAgent(t *testing.T) {
 	runContract(t, startAgent(t))
 }
 
-// startAgent starts `consul agent -dev` and waits for its leader.
+// anonymousTokenID is the accessor ID of Consul's anonymous token.
+const anonymousTokenID = "00000000-0000-0000-0000-000000000002"
+
+// startAgent starts `consul agent -dev` and waits for its leader and its
+// ACL bootstrap.
 func startAgent(t *testing.T) *agentCluster {
 	t.Helper()
 	bin, err := exec.LookPath("consul")
@@ -94,12 +100,17 @@ func startAgent(t *testing.T) *agentCluster {
 		t.Fatal(err)
 	}
 	// Starting an agent is the one wait that asks again: until it has a
-	// leader there is nothing to block on.
+	// leader there is nothing to block on, and until that leader has made
+	// the management and anonymous tokens (it does so just after it is
+	// elected) the test's requests would be refused, "ACL not found".
+	// Reading the anonymous token with the management token proves both.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		leader, err := client.Status().Leader()
 		if err == nil && leader != "" {
-			break
+			if _, _, err = client.ACL().TokenRead(anonymousTokenID, nil); err == nil {
+				break
+			}
 		}
 		select {
 		case <-exited:
@@ -116,6 +127,27 @@ func startAgent(t *testing.T) *agentCluster {
 
 func (c *agentCluster) address() string { return c.addr }
 func (c *agentCluster) token() string   { return c.tok }
+
+func (c *agentCluster) readToken(t *testing.T, services, nodes []string) string {
+	t.Helper()
+	var rules strings.Builder
+	for _, p := range services {
+		fmt.Fprintf(&rules, "service_prefix %q {\n  policy = \"read\"\n}\n", p)
+	}
+	for _, p := range nodes {
+		fmt.Fprintf(&rules, "node_prefix %q {\n  policy = \"read\"\n}\n", p)
+	}
+	acl := c.client.ACL()
+	pol, _, err := acl.PolicyCreate(&api.ACLPolicy{Name: fmt.Sprintf("svc-read-%d", seq.Add(1)), Rules: rules.String()}, nil)
+	if err != nil {
+		t.Fatalf("create policy %q: %v", rules.String(), err)
+	}
+	tok, _, err := acl.TokenCreate(&api.ACLToken{Description: "svc contract: read only", Policies: []*api.ACLTokenPolicyLink{{ID: pol.ID}}}, nil)
+	if err != nil {
+		t.Fatalf("create token: %v", err)
+	}
+	return tok.SecretID
+}
 
 func (c *agentCluster) register(t *testing.T, in instance) {
 	t.Helper()

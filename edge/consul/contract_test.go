@@ -28,6 +28,10 @@ const waitLimit = 20 * time.Second
 type cluster interface {
 	address() string
 	token() string
+	// readToken returns a new token whose policy grants read on the
+	// services, and on the nodes, whose names start with one of the
+	// prefixes ("" is every name): service_prefix and node_prefix rules.
+	readToken(t *testing.T, services, nodes []string) string
 	register(t *testing.T, in instance)
 	setPassing(t *testing.T, id string, passing bool)
 	deregister(t *testing.T, id string)
@@ -203,6 +207,33 @@ func runContract(t *testing.T, c cluster) {
 		}
 		if ups, synced, _ := wrong.Upstreams(); len(ups) != 0 || synced {
 			t.Errorf("with an unknown token: %v (synced %v)", ups, synced)
+		}
+	})
+
+	t.Run("a token with only service:read and node:read", func(t *testing.T) {
+		// The adapter's documented token: read on svc's services and on
+		// their nodes, nothing else. It routes what it may read, is not
+		// refused anything (Consul filters, it does not refuse), and the
+		// health check, which asks Consul's leader, passes.
+		a, b := app("reader"), app("hidden")
+		c.register(t, a)
+		c.register(t, b)
+		reader := startWatcher(t, c, c.readToken(t, []string{a.service}, []string{""}))
+		waitUpstreams(t, reader, a.appID, a.upstream())
+		waitFor(t, reader, "the read-only watcher to sync", func(_ edge.Upstreams, synced bool) bool { return synced })
+		if ups, _, _ := reader.Upstreams(); hasKey(ups, b.appID) {
+			t.Errorf("a service outside the token's policy is routed: %v", ups[b.appID])
+		}
+		if err := reader.Check(context.Background()); err != nil {
+			t.Errorf("Check with a read-only token: %v", err)
+		}
+
+		// Without node:read Consul hides every instance, though it lists
+		// the service: the app is not routed.
+		blind := startWatcher(t, c, c.readToken(t, []string{a.service}, nil))
+		waitFor(t, blind, "the watcher without node:read to sync", func(_ edge.Upstreams, synced bool) bool { return synced })
+		if ups, _, _ := blind.Upstreams(); len(ups) != 0 {
+			t.Errorf("without node:read the watcher routes %v", ups)
 		}
 	})
 

@@ -43,11 +43,15 @@
 // (limits.http_max_conns_per_client); beyond about 200 apps per edge node
 // raise that limit or use https, over which the requests share one
 // HTTP/2 connection. With ACLs, the token needs service:read on svc's
-// services and node:read on their nodes; a token that may not read a
-// service does not see it at all (Consul filters it out), so its app is
-// not routed. Like every Consul client, an empty token setting falls back
-// to CONSUL_HTTP_TOKEN in svc's environment, as namespace and partition
-// do to CONSUL_NAMESPACE and CONSUL_PARTITION.
+// services and node:read on their nodes, and nothing else
+// (/v1/status/leader takes no ACL); Consul filters rather than refuses:
+// a token that may not read a service does not see it at all, and one
+// that may read it but not its nodes sees none of its instances, so in
+// either case its app is not routed. Like every Consul client, an empty
+// token setting falls back to CONSUL_HTTP_TOKEN_FILE, then
+// CONSUL_HTTP_TOKEN, in svc's environment, as namespace and partition do
+// to CONSUL_NAMESPACE and CONSUL_PARTITION; those two are Consul
+// Enterprise features, which the community edition refuses (HTTP 400).
 //
 // It must not import the scheduler, a runtime or cmd/svc, nor read svc's
 // store: it hands upstreams out and cmd/svc feeds the table. Its fake

@@ -1,6 +1,7 @@
 package consul
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/svchost/svc/edge/consul/fakeconsul"
@@ -24,6 +25,12 @@ func newFakeCluster(t testing.TB) *fakeCluster {
 
 func (c *fakeCluster) address() string { return c.s.URL() }
 func (c *fakeCluster) token() string   { return c.tok }
+
+func (c *fakeCluster) readToken(_ *testing.T, services, nodes []string) string {
+	tok := fmt.Sprintf("read-%d", seq.Add(1))
+	c.s.AddToken(tok, fakeconsul.Policy{Services: services, Nodes: nodes})
+	return tok
+}
 
 func (c *fakeCluster) register(_ *testing.T, in instance) {
 	status := fakeconsul.Passing

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,8 +25,8 @@ import (
 )
 
 // fakes is the process of internal/e2e/testdata/fakes: the fake Nomad
-// (behind a proxy that records job registrations), the fake Consul fed
-// from its running allocations, and a debug listener.
+// (behind a proxy that records job registrations), the fake Consul its
+// client registers the allocations' services with, and a debug listener.
 type fakes struct {
 	Nomad  string `json:"nomad"`
 	Consul string `json:"consul"`
@@ -313,6 +314,10 @@ func TestClusterModeDeploysOnNomadWithConsulRoutesAndVaultSecrets(t *testing.T) 
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	// The route came from the fake Nomad's client: the app's service is in
+	// Consul as Nomad registers it.
+	checkNomadRegistered(t, f, id)
+
 	// The assertion verifies against svc's JWKS, for this app.
 	tok := echo.Headers["X-Svc-Assertion"]
 	if tok == "" {
@@ -350,6 +355,54 @@ func TestClusterModeDeploysOnNomadWithConsulRoutesAndVaultSecrets(t *testing.T) 
 	if st.State != "running" {
 		t.Logf("note: the app's status after the deploy: %s", st)
 	}
+}
+
+// checkNomadRegistered checks that Consul holds the app's primary service
+// as Nomad's client registers an allocation's service: its ID
+// _nomad-task-<alloc>-…, meta external-source=nomad with the app's ID, and
+// a passing check whose ID is _nomad-check-<hash>.
+func checkNomadRegistered(t *testing.T, f fakes, appID string) {
+	t.Helper()
+	getJSON := func(path string, out any) {
+		t.Helper()
+		resp, err := http.Get(f.Consul + path)
+		if err != nil {
+			t.Fatalf("GET %s%s: %v", f.Consul, path, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s%s: %d %v", f.Consul, path, resp.StatusCode, err)
+		}
+		mustJSON(t, b, out)
+	}
+	var services map[string][]string
+	getJSON("/v1/catalog/services", &services)
+	for name, tags := range services {
+		if !slices.Contains(tags, "svc-app="+appID) {
+			continue
+		}
+		var entries []struct {
+			Service struct {
+				ID   string
+				Meta map[string]string
+			}
+			Checks []struct{ CheckID, Status string }
+		}
+		getJSON("/v1/health/service/"+name+"?passing=1", &entries)
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Service.ID, "_nomad-task-") || e.Service.Meta["external-source"] != "nomad" || e.Service.Meta["app_id"] != appID {
+				continue
+			}
+			for _, c := range e.Checks {
+				if strings.HasPrefix(c.CheckID, "_nomad-check-") && c.Status == "passing" {
+					return
+				}
+			}
+		}
+		t.Fatalf("Consul's %s has no passing instance registered as Nomad registers one: %+v", name, entries)
+	}
+	t.Fatalf("Consul lists no service of app %s: %v", appID, services)
 }
 
 // onboardDir creates an app from a directory of testdata, waits for

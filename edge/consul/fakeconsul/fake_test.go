@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -174,19 +175,27 @@ func TestParameters(t *testing.T) {
 	s := New()
 	defer s.Close()
 	for _, tc := range []struct {
+		path   string
 		params url.Values
 		status int
 	}{
-		{params("wait", "soon"), http.StatusBadRequest},
-		{params("wait", "10"), http.StatusBadRequest}, // no unit: not a Go duration
-		{params("index", "-1"), http.StatusBadRequest},
-		{params("index", "x"), http.StatusBadRequest},
-		{params("passing", "perhaps"), http.StatusBadRequest},
-		{params("dc", "dc9"), http.StatusInternalServerError},
-		{params("dc", Datacenter, "wait", "1500ms", "passing", "1"), http.StatusOK},
+		{"/v1/health/service/web", params("wait", "soon"), http.StatusBadRequest},
+		{"/v1/health/service/web", params("wait", "10"), http.StatusBadRequest}, // no unit: not a Go duration
+		{"/v1/health/service/web", params("index", "-1"), http.StatusBadRequest},
+		{"/v1/health/service/web", params("index", "x"), http.StatusBadRequest},
+		{"/v1/health/service/web", params("passing", "perhaps"), http.StatusBadRequest},
+		{"/v1/health/service/web", params("dc", "dc9"), http.StatusInternalServerError},
+		{"/v1/health/service/web", params("ns", "team-a"), http.StatusBadRequest},      // Enterprise only
+		{"/v1/catalog/services", params("partition", "team-a"), http.StatusBadRequest}, // Enterprise only
+		{"/v1/health/service/", nil, http.StatusBadRequest},                            // no service name
+		{"/v1/catalog/services", params("passing", "perhaps"), http.StatusOK},          // not a catalog parameter
+		{"/v1/status/leader", params("dc", "dc9"), http.StatusInternalServerError},     // forwarded like any read
+		{"/v1/status/leader", params("wait", "soon"), http.StatusBadRequest},           // parsed like any read
+		{"/v1/status/leader", params("ns", "team-a"), http.StatusOK},                   // no namespace to check
+		{"/v1/health/service/web", params("dc", Datacenter, "wait", "1500ms", "passing", "1"), http.StatusOK},
 	} {
-		if a := get(s, "/v1/health/service/web", tc.params, ""); a.status != tc.status {
-			t.Errorf("%v: status %d, want %d", tc.params, a.status, tc.status)
+		if a := get(s, tc.path, tc.params, ""); a.status != tc.status {
+			t.Errorf("%s?%s: status %d, want %d", tc.path, tc.params.Encode(), a.status, tc.status)
 		}
 	}
 	for _, tc := range []struct {
@@ -198,21 +207,47 @@ func TestParameters(t *testing.T) {
 		{"90s", 90 * time.Second},
 		{"60000ms", time.Minute}, // as consul/api sends it
 	} {
-		q, status, _ := parseQuery(params("wait", tc.wait))
+		q, status, _ := parseQuery(params("wait", tc.wait), true)
 		if status != 0 || q.wait != tc.want {
 			t.Errorf("wait %q: %v (status %d), want %v", tc.wait, q.wait, status, tc.want)
 		}
 	}
-	if a := get(s, "/v1/nothing", nil, ""); a.status != http.StatusNotFound {
-		t.Errorf("unknown path: %d", a.status)
-	}
-	resp, err := http.Post(s.URL()+"/v1/catalog/services", "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("POST: %d", resp.StatusCode)
+}
+
+// TestMethodsAndPaths: the fake's endpoints take GET only, as Consul
+// registers them (405 with the Allow header, OPTIONS answered with it),
+// and any other path is a 404 whatever the method, as Consul has no
+// endpoint there either.
+func TestMethodsAndPaths(t *testing.T) {
+	s := New()
+	defer s.Close()
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{http.MethodGet, "/v1/catalog/services", http.StatusOK, ""},
+		{http.MethodHead, "/v1/catalog/services", http.StatusMethodNotAllowed, allowed},
+		{http.MethodPost, "/v1/catalog/services", http.StatusMethodNotAllowed, allowed},
+		{http.MethodPut, "/v1/health/service/web", http.StatusMethodNotAllowed, allowed},
+		{http.MethodDelete, "/v1/status/leader", http.StatusMethodNotAllowed, allowed},
+		{http.MethodOptions, "/v1/health/service/web", http.StatusOK, allowed},
+		{http.MethodGet, "/v1/nothing", http.StatusNotFound, ""},
+		{http.MethodGet, "/v1/catalog/services/", http.StatusNotFound, ""},
+		{http.MethodGet, "/v1/agent/services", http.StatusNotFound, ""}, // Consul has it; the fake does not
+	} {
+		req, err := http.NewRequest(tc.method, s.URL()+tc.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || resp.Header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %d (Allow %q), want %d (Allow %q)", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Allow"), tc.status, tc.allow)
+		}
 	}
 }
 
@@ -220,13 +255,55 @@ func TestACL(t *testing.T) {
 	s := New()
 	defer s.Close()
 	s.Register(Instance{ID: "web-1", Name: "web", Port: 8080})
+	s.Register(Instance{ID: "web-2", Name: "web", Node: "node2", Port: 8080})
+	s.Register(Instance{ID: "db-1", Name: "db", Port: 5432})
 	s.EnableACL("root")
-	if got := entries(t, get(s, "/v1/health/service/web", nil, "root")); len(got) != 1 {
-		t.Errorf("the management token sees %d instances", len(got))
+	s.AddToken("web-reader", Policy{Services: []string{"web"}, Nodes: []string{""}})
+	s.AddToken("node1-reader", Policy{Services: []string{""}, Nodes: []string{"node1"}})
+	s.AddToken("services-only", Policy{Services: []string{""}})
+
+	catalog := func(token string) (names []string, filtered bool) {
+		t.Helper()
+		a := get(s, "/v1/catalog/services", nil, token)
+		var m map[string][]string
+		if err := json.Unmarshal(a.body, &m); err != nil || a.status != http.StatusOK {
+			t.Fatalf("catalog with %q: %d %s", token, a.status, a.body)
+		}
+		for name := range m {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		return names, a.filtered
 	}
-	anon := get(s, "/v1/health/service/web", nil, "")
-	if got := entries(t, anon); len(got) != 0 || !anon.filtered {
-		t.Errorf("no token sees %d instances (filtered header %v)", len(got), anon.filtered)
+	health := func(token string) (ids []string, filtered bool) {
+		t.Helper()
+		a := get(s, "/v1/health/service/web", nil, token)
+		for _, e := range entries(t, a) {
+			ids = append(ids, e.Service.ID)
+		}
+		return ids, a.filtered
+	}
+	for _, tc := range []struct {
+		token            string
+		catalog, web     []string
+		catFilt, webFilt bool
+	}{
+		// The management token sees everything and nothing is filtered.
+		{"root", []string{"consul", "db", "web"}, []string{"web-1", "web-2"}, false, false},
+		// No token: the anonymous token, denied by default. Consul never
+		// tells a request without a token that ACLs filtered it.
+		{"", nil, nil, false, false},
+		{"web-reader", []string{"web"}, []string{"web-1", "web-2"}, true, false},
+		// An instance needs node:read on its node as well.
+		{"node1-reader", []string{"consul", "db", "web"}, []string{"web-1"}, false, true},
+		{"services-only", []string{"consul", "db", "web"}, nil, false, true},
+	} {
+		names, catFilt := catalog(tc.token)
+		web, webFilt := health(tc.token)
+		if !slices.Equal(names, tc.catalog) || catFilt != tc.catFilt || !slices.Equal(web, tc.web) || webFilt != tc.webFilt {
+			t.Errorf("token %q: catalog %v (filtered %v), web %v (filtered %v); want %v (%v), %v (%v)",
+				tc.token, names, catFilt, web, webFilt, tc.catalog, tc.catFilt, tc.web, tc.webFilt)
+		}
 	}
 	if a := get(s, "/v1/catalog/services", nil, "wrong"); a.status != http.StatusForbidden {
 		t.Errorf("an unknown token: %d", a.status)
@@ -234,12 +311,86 @@ func TestACL(t *testing.T) {
 	if a := get(s, "/v1/status/leader", nil, "wrong"); a.status != http.StatusOK {
 		t.Errorf("status/leader with an unknown token: %d", a.status)
 	}
-	var seen []string
-	for _, r := range s.Requests() {
-		seen = append(seen, r.Token)
+	// Consul takes ?token= before the header, and a bearer token in any
+	// case of its scheme.
+	if a := get(s, "/v1/catalog/services", params("token", "wrong"), "root"); a.status != http.StatusForbidden {
+		t.Errorf("?token=wrong with the management token in the header: %d, want 403", a.status)
 	}
-	if len(seen) != 4 || seen[0] != "root" || seen[1] != "" || seen[2] != "wrong" {
-		t.Errorf("tokens seen: %q", seen)
+	req, _ := http.NewRequest(http.MethodGet, s.URL()+"/v1/catalog/services", nil)
+	req.Header.Set("Authorization", "bearer wrong")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a lowercase bearer token: %v %v, want 403", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+}
+
+// TestRegisterMovesOnlyWhatChanged: as in Consul's state store, a
+// registration that changes nothing moves no index, and one that changes
+// only the check's status moves the service's health index alone.
+func TestRegisterMovesOnlyWhatChanged(t *testing.T) {
+	s := New()
+	defer s.Close()
+	web := Instance{ID: "web-1", Name: "web", Port: 8080, Tags: []string{"svc"}}
+	s.Register(web)
+	cat, health := get(s, "/v1/catalog/services", nil, ""), get(s, "/v1/health/service/web", nil, "")
+	before := s.Index()
+	s.Register(web)
+	if s.Index() != before {
+		t.Errorf("an identical registration moved the index from %d to %d", before, s.Index())
+	}
+	web.Status = Critical
+	s.Register(web)
+	if c := get(s, "/v1/catalog/services", nil, ""); c.index != cat.index {
+		t.Errorf("a check's status moved the catalog's index from %d to %d", cat.index, c.index)
+	}
+	if h := get(s, "/v1/health/service/web", nil, ""); h.index <= health.index {
+		t.Errorf("a check's status left the health index at %d (was %d)", h.index, health.index)
+	}
+	web.Port = 8081
+	s.Register(web)
+	if c := get(s, "/v1/catalog/services", nil, ""); c.index <= cat.index {
+		t.Errorf("a new port left the catalog's index at %d", c.index)
+	}
+}
+
+// TestExtinctionIndex: a service without instances reads at the index of
+// the last service that lost its last instance, as in Consul.
+func TestExtinctionIndex(t *testing.T) {
+	s := New()
+	defer s.Close()
+	s.Register(Instance{ID: "web-1", Name: "web", Port: 8080})
+	s.Register(Instance{ID: "db-1", Name: "db", Port: 5432})
+	s.Deregister("web-1")
+	gone := s.Index()
+	for _, name := range []string{"web", "never-registered"} {
+		if a := get(s, "/v1/health/service/"+name, nil, ""); a.index != gone {
+			t.Errorf("%s reads at %d, want the extinction index %d", name, a.index, gone)
+		}
+	}
+	s.Deregister("db-1")
+	if a := get(s, "/v1/health/service/web", nil, ""); a.index != s.Index() {
+		t.Errorf("web reads at %d after db went too, want %d", a.index, s.Index())
+	}
+}
+
+// TestNoLeader: without a leader Consul still names none on
+// /v1/status/leader, and fails every read, blocked ones as they wake.
+func TestNoLeader(t *testing.T) {
+	s := New()
+	defer s.Close()
+	a := get(s, "/v1/catalog/services", nil, "")
+	got := getAsync(s, "/v1/catalog/services", params("index", strconv.FormatUint(a.index, 10)), "")
+	waitBlocked(t, s, 1)
+	s.SetLeader("")
+	if b := <-got; b.status != http.StatusInternalServerError {
+		t.Errorf("a blocked query when the leader went: %d", b.status)
+	}
+	if b := get(s, "/v1/health/service/web", nil, ""); b.status != http.StatusInternalServerError {
+		t.Errorf("a read without a leader: %d", b.status)
+	}
+	if b := get(s, "/v1/status/leader", nil, ""); b.status != http.StatusOK || string(b.body) != `""` {
+		t.Errorf("status/leader without a leader: %d %s", b.status, b.body)
 	}
 }
 

@@ -433,6 +433,7 @@ func (a *alloc) observe(st scheduler.JobStatus, base int, health *bool) {
 
 // stopped stops the tasks and records it.
 func (a *alloc) stopped(rt *process.Runtime) {
+	a.s.syncServices() // Nomad deregisters services before the kill (PreKill)
 	a.update(func() {
 		for name := range a.tasks {
 			a.eventLocked(name, &api.TaskEvent{Type: api.TaskKilling, DisplayMessage: "Sent interrupt"})

@@ -30,6 +30,25 @@
 // /v1/client/allocation/<id>/exec, on a pseudo-terminal from the process
 // runtime when tty=true) are served from that runtime.
 //
+// With Config.Consul, its client registers the services of provider
+// consul with that Consul agent as Nomad's client does (services.go,
+// after command/agent/consul/service_client.go): PUT
+// /v1/agent/service/register with Nomad's service ID
+// (_nomad-task-<alloc>-<task, or group-<group>>-<service>-<port label>),
+// the name, tags and meta interpolated, meta external-source=nomad and
+// the port label's host address and port; a group's services from the
+// moment its allocation runs until it is told to stop (deregistered
+// before the tasks are killed) or fails, a task's while the task runs.
+// Each check is registered under Nomad's check ID (_nomad-check-<hash>)
+// as Nomad registers a script check, a TTL of its interval plus 31s,
+// and the client reports the task's health into it with PUT
+// /v1/agent/check/update/<id> on every change and every interval (a
+// failed call is retried with the service client's backoff, 1s doubling
+// to 30s, and a service Consul lost is registered again); Nomad
+// registers http, tcp and grpc checks for the agent to run instead.
+// Services of provider nomad are registered nowhere: the fake has no
+// native service catalog (no /v1/services).
+//
 // Dynamic host volumes are created by the node's one plugin, "mkdir" (a
 // directory under <DataDir>/volumes), and a group's host volume request
 // must name a ready one to be placed. Config.Hold places allocations
@@ -38,10 +57,14 @@
 // Known differences from Nomad: one task per group is what it supports
 // well (every task of a group gets the group's port); stdout and stderr
 // are kept as one stream (type=stdout serves it, type=stderr is empty);
-// logs are served whole (no follow); restart attempts of 0 mean the
+// a service task's logs are served whole (no follow; a batch task's are
+// followed); restart attempts of 0 mean the
 // process runtime's default; the exec driver's volume mounts are not made
 // (there is no chroot); the checks endpoint reports every check of a
-// provider "nomad" service with its task's health; job lists filter by
+// provider "nomad" service with its task's health, and every check in
+// Consul carries its task's health too (the process runtime checks the
+// group's first check only); canary tags and meta, address modes other
+// than auto and host, and Connect are not registered; job lists filter by
 // prefix only (no filter expressions); nothing is garbage-collected until
 // Close.
 //

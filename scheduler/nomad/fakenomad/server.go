@@ -49,6 +49,9 @@ type Config struct {
 	// HealthyDeadline is the deployment health deadline when a group's
 	// update block sets none; 0 means 30 seconds.
 	HealthyDeadline time.Duration
+	// Consul, when set, is the local Consul agent the client registers
+	// the services of provider consul with (services.go).
+	Consul *Consul
 }
 
 // Vault is a Vault server the fake's templates read KV secrets from.
@@ -76,6 +79,7 @@ type Server struct {
 	closed  bool
 
 	runners sync.WaitGroup
+	consul  *consulClient // nil without Config.Consul
 }
 
 // Start starts a fake Nomad on a loopback port.
@@ -124,6 +128,7 @@ func Start(cfg Config) (*Server, error) {
 		volumes: map[string]*api.HostVolume{},
 	}
 	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	s.consul = s.startConsul()
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }
@@ -155,6 +160,7 @@ func (s *Server) Close() error {
 		a.shutdown()
 	}
 	s.runners.Wait()
+	s.closeConsul()
 	return nil
 }
 

@@ -4,12 +4,11 @@
 //
 // The fake Nomad (scheduler/nomad/fakenomad) really runs tasks and renders
 // their Vault templates against the Vault given by -vault-addr and
-// -vault-token. It registers nothing in Consul, so this program plays the
-// part of Nomad's Consul integration: every running allocation's services
-// of provider consul are registered in the fake Consul
-// (edge/consul/fakeconsul) at the allocation's port, passing while a TCP
-// connection to that port succeeds (the templates' checks), and
-// deregistered when the allocation stops.
+// -vault-token. Its client registers the allocations' services of
+// provider consul with the fake Consul (edge/consul/fakeconsul) through
+// the agent API, as Nomad's does, keeps their checks' status with the
+// tasks' health and deregisters them when the allocations stop; this
+// program only wires the two together.
 //
 // svc is pointed at a recording proxy in front of the fake Nomad, which
 // logs every job registration (job ID, the modify index it enforced, the
@@ -34,8 +33,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"slices"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -70,7 +67,8 @@ func main() {
 	if *dir == "" {
 		log.Fatal("fakes: -dir is required")
 	}
-	cfg := fakenomad.Config{DataDir: *dir, Drivers: []string{"raw_exec"}}
+	consul := fakeconsul.New()
+	cfg := fakenomad.Config{DataDir: *dir, Drivers: []string{"raw_exec"}, Consul: &fakenomad.Consul{Address: consul.URL()}}
 	if *vaultAddr != "" {
 		cfg.Vault = &fakenomad.Vault{Address: *vaultAddr, Token: *vaultToken}
 	}
@@ -78,7 +76,6 @@ func main() {
 	if err != nil {
 		log.Fatalf("fakes: start the fake Nomad: %v", err)
 	}
-	consul := fakeconsul.New()
 
 	rec := &recorder{}
 	target, _ := url.Parse(nomad.URL())
@@ -116,9 +113,6 @@ func main() {
 	})
 	go func() { _ = http.Serve(debugLn, mux) }()
 
-	stop := make(chan struct{})
-	go bridge(nomad, consul, stop)
-
 	line, _ := json.Marshal(map[string]string{
 		"nomad":  "http://" + nomadLn.Addr().String(),
 		"consul": consul.URL(),
@@ -134,7 +128,6 @@ func main() {
 	case <-sig:
 	case <-eof:
 	}
-	close(stop)
 	_ = nomad.Close()
 	consul.Close()
 }
@@ -182,76 +175,4 @@ func (c *captureWriter) WriteHeader(code int) {
 func (c *captureWriter) Write(b []byte) (int, error) {
 	c.buf.Write(b)
 	return c.ResponseWriter.Write(b)
-}
-
-// bridge keeps the fake Consul's catalog equal to the consul services of
-// the fake Nomad's running allocations, as Nomad's Consul integration
-// would, checking each instance's port as the templates' tcp checks do.
-func bridge(nomad *fakenomad.Server, consul *fakeconsul.Server, stop <-chan struct{}) {
-	known := map[string]fakeconsul.Instance{}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-		}
-		var st struct {
-			Allocs map[string]*nomadapi.Allocation
-		}
-		if json.Unmarshal(nomad.State(), &st) != nil {
-			continue
-		}
-		want := map[string]fakeconsul.Instance{}
-		for _, a := range st.Allocs {
-			if a.DesiredStatus != "run" || a.ClientStatus != "running" || a.Job == nil || a.AllocatedResources == nil {
-				continue
-			}
-			var tg *nomadapi.TaskGroup
-			for _, g := range a.Job.TaskGroups {
-				if g.Name != nil && *g.Name == a.TaskGroup {
-					tg = g
-				}
-			}
-			if tg == nil {
-				continue
-			}
-			for _, svc := range tg.Services {
-				if svc.Provider != "" && svc.Provider != "consul" {
-					continue
-				}
-				port := 0
-				for _, p := range a.AllocatedResources.Shared.Ports {
-					if p.Label == svc.PortLabel {
-						port = p.Value
-					}
-				}
-				if port == 0 {
-					continue
-				}
-				status := fakeconsul.Critical
-				if c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second); err == nil {
-					_ = c.Close()
-					status = fakeconsul.Passing
-				}
-				id := "_nomad-task-" + a.ID + "-" + a.TaskGroup + "-" + svc.Name + "-" + svc.PortLabel
-				want[id] = fakeconsul.Instance{ID: id, Name: svc.Name, Address: "127.0.0.1", Port: port, Tags: slices.Clone(svc.Tags), Status: status}
-			}
-		}
-		for id := range known {
-			if _, ok := want[id]; !ok {
-				consul.Deregister(id)
-				delete(known, id)
-			}
-		}
-		for id, in := range want {
-			old, ok := known[id]
-			if ok && old.Status == in.Status && old.Port == in.Port && slices.Equal(old.Tags, in.Tags) {
-				continue
-			}
-			consul.Register(in)
-			known[id] = in
-		}
-	}
 }
