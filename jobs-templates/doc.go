@@ -13,9 +13,12 @@
 // clock, no randomness, no I/O. Every value goes through the json template
 // function, so nothing an app's spec says can leave its JSON string; an
 // app's command is escaped from Nomad's HCL interpolation; the value of a
-// variable the scheduler marks as secret (Task.SecretEnv) is never part of
-// a job: the workload reads it from Vault through a template block, logged
-// in with its workload identity.
+// variable the scheduler marks as secret (Task.SecretEnv) or as a slot's
+// credential (Task.SealedEnv) is never part of a job: the workload reads
+// it from Vault through a template block, logged in with its workload
+// identity, a secret from its app's entry, a slot's credential from the
+// entry the runtime writes for the job and workload before registering it
+// (VaultJobEnvPath).
 //
 // It must not import Nomad's API or client, nor talk to Nomad or Vault:
 // scheduler/nomad decodes the JSON into the API's Job and registers it.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/svchost/svc/internal/detect"
 	"github.com/svchost/svc/internal/plan"
+	"github.com/svchost/svc/internal/slots"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/scheduler"
 )
@@ -81,24 +82,28 @@ func slotValue(slot, field string) string {
 
 // jobFromSpec makes the runtime job of a document as the scheduler's deploy
 // path does (scheduler.Service.makeJob): environment resolved (slots and
-// secrets, the secrets named in SecretEnv), the start order, the log cap
-// split among the workloads, mounts with their volumes' sizes.
+// secrets, the secrets named in SecretEnv, the slots' secret fields, which
+// a fill keeps sealed, in SealedEnv), the start order, the log cap split
+// among the workloads, mounts with their volumes' sizes.
 func jobFromSpec(d spec.Document, depID string) scheduler.Job {
 	job := scheduler.Job{ID: depID, AppID: testAppID, Workloads: map[string]scheduler.Task{}, Order: plan.StartOrder(d)}
 	logCap := max(int64(testLogDisk)/int64(len(d.Workloads)), 4096)
 	for name, w := range d.Workloads {
-		env, secretEnv := map[string]string{}, map[string]string{}
+		env, secretEnv, sealedEnv := map[string]string{}, map[string]string{}, map[string]bool{}
 		for _, layer := range []map[string]spec.EnvValue{d.Env, w.Env} {
 			for k, v := range layer {
+				delete(secretEnv, k)
+				delete(sealedEnv, k)
 				switch {
 				case v.Secret != "":
 					env[k], secretEnv[k] = secretValue(v.Secret), v.Secret
 				case v.Slot != "":
 					env[k] = slotValue(v.Slot, v.Field)
-					delete(secretEnv, k)
+					if slots.IsSecret(d.Slots[v.Slot].Type, v.Field) {
+						sealedEnv[k] = true
+					}
 				default:
 					env[k] = v.Value
-					delete(secretEnv, k)
 				}
 			}
 		}
@@ -108,7 +113,7 @@ func jobFromSpec(d spec.Document, depID string) scheduler.Job {
 		}
 		t := scheduler.Task{
 			Artifact: scheduler.Artifact{ID: depID + "-" + name, Kind: kind, Dir: "/var/lib/svc/builds/" + depID + "-" + name},
-			Command:  w.Run.Command, Env: env, SecretEnv: secretEnv, AppPort: w.Run.Port, Health: w.Run.Health,
+			Command:  w.Run.Command, Env: env, SecretEnv: secretEnv, SealedEnv: sealedEnv, AppPort: w.Run.Port, Health: w.Run.Health,
 			Resources: w.Resources, LogCapBytes: logCap,
 		}
 		if w.Run.Port == 0 && w.Run.Health == nil && !w.Primary && kind != spec.BuildStatic {

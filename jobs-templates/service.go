@@ -30,7 +30,8 @@ type ServiceInput struct {
 	SpecID       string
 	SpecRevision uint64
 	// DeploymentID is the deployment the job runs; empty means Job.ID (the
-	// scheduler names a job after its deployment).
+	// scheduler names a job after its deployment). It names the job's
+	// entries of slot credentials in Vault (VaultJobEnvPath).
 	DeploymentID string
 	Job          scheduler.Job
 	// Primary is the workload the edge routes to (spec.Document.Primary);
@@ -88,8 +89,10 @@ type ArtifactSource struct {
 
 // VaultSettings say where svc's vault secrets adapter keeps an app's
 // secrets, <Mount>/data/<Prefix>/apps/<app id>/<key> with the value in the
-// field "value" (vaultsecrets), and how a task logs in to Vault (Nomad's
-// workload identity).
+// field "value", and its jobs' sealed variables,
+// <Mount>/data/<Prefix>/apps/<app id>/job-env/<deployment id>/<workload>
+// with one field per variable (vaultsecrets), and how a task logs in to
+// Vault (Nomad's workload identity): its policy must let it read both.
 type VaultSettings struct {
 	// Mount is the KV version 2 engine's path; empty means "secret".
 	Mount string
@@ -120,6 +123,35 @@ const (
 // app's secret from: the KV version 2 data path of vaultsecrets' entry.
 func VaultSecretPath(mount, prefix, appID, key string) string {
 	return mount + "/data/" + prefix + "/apps/" + appID + "/" + key
+}
+
+// JobEnvFolder is the folder, in an app's, where vaultsecrets keeps its
+// jobs' sealed variables (vaultsecrets.JobEnvFolder). Its '-' keeps it
+// apart from every secret's key, which is an environment variable name.
+const JobEnvFolder = "job-env"
+
+// VaultJobEnvPath is the path consul-template's secret function reads a
+// workload's sealed variables from (Task.SealedEnv: a filled slot's
+// credentials, which never go into a job): the KV version 2 data path of
+// the entry the Nomad runtime has vaultsecrets write for the job (the
+// deployment) and workload before it registers the job, one field per
+// variable.
+func VaultJobEnvPath(mount, prefix, appID, jobID, workload string) string {
+	return mount + "/data/" + prefix + "/apps/" + appID + "/" + JobEnvFolder + "/" + jobID + "/" + workload
+}
+
+// SealedVars are the variables of a task's SealedEnv that its Env sets, by
+// name: those the secrets template reads from the job's entry in Vault,
+// and whose values the runtime writes there first.
+func SealedVars(t scheduler.Task) []string {
+	var out []string
+	for name, sealed := range t.SealedEnv {
+		if _, set := t.Env[name]; sealed && set {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ServiceJob is the data of the service template: the run job of one
@@ -449,7 +481,7 @@ func (w workloadRenderer) group(name string, t scheduler.Task) (Group, error) {
 	}
 
 	task.Env = w.env(t)
-	secrets, err := w.secrets(t)
+	secrets, err := w.secrets(name, t)
 	if err != nil {
 		return Group{}, err
 	}
@@ -518,13 +550,14 @@ func (w workloadRenderer) group(name string, t scheduler.Task) (Group, error) {
 }
 
 // env is the task's environment: the workload's, without the variables
-// that carry secrets (a template delivers those), with PORT from the
-// dynamic port, and for a Python build its virtualenv first on PATH.
+// that carry secrets or a slot's credentials (a template delivers those),
+// with PORT from the dynamic port, and for a Python build its virtualenv
+// first on PATH.
 func (w workloadRenderer) env(t scheduler.Task) map[string]string {
 	env := make(map[string]string, len(t.Env)+2)
 	for k, v := range t.Env {
-		// Secrets arrive through the Vault template; a slot's credential
-		// never goes into a job (the runtime refuses such a task first).
+		// Secrets and slot credentials arrive through the Vault template:
+		// their values never go into a job.
 		if _, secret := t.SecretEnv[k]; !secret && !t.SealedEnv[k] {
 			env[k] = v
 		}
@@ -548,15 +581,19 @@ func (w workloadRenderer) env(t scheduler.Task) map[string]string {
 	return env
 }
 
-// secrets is the template that reads the task's secrets from Vault into
-// its environment, or nil when it has none. Each line is NAME=<the value
-// as a JSON string>, which Nomad's env file parser reads back exactly
+// secrets is the template that reads the task's secrets and sealed
+// variables from Vault into its environment, or nil when it has neither:
+// a secret from its app's entry (field "value"), a sealed variable from
+// the job's entry for the workload (its own field), which the runtime
+// writes before it registers the job. Each line is NAME=<the value as a
+// JSON string>, which Nomad's env file parser reads back exactly
 // (newlines and quotes included).
-func (w workloadRenderer) secrets(t scheduler.Task) (*Template, error) {
-	if len(t.SecretEnv) == 0 {
+func (w workloadRenderer) secrets(workload string, t scheduler.Task) (*Template, error) {
+	sealed := SealedVars(t)
+	if len(t.SecretEnv) == 0 && len(sealed) == 0 {
 		return nil, nil
 	}
-	var b strings.Builder
+	lines := map[string]string{}
 	for _, name := range slices.Sorted(maps.Keys(t.SecretEnv)) {
 		key := t.SecretEnv[name]
 		if !envNameRE.MatchString(name) {
@@ -565,8 +602,27 @@ func (w workloadRenderer) secrets(t scheduler.Task) (*Template, error) {
 		if !envNameRE.MatchString(key) {
 			return nil, fmt.Errorf("%q is not a secret's key", key)
 		}
-		fmt.Fprintf(&b, "%s={{ with secret %q }}{{ .Data.data.value | toJSON }}{{ end }}\n",
+		lines[name] = fmt.Sprintf("%s={{ with secret %q }}{{ .Data.data.value | toJSON }}{{ end }}\n",
 			name, VaultSecretPath(w.vault.Mount, w.vault.Prefix, w.in.AppID, key))
+	}
+	if len(sealed) > 0 {
+		if !appIDRE.MatchString(w.depID) || !appIDRE.MatchString(workload) {
+			return nil, fmt.Errorf("the deployment ID %q and workload %q must be letters, digits, '_' and '-' to name the Vault entry of its slot credentials", w.depID, workload)
+		}
+		path := VaultJobEnvPath(w.vault.Mount, w.vault.Prefix, w.in.AppID, w.depID, workload)
+		for _, name := range sealed {
+			if !envNameRE.MatchString(name) {
+				return nil, fmt.Errorf("the slot variable %q is not an environment variable name", name)
+			}
+			if _, dup := lines[name]; dup {
+				return nil, fmt.Errorf("the variable %s is both a secret and a slot credential", name)
+			}
+			lines[name] = fmt.Sprintf("%s={{ with secret %q }}{{ .Data.data.%s | toJSON }}{{ end }}\n", name, path, name)
+		}
+	}
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(lines)) {
+		b.WriteString(lines[name])
 	}
 	return &Template{
 		EmbeddedTmpl: b.String(),

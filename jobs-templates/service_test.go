@@ -17,26 +17,111 @@ import (
 	"github.com/svchost/svc/vaultsecrets"
 )
 
-// TestSlotCredentialsNeverRendered: a variable marked as a slot's
-// credential is left out of the job (the runtime refuses such tasks; the
-// template does not rely on it).
-func TestSlotCredentialsNeverRendered(t *testing.T) {
-	const canary = "slot-credential-canary-91c4"
+// TestSlotCredentialsReadFromVault: a variable marked as a slot's
+// credential is left out of the job; the secrets template reads it from
+// the job's entry for the workload in Vault, in a field of its own name.
+// A sealed variable the task does not set is not read.
+func TestSlotCredentialsReadFromVault(t *testing.T) {
+	const canary = "slot-credential-canary-91c4 \"quoted\"\nline two"
+	quoted, _ := json.Marshal(canary)
 	for _, fx := range fixtures(t) {
 		in := serviceInput(fx)
 		for name, task := range in.Job.Workloads {
 			task.Env = cloneMap(task.Env)
 			task.Env["DB_PASSWORD"] = canary
-			task.SealedEnv = map[string]bool{"DB_PASSWORD": true}
+			sealed := map[string]bool{"DB_PASSWORD": true, "UNSET_SLOT_VAR": true}
+			for k, v := range task.SealedEnv {
+				sealed[k] = v
+			}
+			task.SealedEnv = sealed
 			in.Job.Workloads[name] = task
 		}
 		got, err := Default().RenderService(in)
 		if err != nil {
 			t.Fatalf("%s: %v", fx.name, err)
 		}
-		if bytes.Contains(got, []byte(canary)) {
-			t.Errorf("%s: the rendered job holds a slot credential", fx.name)
+		for _, form := range [][]byte{[]byte(canary), quoted[1 : len(quoted)-1], []byte("slot-credential-canary")} {
+			if bytes.Contains(got, form) {
+				t.Errorf("%s: the rendered job holds a slot credential (%q)", fx.name, form)
+			}
 		}
+		job := decodeJob(t, got)
+		for _, g := range job.TaskGroups {
+			task := g.Tasks[0]
+			for v := range in.Job.Workloads[g.Name].SealedEnv {
+				if _, ok := task.Env[v]; ok {
+					t.Errorf("%s/%s: the slot variable %s is in the job's env", fx.name, g.Name, v)
+				}
+			}
+			if len(task.Templates) != 1 || task.Vault == nil {
+				t.Fatalf("%s/%s: %d templates, vault %v; want the secrets template and a vault block", fx.name, g.Name, len(task.Templates), task.Vault)
+			}
+			tmpl := task.Templates[0].EmbeddedTmpl
+			path := "secret/data/svc/apps/" + testAppID + "/job-env/" + testDepID + "/" + g.Name
+			for _, v := range SealedVars(in.Job.Workloads[g.Name]) {
+				line := v + `={{ with secret "` + path + `" }}{{ .Data.data.` + v + ` | toJSON }}{{ end }}` + "\n"
+				if !strings.Contains(tmpl, line) {
+					t.Errorf("%s/%s: the template does not read %s from the job's entry:\n%s", fx.name, g.Name, v, tmpl)
+				}
+			}
+			if strings.Contains(tmpl, "UNSET_SLOT_VAR") {
+				t.Errorf("%s/%s: the template reads a sealed variable the task does not set:\n%s", fx.name, g.Name, tmpl)
+			}
+		}
+	}
+}
+
+// TestSlotCredentialsRefusedWhereNoEntryCanBeNamed: a deployment ID or
+// workload name that is not one Vault path segment, and a variable that
+// is both a secret and a slot credential, fail the render.
+func TestSlotCredentialsRefusedWhereNoEntryCanBeNamed(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(in *ServiceInput)
+	}{
+		{"deployment ID with a slash", func(in *ServiceInput) { in.DeploymentID = "dep_a/b" }},
+		{"deployment ID with a dot", func(in *ServiceInput) { in.DeploymentID = "dep_a.b" }},
+		{"secret and slot credential", func(in *ServiceInput) {
+			task := in.Job.Workloads["web"]
+			task.SecretEnv = map[string]string{"DB_URL": "DB_URL"}
+			in.Job.Workloads["web"] = task
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := SampleServiceInput()
+			task := in.Job.Workloads["web"]
+			task.Env = cloneMap(task.Env)
+			task.Env["DB_URL"] = "postgres://u:p@db/x"
+			task.SealedEnv = map[string]bool{"DB_URL": true}
+			in.Job.Workloads["web"] = task
+			if _, err := ServiceData(in); err != nil {
+				t.Fatalf("the sample with a slot credential: %v", err)
+			}
+			tc.change(&in)
+			_, err := ServiceData(in)
+			if err == nil {
+				t.Fatal("rendered; want an error")
+			}
+			if strings.Contains(err.Error(), "u:p@db") {
+				t.Errorf("the error shows the value: %v", err)
+			}
+		})
+	}
+}
+
+// TestJobEnvPathMatchesVaultsecrets: the entry the template reads a slot's
+// credential from is in the folder vaultsecrets writes, which its policy
+// covers.
+func TestJobEnvPathMatchesVaultsecrets(t *testing.T) {
+	if JobEnvFolder != vaultsecrets.JobEnvFolder {
+		t.Fatalf("JobEnvFolder = %q; vaultsecrets writes %q", JobEnvFolder, vaultsecrets.JobEnvFolder)
+	}
+	got := VaultJobEnvPath("kv", "teams/svc", "app_x", "dep_y", "web")
+	if want := "kv/data/teams/svc/apps/app_x/job-env/dep_y/web"; got != want {
+		t.Errorf("VaultJobEnvPath = %s, want %s", got, want)
+	}
+	if !strings.Contains(vaultsecrets.VaultPolicy("kv", "teams/svc"), `path "kv/data/teams/svc/apps/*"`) {
+		t.Errorf("vaultsecrets' policy does not cover %s", got)
 	}
 }
 

@@ -623,7 +623,8 @@ func int64Of(x any) (int64, bool) {
 
 // VaultPolicy returns the Vault policy, in HCL, that the adapter's token
 // (or AppRole's token policies) needs for a mount and prefix: writing,
-// reading, listing and deleting secrets under <prefix>/apps/, nothing else.
+// reading, listing and deleting secrets, and jobs' sealed variables, under
+// <prefix>/apps/, nothing else.
 // Empty arguments take the defaults. Looking up and renewing its own token
 // come with Vault's default policy.
 func VaultPolicy(mount, prefix string) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/detection"
+	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/icon"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/keyring"
@@ -61,11 +62,15 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 		return nil, &exitError{code: 1, err: fmt.Errorf("%w\nthe key-encryption key protects every secret; refusing to start without it", err)}
 	}
 	ring := keyring.New(store, kek, now)
-	ad, err := adapters.New(adapters.Deps{
+	// The nomad runtime finds the loaded secrets adapters when it runs a
+	// job (they load after the kinds are declared).
+	var ad *adapters.Service
+	loaded := func() *adapters.Set { return ad.Current() }
+	ad, err = adapters.New(adapters.Deps{
 		Store: store, Ring: ring, Now: now, Logger: gen.log, StartedAt: gen.startedAt,
 		Kinds: []adapters.Kind{
 			process.KindFor(gen.procs),
-			nomadKind(gen, store, now),
+			nomadKind(gen, store, now, loaded),
 			edge.RoutesKind(),
 			consul.Kind(gen.log),
 			nomadsd.Kind(gen.log),
@@ -97,6 +102,20 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 		return raftstore.Every(healthInterval, check)(ctx)
 	})
 	store.RunWhileLeader("secrets-sweep", raftstore.Every(sweepInterval, sec.SweepDeletedApps))
+	store.RunWhileLeader("job-secrets-sweep", raftstore.Every(sweepInterval, func(ctx context.Context) error {
+		// Deleted apps' slot credentials, which the nomad runtime kept in
+		// Vault per job: no secret row names them.
+		for _, l := range ad.Current().Of(adapters.CategorySecrets) {
+			s, ok := l.Instance.(jobSecretsSweeper)
+			if !ok {
+				continue
+			}
+			if err := s.SweepJobSecrets(ctx, func(appID string) bool { return apps.Exists(store.Read(), appID) }); err != nil {
+				gen.log.Warn("sweep the slot credentials of deleted apps", "adapter_id", l.Adapter.ID, "err", errcode.MessageOf(err))
+			}
+		}
+		return nil
+	}))
 	icons := icon.NewService(store, now)
 	store.RunWhileLeader("icons-sweep", raftstore.Every(sweepInterval, icons.SweepDeletedApps))
 	sl := slots.NewService(slots.Deps{Store: store, Ring: ring, Now: now, Logger: gen.log,
@@ -167,3 +186,12 @@ func loadAdapters(ctx context.Context, gen *generation, store *raftstore.Store, 
 		}
 	}
 }
+
+// jobSecretsSweeper is a secrets adapter that keeps the nomad runtime's
+// per-job slot credentials (vaultsecrets' vault kind) and removes those
+// of apps that no longer exist.
+type jobSecretsSweeper interface {
+	SweepJobSecrets(ctx context.Context, exists func(appID string) bool) error
+}
+
+var _ jobSecretsSweeper = (*vaultsecrets.Vault)(nil)

@@ -117,7 +117,7 @@ func (b artifactBlobs) OpenBlob(ctx context.Context, name string) (io.ReadCloser
 // process runtime's builder, artifacts served from the work dir, and the
 // app's slug (which names the Nomad job and its services) read from the
 // store.
-func nomadKind(gen *generation, store *raftstore.Store, now func() time.Time) adapters.Kind {
+func nomadKind(gen *generation, store *raftstore.Store, now func() time.Time, loaded func() *adapters.Set) adapters.Kind {
 	appSvc := apps.NewService(store, now)
 	return nomad.KindFor(nomad.KindDeps{
 		Builder:         gen.procs,
@@ -132,6 +132,17 @@ func nomadKind(gen *generation, store *raftstore.Store, now func() time.Time) ad
 				return nomad.AppInfo{}, err
 			}
 			return nomad.AppInfo{Slug: a.Slug}, nil
+		},
+		// Slot credentials reach Nomad workloads from Vault: through the
+		// vault secrets adapter when it is the primary one (the one the
+		// workloads' secrets are in too).
+		JobSecrets: func() nomad.JobSecrets {
+			l, ok := loaded().Primary(adapters.CategorySecrets)
+			if !ok || l.Instance == nil {
+				return nil
+			}
+			w, _ := l.Instance.(nomad.JobSecrets)
+			return w
 		},
 		Logger: gen.log,
 	})

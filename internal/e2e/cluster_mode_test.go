@@ -177,7 +177,10 @@ func configureClusterMode(t *testing.T, s *appServer, v *vaulttest.Server, f fak
 		"config": map[string]string{"address": v.Addr, "prefix": prefix}, "credentials": map[string]string{"token": v.RootToken}})
 	add(map[string]any{"category": "runtime", "kind": "nomad",
 		"config": map[string]string{"address": f.Nomad, "driver": "raw_exec", "service_provider": "consul",
-			"artifact_url": artifactURL, "vault_mount": "secret", "vault_prefix": prefix}})
+			"artifact_url": artifactURL, "vault_mount": "secret", "vault_prefix": prefix,
+			// The fake node has a core's worth of MHz per core: a build
+			// asks for less than the default, beside the running app.
+			"build_cpu_millis": "250", "build_memory_mb": "512"}})
 	add(map[string]any{"category": "routes", "kind": "consul", "config": map[string]string{"address": f.Consul}})
 
 	var list struct {
@@ -493,7 +496,27 @@ func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
 	}
 
 	id := s.onboardDir(t, "Cluster app", "clusterapp", "python", map[string]any{"key": "APP_SECRET", "value": "x-" + randomHex(t), "secret": true})
-	d := s.deploy(t, id, 0)
+	// A first deploy, through the follower's artifact URL: the source the
+	// leader packed reaches the build job through the follower, and the
+	// build the job uploads to the follower reaches the leader, both over
+	// the cluster port.
+	first := s.deployed(t, id, 0)
+	var rev struct {
+		Spec struct {
+			Spec specDoc `json:"spec"`
+		} `json:"spec"`
+	}
+	s.must(t, "GET", fmt.Sprintf("/apps/%s/specs/%d", id, first.Revision), nil, http.StatusOK, &rev)
+	doc := rev.Spec.Spec
+	env, _ := doc["env"].(map[string]any)
+	if env == nil {
+		env = map[string]any{}
+		doc["env"] = env
+	}
+	env["SECOND"] = "yes"
+	// The second deploy (a new revision: a new build) is interrupted by
+	// the leader's death.
+	d := s.deploy(t, id, s.newRevision(t, id, doc))
 	var dep struct{ Deployment deployment }
 	deadline := time.Now().Add(scaled(60 * time.Second))
 	for {
@@ -541,6 +564,17 @@ func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
 		t.Errorf("the deployment succeeded but the fake Nomad saw no registration")
 	}
 	checkRegistrations(t, regs)
+	// The new leader deploys the first revision again, without building
+	// it when it is still the release (the interrupted deploy failed):
+	// the build is on the follower that took the upload, and reaches the
+	// new leader (whichever it is) through the cluster.
+	again := s.deploy(t, id, first.Revision)
+	lines, end := s.follow(t, id, again.ID)
+	reused := strings.Contains(strings.Join(lines, "\n"), "reusing the build")
+	if end.State != "succeeded" || (dep.Deployment.State == "failed" && !reused) {
+		t.Errorf("redeploy of revision %d under %s ended %s %s, want succeeded reusing the build; log:\n%s",
+			first.Revision, next.name, end.State, end.code(), strings.Join(lines, "\n"))
+	}
 	// The killed node comes back: its runtime kills the build the dead
 	// process left running (and the test's directories can go).
 	leader.restart()

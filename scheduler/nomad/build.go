@@ -107,6 +107,9 @@ func (r *Runtime) buildOnNomad(ctx context.Context, req scheduler.BuildRequest) 
 	}
 	nid := *job.ID
 	if _, err := r.register(ctx, job, true, 0, buildGroup); err != nil {
+		if e, ok := errcode.As(err); ok && e.Code == errcode.CapacityOversubscribe {
+			e.WithRemedy("free resources on the Nomad clients, add clients, or lower the nomad adapter's build_cpu_millis and build_memory_mb")
+		}
 		return scheduler.Artifact{}, err
 	}
 	defer r.purgeBuild(ctx, nid)

@@ -221,7 +221,7 @@ func (r *Runtime) Discard(ctx context.Context, jobID string) error {
 	if job.Stop == nil || !*job.Stop {
 		return errcode.New(errcode.StateInvalid, "job %q is running: stop it before discarding it", jobID)
 	}
-	return nil
+	return r.discardJobSecrets(ctx, job)
 }
 
 // RemoveArtifact removes the packed artifact and, when the builder can,
@@ -249,6 +249,9 @@ func (r *Runtime) RemoveJobLogs(ctx context.Context, jobID string) error {
 	}
 	if job.Stop == nil || !*job.Stop {
 		return errcode.New(errcode.StateInvalid, "job %q is running: stop it before removing its logs", jobID)
+	}
+	if err := r.discardJobSecrets(ctx, job); err != nil {
+		return err
 	}
 	if _, _, err := r.client.Jobs().Deregister(*job.ID, true, r.write(ctx)); err != nil {
 		return r.translate(err, "purge job "+jobID, "job "+jobID)

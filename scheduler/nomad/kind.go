@@ -30,7 +30,12 @@ type KindDeps struct {
 	Templates *jobtemplates.Set
 	// Describe tells the runtime what a job's app is; nil guesses.
 	Describe func(ctx context.Context, job scheduler.Job) (AppInfo, error)
-	Logger   *slog.Logger
+	// JobSecrets returns where jobs' slot credentials are written for
+	// their templates to read from Vault (Config.JobSecrets): the loaded
+	// vault secrets adapter when it is the primary one; nil, or a nil
+	// answer, refuses tasks that have such credentials.
+	JobSecrets func() JobSecrets
+	Logger     *slog.Logger
 }
 
 const kindDescription = "Runs each app revision as a Nomad service job rendered from the job templates; builds each workload as a Nomad batch job (or on the controller) whose artifact the run job downloads from svc at a signed URL; secrets reach workloads from Vault through template blocks"
@@ -54,6 +59,8 @@ func KindFor(d KindDeps) adapters.Kind {
 			{Name: "ca_cert", Description: "PEM file of the CA that signed Nomad's certificate; empty for the system's roots", Example: "/etc/svc/nomad-ca.pem"},
 			{Name: "artifact_url", Description: "svc's address as Nomad clients reach it, for source and build downloads and build uploads; empty for the server's external URL", Example: "https://svc.internal:8443"},
 			{Name: "builds", Description: "Where builds run: nomad (a batch job per build; the clients need the toolchains and curl) or controller (on the svc leader)", Default: BuildsOnNomad},
+			{Name: "build_cpu_millis", Description: "CPU a build job asks for, in thousandths of a core", Default: strconv.FormatInt(jobtemplates.DefaultBuildResources.CPUMillis, 10)},
+			{Name: "build_memory_mb", Description: "Memory a build job asks for, in MiB", Default: strconv.FormatInt(jobtemplates.DefaultBuildResources.MemoryBytes>>20, 10)},
 			{Name: "vault_mount", Description: "KV version 2 mount of the vault secrets adapter", Default: jobtemplates.DefaultVaultMount},
 			{Name: "vault_prefix", Description: "Path under the mount where the vault secrets adapter keeps values", Default: jobtemplates.DefaultVaultPrefix},
 			{Name: "vault_role", Description: "Vault role workloads log in with (workload identity); empty for the clients' default", Example: "svc-apps"},
@@ -90,6 +97,11 @@ func validateKind(settings map[string]string, _ []string) error {
 	if p := settings["service_provider"]; p != jobtemplates.ProviderConsul && p != jobtemplates.ProviderNomad {
 		return errcode.Invalid("config.service_provider", "service_provider must be consul or nomad")
 	}
+	for _, name := range []string{"build_cpu_millis", "build_memory_mb"} {
+		if n, err := strconv.ParseInt(settings[name], 10, 64); err != nil || n <= 0 || n > 1<<20 {
+			return errcode.Invalid("config."+name, "%s must be a positive whole number", name)
+		}
+	}
 	if m := settings["cpu_mhz_per_core"]; m != "" {
 		if n, err := strconv.Atoi(m); err != nil || n <= 0 {
 			return errcode.Invalid("config.cpu_mhz_per_core", "cpu_mhz_per_core must be a positive number of megahertz")
@@ -121,6 +133,15 @@ func kindConfig(c adapters.Config, d KindDeps) (Config, error) {
 		}
 	}
 	mhz, _ := strconv.Atoi(s["cpu_mhz_per_core"])
+	buildCPU, _ := strconv.ParseInt(s["build_cpu_millis"], 10, 64)
+	buildMem, _ := strconv.ParseInt(s["build_memory_mb"], 10, 64)
+	buildRes := jobtemplates.DefaultBuildResources
+	if buildCPU > 0 {
+		buildRes.CPUMillis = buildCPU
+	}
+	if buildMem > 0 {
+		buildRes.MemoryBytes = buildMem << 20
+	}
 	var audience []string
 	for a := range strings.SplitSeq(s["vault_audience"], ",") {
 		if a = strings.TrimSpace(a); a != "" {
@@ -130,8 +151,8 @@ func kindConfig(c adapters.Config, d KindDeps) (Config, error) {
 	return Config{
 		Address: s["address"], Region: s["region"], Namespace: s["namespace"], Datacenters: dcs,
 		NodePool: s["node_pool"], Driver: s["driver"], Token: c.Credentials["token"], CACert: s["ca_cert"],
-		Builds: s["builds"], Builder: d.Builder, Artifacts: arts, ArtifactBaseURL: base, Templates: d.Templates,
-		ServiceProvider: s["service_provider"], CPUMHzPerCore: mhz, Describe: d.Describe,
+		Builds: s["builds"], BuildResources: &buildRes, Builder: d.Builder, Artifacts: arts, ArtifactBaseURL: base, Templates: d.Templates,
+		ServiceProvider: s["service_provider"], CPUMHzPerCore: mhz, Describe: d.Describe, JobSecrets: d.JobSecrets,
 		Vault:  VaultConfig{Mount: s["vault_mount"], Prefix: s["vault_prefix"], Role: s["vault_role"], Audience: audience},
 		Logger: d.Logger,
 	}, nil

@@ -58,6 +58,8 @@ func TestKindValidate(t *testing.T) {
 		"not a URL":        {"address": "nomad:4646"},
 		"bad driver":       {"address": "http://n:4646", "driver": "docker"},
 		"bad builds":       {"address": "http://n:4646", "builds": "laptop"},
+		"zero build cpu":   {"address": "http://n:4646", "build_cpu_millis": "0"},
+		"bad build memory": {"address": "http://n:4646", "build_memory_mb": "lots"},
 		"bad provider":     {"address": "http://n:4646", "service_provider": "etcd"},
 		"bad artifact URL": {"address": "http://n:4646", "artifact_url": "ftp://x"},
 		"bad cpu":          {"address": "http://n:4646", "cpu_mhz_per_core": "-1"},

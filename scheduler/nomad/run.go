@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -68,16 +65,31 @@ func (r *Runtime) Run(ctx context.Context, job scheduler.Job) (scheduler.JobStat
 	case current.Stop == nil || !*current.Stop:
 		return scheduler.JobStatus{}, errcode.New(errcode.StateInvalid, "job %q is already running (nomad job %s)", job.ID, nid)
 	}
+	// The job's slot credentials go to Vault, where its template reads
+	// them, before any registration: never into the job.
+	wrote, err := r.putJobSecrets(ctx, job)
+	if err != nil {
+		return scheduler.JobStatus{}, err
+	}
 	r.remember(job.ID, nid)
 	registered := false
 	var modifyIndex uint64
 	fail := func(err error) (scheduler.JobStatus, error) {
+		stopped := !registered
 		if registered {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 			defer cancel()
 			if serr := r.stop(sctx, nid); serr != nil {
 				r.log.Warn("nomad: stop a job that failed to run", "job_id", job.ID, "nomad_job", nid, "err", errcode.MessageOf(serr))
+			} else {
+				stopped = true
 			}
+		}
+		// What was written goes with the failed run, unless it may be
+		// read still: by our registration we could not stop, or by the
+		// one another writer made first (a refused first registration).
+		if wrote && stopped && (registered || !errcode.Has(err, errcode.StateInvalid)) {
+			r.dropJobSecrets(ctx, job)
 		}
 		return scheduler.JobStatus{}, err
 	}
@@ -160,14 +172,11 @@ func (r *Runtime) checkJob(jb scheduler.Job) ([]string, error) {
 				return nil, errcode.Invalid("mounts", "the volume name %q is not a plain name", m.Volume)
 			}
 		}
-		if len(t.SealedEnv) > 0 {
-			// A slot's credential could only travel in the job itself:
-			// refuse rather than put it where Nomad's state and API show it.
-			return nil, errcode.New(errcode.PlanCapabilityUnsupp,
-				"the nomad runtime cannot deliver slot credentials (%s of workload %s) without writing them into the job",
-				strings.Join(slices.Sorted(maps.Keys(t.SealedEnv)), ", "), name).
-				WithDetail("workload", name).
-				WithRemedy("bind the value as an app secret (PUT /api/v1/apps/{id}/secrets/{key} and {secret: key} in the spec), which reaches the workload through Vault")
+		if vars := jobtemplates.SealedVars(t); len(vars) > 0 && r.jobSecrets() == nil {
+			// A slot's credential reaches the workload from Vault only
+			// (slotsecrets.go): without a Vault to write it to, refuse
+			// rather than put it where Nomad's state and API show it.
+			return nil, noJobSecrets(name, vars)
 		}
 		if t.Isolation != "" && !policy.AtLeast(r.Isolation(), t.Isolation) {
 			return nil, errcode.New(errcode.PlanCapabilityUnsupp, "the nomad runtime's %s driver isolates at %q, below the %q workload %s needs",

@@ -75,6 +75,14 @@ type Config struct {
 
 	// Vault is where workloads read their secrets (SecretEnv) from.
 	Vault VaultConfig
+	// JobSecrets returns where a job's sealed variables (SealedEnv: a
+	// filled slot's credentials) are written before the job is
+	// registered, for its template to read them from Vault under Vault's
+	// mount and prefix. It is asked at each run, so that it may name a
+	// secrets adapter loaded after the runtime. Nil, or a nil answer,
+	// means nowhere: a task with such a variable is refused
+	// (PLAN_CAPABILITY_UNSUPPORTED) rather than carry it in the job.
+	JobSecrets func() JobSecrets
 	// Templates renders the jobs; nil means jobtemplates.Default().
 	Templates *jobtemplates.Set
 	// ServiceProvider registers the workloads' services: "consul" (the
