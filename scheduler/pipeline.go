@@ -89,8 +89,39 @@ func (s *Service) setExecuting(id string, on bool) {
 
 // interrupted fails a deployment that was building or starting when the
 // node running it stopped leading or died; the app keeps what it ran.
+// What that node left on the runtime goes, in the background: the
+// deployment's job (started or half-started), and its builds where they
+// outlive the server (BuildCanceler).
 func (s *Service) interrupted(ctx context.Context, d Deployment) {
 	s.finish(ctx, d, nil, errcode.New(errcode.Internal, "the deploy was interrupted: the server running it stopped or lost leadership; deploy again"), nil)
+	rt, err := s.runtime(d.Runtime)
+	if err != nil {
+		return
+	}
+	go s.clearInterrupted(context.WithoutCancel(ctx), rt, d.ID)
+}
+
+// clearInterruptedTimeout bounds clearing up after an interrupted deploy.
+const clearInterruptedTimeout = 5 * time.Minute
+
+// clearInterrupted stops and discards an interrupted deployment's job and
+// cancels its builds; what is not there is no error.
+func (s *Service) clearInterrupted(ctx context.Context, rt Runtime, depID string) {
+	ctx, cancel := context.WithTimeout(ctx, clearInterruptedTimeout)
+	defer cancel()
+	warn := func(what string, err error) {
+		if err != nil && !errcode.Has(err, errcode.NotFound) {
+			s.d.Log.Warn("clear an interrupted deploy: "+what, "deployment", depID, "err", errcode.MessageOf(err))
+		}
+	}
+	if c, ok := rt.(BuildCanceler); ok {
+		warn("cancel its builds", c.CancelBuilds(ctx, depID))
+	}
+	err := rt.Stop(ctx, depID)
+	warn("stop its job", err)
+	if d, ok := rt.(Discarder); ok && err == nil {
+		warn("discard its job", d.Discard(ctx, depID))
+	}
 }
 
 // execute runs one deployment: build, then run, then switch the release.

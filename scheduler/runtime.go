@@ -253,6 +253,15 @@ type Discarder interface {
 	Discard(ctx context.Context, jobID string) error
 }
 
+// BuildCanceler is the optional capability of a runtime whose builds run
+// outside the server that asked for them (a Nomad batch job) and so
+// outlive it: it stops every build of a deployment (build IDs
+// <deployment>-<workload>). The deploy path calls it for a deployment
+// whose server died mid-build.
+type BuildCanceler interface {
+	CancelBuilds(ctx context.Context, deploymentID string) error
+}
+
 // Pruner is the optional capability of letting go of what old jobs and
 // builds left on the runtime's disk: an artifact no deployment will run
 // again, and a job's kept logs.

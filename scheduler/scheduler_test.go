@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -53,14 +54,23 @@ type fakeRuntime struct {
 	gate        chan struct{} // when set, builds wait for it
 	notReady    bool          // when set, jobs run but never pass their health check
 	logsRemoved []string
+	canceled    []string // deployments whose builds were canceled
 	host        scheduler.Host
 }
 
 var (
-	_ scheduler.Runtime    = (*fakeRuntime)(nil)
-	_ scheduler.HostReader = (*fakeRuntime)(nil)
-	_ scheduler.Pruner     = (*fakeRuntime)(nil)
+	_ scheduler.Runtime       = (*fakeRuntime)(nil)
+	_ scheduler.HostReader    = (*fakeRuntime)(nil)
+	_ scheduler.Pruner        = (*fakeRuntime)(nil)
+	_ scheduler.BuildCanceler = (*fakeRuntime)(nil)
 )
+
+func (f *fakeRuntime) CancelBuilds(ctx context.Context, deploymentID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.canceled = append(f.canceled, deploymentID)
+	return nil
+}
 
 func (f *fakeRuntime) RemoveArtifact(ctx context.Context, art scheduler.Artifact) error {
 	return os.RemoveAll(art.Dir)
@@ -890,6 +900,53 @@ func TestInterruptedDeployFailsCleanly(t *testing.T) {
 	d = f.ended(t, appID, d.ID)
 	if d.State != scheduler.DepFailed || *d.ErrorCode != "INTERNAL" || !strings.Contains(*d.ErrorMessage, "interrupted") {
 		t.Fatalf("interrupted = %+v", d)
+	}
+}
+
+// TestInterruptedDeployIsClearedFromTheRuntime: what a dead leader's
+// deploy left on the runtime goes: its half-started job is stopped and
+// its builds are canceled; the release's job keeps running.
+func TestInterruptedDeployIsClearedFromTheRuntime(t *testing.T) {
+	f := newFixture(t, options{noWorkers: true})
+	appID := f.app(t, webSpec)
+	d, err := f.sch.Create(alice, appID, 0, scheduler.TriggerAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Left starting by a leader that died, its job half up.
+	if _, err := f.rt.Run(ctx, scheduler.Job{ID: d.ID, Workloads: map[string]scheduler.Task{"web": {}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.rt.Run(ctx, scheduler.Job{ID: "job-of-the-release", Workloads: map[string]scheduler.Task{"web": {}}}); err != nil {
+		t.Fatal(err)
+	}
+	r := f.store.Read()
+	cur, meta, _ := scheduler.Deployments.Get(r, d.ID)
+	cur.State = scheduler.DepStarting
+	if _, err := f.store.Apply(ctx, scheduler.Deployments.PutIf(&cur, meta.ModifyIndex)); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = f.sch.RunDeploys(ctx) }()
+	f.ended(t, appID, d.ID)
+	for {
+		f.rt.mu.Lock()
+		_, running := f.rt.jobs[d.ID]
+		_, release := f.rt.jobs["job-of-the-release"]
+		canceled := slices.Contains(f.rt.canceled, d.ID)
+		f.rt.mu.Unlock()
+		if !release {
+			t.Fatalf("the release's job was stopped")
+		}
+		if !running && canceled {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -226,6 +227,12 @@ func buildOutcome(a *api.AllocationListStub) (bool, error) {
 			}
 		}
 		for _, ev := range ts.Events {
+			if ev.Type == api.TaskKilled {
+				return true, errcode.New(errcode.BuildFailed, "the build was stopped before it ended (its Nomad job was stopped)").
+					WithDetail("allocation", a.ID)
+			}
+		}
+		for _, ev := range ts.Events {
 			if ev.FailsTask || ev.Type == api.TaskArtifactDownloadFailed || ev.Type == api.TaskDriverFailure || ev.Type == api.TaskSetupFailure {
 				return true, errcode.New(errcode.AdapterFailed, "nomad could not run the build: %s: %s", ev.Type, redactQueries(ev.DisplayMessage)).
 					WithDetail("allocation", a.ID)
@@ -275,4 +282,27 @@ func (r *Runtime) purgeBuild(ctx context.Context, jobID string) {
 func (r *Runtime) HasArtifact(ctx context.Context, art scheduler.Artifact) bool {
 	_, err := r.cfg.Artifacts.Ensure(ctx, scheduler.Artifact{ID: art.ID})
 	return err == nil
+}
+
+// CancelBuilds stops and purges the build jobs of a deployment (a server
+// that died mid-build leaves them running): svc's jobs whose meta names a
+// build <deployment>-<workload>.
+func (r *Runtime) CancelBuilds(ctx context.Context, deploymentID string) error {
+	if deploymentID == "" {
+		return errcode.Invalid("deployment_id", "a deployment ID is required")
+	}
+	stubs, _, err := r.client.Jobs().ListOptions(&api.JobListOptions{Fields: &api.JobListFields{Meta: true}}, r.query(ctx))
+	if err != nil {
+		return r.translate(err, "list jobs", "the jobs")
+	}
+	var errs []error
+	for _, s := range stubs {
+		if s.Meta[jobtemplates.MetaManagedBy] != jobtemplates.ManagedBy || !strings.HasPrefix(s.Meta[jobtemplates.MetaBuildID], deploymentID+"-") {
+			continue
+		}
+		if _, _, err := r.client.Jobs().Deregister(s.ID, true, r.write(ctx)); err != nil && statusOf(err) != 404 {
+			errs = append(errs, r.translate(err, "purge build job "+s.ID, "build job "+s.ID))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -151,3 +151,43 @@ func TestBuildLogIsLive(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelBuilds: the builds of a deployment whose server died are
+// stopped and purged from Nomad; other deployments' builds are not
+// touched.
+func TestCancelBuilds(t *testing.T) {
+	e := newEnv(t, options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	started := make(chan string, 2)
+	done := make(chan error, 2)
+	for _, id := range []string{"dep_DEAD-web", "dep_LIVE-web"} {
+		go func() {
+			_, err := e.rt.Build(ctx, scheduler.BuildRequest{ID: id, Source: t.TempDir(), Timeout: 2 * time.Minute,
+				Build: spec.Build{Kind: spec.BuildCommand, Command: "echo up; exec sleep 600"},
+				Log:   func(_, line string) { started <- id }})
+			done <- err
+		}()
+	}
+	<-started
+	<-started
+	if err := e.rt.CancelBuilds(ctx, "dep_DEAD"); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	if err := <-done; errcode.CodeOf(err) != errcode.BuildFailed {
+		t.Errorf("the canceled build ended with %v, want BUILD_FAILED", err)
+	}
+	var state struct{ Jobs map[string]json.RawMessage }
+	if err := json.Unmarshal(e.fake.State(), &state); err != nil {
+		t.Fatal(err)
+	}
+	_, dead := state.Jobs["default/svc-none-build-dead-web"]
+	_, live := state.Jobs["default/svc-none-build-live-web"]
+	if dead || !live {
+		t.Errorf("after the cancel nomad has the dead deployment's build %v (want false) and the live one's %v (want true)", dead, live)
+	}
+	if err := e.rt.CancelBuilds(ctx, "dep_LIVE"); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+}

@@ -171,6 +171,7 @@ var (
 	_ scheduler.Discarder      = (*Runtime)(nil)
 	_ scheduler.Pruner         = (*Runtime)(nil)
 	_ scheduler.ArtifactKeeper = (*Runtime)(nil)
+	_ scheduler.BuildCanceler  = (*Runtime)(nil)
 )
 
 // New returns a Nomad runtime after checking its configuration. It does
