@@ -24,40 +24,11 @@ const pruneBatch = 200
 // on the leader.
 func (s *Service) Prune(ctx context.Context) error {
 	r := s.d.Store.Read()
-	all, _ := Deployments.List(r, raftstore.Query{Index: "app", Prefix: true})
-	byApp := map[string][]raftstore.Item[Deployment]{}
-	for _, it := range all {
-		byApp[it.Value.AppID] = append(byApp[it.Value.AppID], it)
-	}
 	var drop []raftstore.Op
-	for appID, deps := range byApp {
-		slices.Reverse(deps) // newest first
+	for appID, deps := range deploymentsByApp(r) {
 		rel, _, hasRel := Releases.Get(r, appID)
 		gone := !apps.Exists(r, appID)
-		keep := map[string]bool{}
-		if hasRel && !gone {
-			for _, a := range rel.Artifacts {
-				keep[a.ID] = true
-			}
-		}
-		succeeded := 0
-		for _, it := range deps {
-			d := it.Value
-			if d.Active() {
-				for _, a := range d.Artifacts {
-					keep[a.ID] = true
-				}
-				continue
-			}
-			if d.State == DepSucceeded && !gone {
-				succeeded++
-				if succeeded <= KeepBuilds {
-					for _, a := range d.Artifacts {
-						keep[a.ID] = true
-					}
-				}
-			}
-		}
+		keep := keptArtifacts(deps, rel, hasRel, gone)
 		for _, it := range deps {
 			d := it.Value
 			if d.Active() {
@@ -95,6 +66,106 @@ func (s *Service) Prune(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// deploymentsByApp lists every deployment by app, newest first.
+func deploymentsByApp(r *raftstore.Reader) map[string][]raftstore.Item[Deployment] {
+	all, _ := Deployments.List(r, raftstore.Query{Index: "app", Prefix: true})
+	byApp := map[string][]raftstore.Item[Deployment]{}
+	for _, it := range all {
+		byApp[it.Value.AppID] = append(byApp[it.Value.AppID], it)
+	}
+	for _, deps := range byApp {
+		slices.Reverse(deps)
+	}
+	return byApp
+}
+
+// keptArtifacts are the artifacts of an app's deployments (newest first)
+// that stay: the release's, active deployments', and those of the
+// KeepBuilds most recent successful ones; none of a deleted app's but
+// active deployments'.
+func keptArtifacts(deps []raftstore.Item[Deployment], rel Release, hasRel, gone bool) map[string]bool {
+	keep := map[string]bool{}
+	if hasRel && !gone {
+		for _, a := range rel.Artifacts {
+			keep[a.ID] = true
+		}
+	}
+	succeeded := 0
+	for _, it := range deps {
+		d := it.Value
+		if d.Active() {
+			for _, a := range d.Artifacts {
+				keep[a.ID] = true
+			}
+			continue
+		}
+		if d.State == DepSucceeded && !gone {
+			succeeded++
+			if succeeded <= KeepBuilds {
+				for _, a := range d.Artifacts {
+					keep[a.ID] = true
+				}
+			}
+		}
+	}
+	return keep
+}
+
+// SyncArtifacts keeps this server's copies of artifacts that live in a
+// runtime's store (ArtifactKeeper: the Nomad runtime's) in step with the
+// cluster, so that any node that becomes leader can run and roll back
+// without the node that built them: every app's release artifacts are
+// fetched when missing, and copies Prune would let go of are removed. It
+// runs on every node; problems are logged.
+func (s *Service) SyncArtifacts(ctx context.Context) error {
+	r := s.d.Store.Read()
+	for appID, deps := range deploymentsByApp(r) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		rel, _, hasRel := Releases.Get(r, appID)
+		gone := !apps.Exists(r, appID)
+		keep := keptArtifacts(deps, rel, hasRel, gone)
+		if hasRel && !gone {
+			if k := s.keeper(rel.Runtime); k != nil {
+				for _, a := range rel.Artifacts {
+					if !k.HasArtifact(ctx, a) {
+						s.d.Log.Warn("fetch a release's build from the other servers", "app", appID, "artifact", a.ID)
+					}
+				}
+			}
+		}
+		for _, it := range deps {
+			d := it.Value
+			if d.Active() || s.keeper(d.Runtime) == nil {
+				continue
+			}
+			pr := s.pruner(d.Runtime)
+			if pr == nil {
+				continue
+			}
+			for _, a := range d.Artifacts {
+				if !keep[a.ID] {
+					if err := pr.RemoveArtifact(ctx, a); err != nil {
+						s.d.Log.Warn("remove an old build", "deployment", d.ID, "artifact", a.ID, "err", err)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// keeper is a runtime's ArtifactKeeper, if it is loaded and has one.
+func (s *Service) keeper(runtimeID string) ArtifactKeeper {
+	rt, err := s.runtime(runtimeID)
+	if err != nil {
+		return nil
+	}
+	k, _ := rt.(ArtifactKeeper)
+	return k
 }
 
 // pruner is a runtime's Pruner, if it is loaded and has one.

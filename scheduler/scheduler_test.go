@@ -55,15 +55,27 @@ type fakeRuntime struct {
 	notReady    bool          // when set, jobs run but never pass their health check
 	logsRemoved []string
 	canceled    []string // deployments whose builds were canceled
+	asked       []string // artifacts HasArtifact was asked about
 	host        scheduler.Host
 }
 
 var (
-	_ scheduler.Runtime       = (*fakeRuntime)(nil)
-	_ scheduler.HostReader    = (*fakeRuntime)(nil)
-	_ scheduler.Pruner        = (*fakeRuntime)(nil)
-	_ scheduler.BuildCanceler = (*fakeRuntime)(nil)
+	_ scheduler.Runtime        = (*fakeRuntime)(nil)
+	_ scheduler.HostReader     = (*fakeRuntime)(nil)
+	_ scheduler.Pruner         = (*fakeRuntime)(nil)
+	_ scheduler.BuildCanceler  = (*fakeRuntime)(nil)
+	_ scheduler.ArtifactKeeper = (*fakeRuntime)(nil)
 )
+
+// HasArtifact keeps artifacts at their directories, as the process
+// runtime does, and records the question.
+func (f *fakeRuntime) HasArtifact(ctx context.Context, art scheduler.Artifact) bool {
+	f.mu.Lock()
+	f.asked = append(f.asked, art.ID)
+	f.mu.Unlock()
+	_, err := os.Stat(art.Dir)
+	return err == nil
+}
 
 func (f *fakeRuntime) CancelBuilds(ctx context.Context, deploymentID string) error {
 	f.mu.Lock()
@@ -947,6 +959,43 @@ func TestInterruptedDeployIsClearedFromTheRuntime(t *testing.T) {
 			return
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// TestSyncArtifacts: every node keeps its copies of store-kept artifacts
+// in step: the release's are asked for (fetched when missing), copies of
+// builds Prune lets go of are removed, and no job's logs are touched (that
+// is the leader's Prune).
+func TestSyncArtifacts(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec)
+	var deps []scheduler.Deployment
+	for i := range scheduler.KeepBuilds + 2 {
+		f.revision(t, appID, webSpec+fmt.Sprintf("env: {V: \"%d\"}\n", i))
+		deps = append(deps, f.deploy(t, appID))
+	}
+	f.rt.mu.Lock()
+	f.rt.asked = nil
+	f.rt.mu.Unlock()
+	if err := f.sch.SyncArtifacts(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	release := deps[len(deps)-1].Artifacts["web"].ID
+	f.rt.mu.Lock()
+	asked, logs := slices.Clone(f.rt.asked), len(f.rt.logsRemoved)
+	f.rt.mu.Unlock()
+	if !slices.Contains(asked, release) {
+		t.Errorf("the release's build %s was not asked for (asked %v)", release, asked)
+	}
+	for i, d := range deps {
+		_, err := os.Stat(d.Artifacts["web"].Dir)
+		kept := i >= len(deps)-scheduler.KeepBuilds
+		if kept != (err == nil) {
+			t.Errorf("deployment %d of %d: build kept = %v, want %v", i+1, len(deps), err == nil, kept)
+		}
+	}
+	if logs != 0 {
+		t.Errorf("sync removed %d jobs' logs; that is Prune's, on the leader", logs)
 	}
 }
 

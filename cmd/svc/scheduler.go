@@ -74,6 +74,10 @@ func (s runtimeSource) Runtime(id string) (scheduler.Runtime, error) {
 	return rt, nil
 }
 
+// syncInterval is how often every node fetches the builds and checkouts
+// it lacks from the other servers.
+const syncInterval = 15 * time.Second
+
 // buildScheduler wires deploys and the reconciler, and starts their leader
 // loops.
 func buildScheduler(gen *generation, store *raftstore.Store, st *storage, specs *spec.Service, plans *plan.Service,

@@ -333,6 +333,8 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	plans := plan.NewService(plan.Deps{Store: store, Specs: specs, Slots: storage.slots, Secrets: storage.secrets,
 		Adapters: storage.adapters, Detections: det, Policy: pol})
 	sched := buildScheduler(gen, store, storage, specs, plans, sources, pol, now)
+	// Every node keeps copies of the builds a new leader would run.
+	go func() { _ = raftstore.Every(syncInterval, sched.SyncArtifacts)(ctx) }()
 	firstRun(ctx, ident, cfg.Admin.Password, log)
 	sharing := buildSharing(store, pol, storage.ring, now, log)
 	proxy, err := buildEdgeProxy(ctx, rt, gen, edgeParts{store: store, ident: ident, pol: pol, sched: sched, adapters: storage.adapters, signer: signing.signer, passcodes: sharing})

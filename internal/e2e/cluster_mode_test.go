@@ -7,13 +7,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -486,9 +491,11 @@ func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
 		}
 	}
 	s := &appServer{p: leader}
-	// The artifact URL is one replicated setting; it names a follower, so
-	// that it stays up when the leader is killed.
-	configureClusterMode(t, s, v, f, others[0].Base(), others...)
+	// The artifact URL is one replicated setting: a load balancer over
+	// the svc servers, as an operator would run, so that it stays up when
+	// the leader is killed. Sources and builds then reach whichever server
+	// it picks, and cross between the servers.
+	configureClusterMode(t, s, v, f, balancer(t, nodes), others...)
 	leader = waitLeader(t, nodes, scaled(30*time.Second))
 	s = &appServer{p: leader}
 	for _, n := range nodes {
@@ -501,6 +508,19 @@ func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
 	// build the job uploads to the follower reaches the leader, both over
 	// the cluster port.
 	first := s.deployed(t, id, 0)
+	// Every node pulls a copy of the release's build: whichever becomes
+	// leader can run it without the node that built it.
+	for _, n := range nodes {
+		pattern := filepath.Join(envValue(n.env, "SVC_SERVER_WORK_DIR"), "runtime", "nomad-artifacts", first.ID+"-*.tar.gz")
+		for deadline := time.Now().Add(scaled(90 * time.Second)); ; time.Sleep(200 * time.Millisecond) {
+			if m, _ := filepath.Glob(pattern); len(m) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s holds no copy of deployment %s's build after %s", n.name, first.ID, scaled(90*time.Second))
+			}
+		}
+	}
 	var rev struct {
 		Spec struct {
 			Spec specDoc `json:"spec"`
@@ -528,6 +548,31 @@ func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
 			t.Fatalf("deployment %s still queued after %s", d.ID, scaled(60*time.Second))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	// buildGone says whether the fake Nomad has no build job of the
+	// deployment.
+	buildGone := func() bool {
+		resp, err := http.Get(f.Nomad + "/v1/jobs?meta=true")
+		if err != nil {
+			t.Fatalf("list the fake nomad's jobs: %v", err)
+		}
+		defer resp.Body.Close()
+		var jobs []struct{ Meta map[string]string }
+		if err := json.NewDecoder(resp.Body).Decode(&jobs); err != nil {
+			t.Fatalf("list the fake nomad's jobs: %v", err)
+		}
+		for _, j := range jobs {
+			if strings.HasPrefix(j.Meta["build_id"], d.ID+"-") {
+				return false
+			}
+		}
+		return true
+	}
+	// Kill the leader once its build job runs in Nomad.
+	for deadline := time.Now().Add(scaled(60 * time.Second)); buildGone(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("deployment %s registered no build job in %s", d.ID, scaled(60*time.Second))
+		}
 	}
 	t.Logf("killing the leader %s with the deployment %s", leader.name, dep.Deployment.State)
 	leader.kill()
@@ -564,6 +609,12 @@ func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
 		t.Errorf("the deployment succeeded but the fake Nomad saw no registration")
 	}
 	checkRegistrations(t, regs)
+	// The build the dead leader registered is purged by the new one.
+	for deadline := time.Now().Add(scaled(time.Minute)); !buildGone(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the interrupted deployment's build job is still in nomad %s later", scaled(time.Minute))
+		}
+	}
 	// The new leader deploys the first revision again, without building
 	// it when it is still the release (the interrupted deploy failed):
 	// the build is on the follower that took the upload, and reaches the
@@ -586,4 +637,30 @@ func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+}
+
+// balancer is a load balancer in front of the svc servers: each request
+// goes to the first of them, in a rotating order, that accepts a
+// connection.
+func balancer(t *testing.T, nodes []*proc) string {
+	t.Helper()
+	var next atomic.Uint64
+	pick := func() *url.URL {
+		start := int(next.Add(1))
+		for i := range nodes {
+			n := nodes[(start+i)%len(nodes)]
+			u, err := url.Parse(n.Base())
+			if err != nil {
+				continue
+			}
+			if c, err := net.DialTimeout("tcp", u.Host, 200*time.Millisecond); err == nil {
+				c.Close()
+				return u
+			}
+		}
+		return &url.URL{Scheme: "http", Host: "127.0.0.1:1"}
+	}
+	lb := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(pick()) }})
+	t.Cleanup(lb.Close)
+	return lb.URL
 }
