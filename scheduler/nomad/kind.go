@@ -59,6 +59,7 @@ func KindFor(d KindDeps) adapters.Kind {
 			{Name: "ca_cert", Description: "PEM file of the CA that signed Nomad's certificate; empty for the system's roots", Example: "/etc/svc/nomad-ca.pem"},
 			{Name: "artifact_url", Description: "svc's address as Nomad clients reach it, for source and build downloads and build uploads; empty for the server's external URL", Example: "https://svc.internal:8443"},
 			{Name: "builds", Description: "Where builds run: nomad (a batch job per build; the clients need the toolchains and curl) or controller (on the svc leader)", Default: BuildsOnNomad},
+			{Name: "templates_dir", Description: "Directory on every svc server whose service.json.tmpl and/or build.json.tmpl replace the embedded job templates; empty for the embedded ones", Example: "/etc/svc/jobs-templates"},
 			{Name: "build_cpu_millis", Description: "CPU a build job asks for, in thousandths of a core", Default: strconv.FormatInt(jobtemplates.DefaultBuildResources.CPUMillis, 10)},
 			{Name: "build_memory_mb", Description: "Memory a build job asks for, in MiB", Default: strconv.FormatInt(jobtemplates.DefaultBuildResources.MemoryBytes>>20, 10)},
 			{Name: "vault_mount", Description: "KV version 2 mount of the vault secrets adapter", Default: jobtemplates.DefaultVaultMount},
@@ -97,6 +98,11 @@ func validateKind(settings map[string]string, _ []string) error {
 	if p := settings["service_provider"]; p != jobtemplates.ProviderConsul && p != jobtemplates.ProviderNomad {
 		return errcode.Invalid("config.service_provider", "service_provider must be consul or nomad")
 	}
+	if dir := settings["templates_dir"]; dir != "" {
+		if _, err := jobtemplates.Load(dir); err != nil {
+			return errcode.Invalid("config.templates_dir", "%s", err.Error())
+		}
+	}
 	for _, name := range []string{"build_cpu_millis", "build_memory_mb"} {
 		if n, err := strconv.ParseInt(settings[name], 10, 64); err != nil || n <= 0 || n > 1<<20 {
 			return errcode.Invalid("config."+name, "%s must be a positive whole number", name)
@@ -132,6 +138,12 @@ func kindConfig(c adapters.Config, d KindDeps) (Config, error) {
 			dcs = append(dcs, dc)
 		}
 	}
+	templates := d.Templates
+	if dir := s["templates_dir"]; dir != "" {
+		if templates, err = jobtemplates.Load(dir); err != nil {
+			return Config{}, err
+		}
+	}
 	mhz, _ := strconv.Atoi(s["cpu_mhz_per_core"])
 	buildCPU, _ := strconv.ParseInt(s["build_cpu_millis"], 10, 64)
 	buildMem, _ := strconv.ParseInt(s["build_memory_mb"], 10, 64)
@@ -151,7 +163,7 @@ func kindConfig(c adapters.Config, d KindDeps) (Config, error) {
 	return Config{
 		Address: s["address"], Region: s["region"], Namespace: s["namespace"], Datacenters: dcs,
 		NodePool: s["node_pool"], Driver: s["driver"], Token: c.Credentials["token"], CACert: s["ca_cert"],
-		Builds: s["builds"], BuildResources: &buildRes, Builder: d.Builder, Artifacts: arts, ArtifactBaseURL: base, Templates: d.Templates,
+		Builds: s["builds"], BuildResources: &buildRes, Builder: d.Builder, Artifacts: arts, ArtifactBaseURL: base, Templates: templates,
 		ServiceProvider: s["service_provider"], CPUMHzPerCore: mhz, Describe: d.Describe, JobSecrets: d.JobSecrets,
 		Vault:  VaultConfig{Mount: s["vault_mount"], Prefix: s["vault_prefix"], Role: s["vault_role"], Audience: audience},
 		Logger: d.Logger,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +50,16 @@ func withDefaults(k adapters.Kind, s map[string]string) map[string]string {
 	return out
 }
 
+// brokenTemplates is an operator directory whose service template does
+// not parse.
+func brokenTemplates(t *testing.T) string {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "service.json.tmpl"), []byte(`{"ID": {{ json .ID }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func TestKindValidate(t *testing.T) {
 	k := testKind(t)
 	if k.Category != adapters.CategoryRuntime || k.Name != "nomad" || k.Default {
@@ -63,6 +75,8 @@ func TestKindValidate(t *testing.T) {
 		"bad provider":     {"address": "http://n:4646", "service_provider": "etcd"},
 		"bad artifact URL": {"address": "http://n:4646", "artifact_url": "ftp://x"},
 		"bad cpu":          {"address": "http://n:4646", "cpu_mhz_per_core": "-1"},
+		"no templates dir": {"address": "http://n:4646", "templates_dir": "/nonexistent/svc-templates"},
+		"broken template":  {"address": "http://n:4646", "templates_dir": brokenTemplates(t)},
 	} {
 		if err := k.Validate(withDefaults(k, s), nil); errcode.CodeOf(err) != errcode.ValidInvalid {
 			t.Errorf("%s: Validate = %v, want VALID_INVALID", name, err)
@@ -75,6 +89,44 @@ func TestKindValidate(t *testing.T) {
 		if s.Name == "token" && !s.Credential {
 			t.Errorf("the token is not a credential")
 		}
+	}
+}
+
+// TestKindTemplatesDir: an operator's template directory replaces the
+// embedded templates of the runtime the kind opens.
+func TestKindTemplatesDir(t *testing.T) {
+	embedded, err := os.ReadFile(filepath.Join("..", "..", "jobs-templates", "templates", "build.json.tmpl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	custom := strings.Replace(string(embedded), `"Type": "batch",`, `"Type": "batch", "Priority": 77,`, 1)
+	if custom == string(embedded) {
+		t.Fatal("the embedded build template has no Type line to change")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "build.json.tmpl"), []byte(custom), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fake, err := fakenomad.Start(fakenomad.Config{DataDir: t.TempDir(), Hold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	k := testKind(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	inst, err := k.Open(ctx, adapters.Config{ID: "adp_x", Settings: withDefaults(k, map[string]string{"address": fake.URL(), "templates_dir": dir})})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	// The held build never runs: its time limit ends it, after the job
+	// was registered from the operator's template.
+	_, err = inst.(scheduler.Builder).Build(ctx, scheduler.BuildRequest{Source: t.TempDir(), Build: buildCommandTrue, Timeout: time.Second})
+	if errcode.CodeOf(err) != errcode.BuildTimeout {
+		t.Fatalf("build = %v, want BUILD_TIMEOUT", err)
+	}
+	if !strings.Contains(string(fake.State()), `"Priority":77`) {
+		t.Errorf("the build job was not rendered from the operator's template: %s", fake.State())
 	}
 }
 
