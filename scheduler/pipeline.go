@@ -192,7 +192,7 @@ func (s *Service) deploy(ctx context.Context, d *Deployment, log *liveLog) (*Rel
 		arts = old.Artifacts
 		log.add(LogSystem, "reusing the build of deployment "+old.DeploymentID+" (same revision)")
 	} else {
-		co, err := s.d.Sources.Current(d.AppID)
+		co, err := s.d.Sources.Ensure(ctx, d.AppID)
 		if err != nil {
 			return nil, err
 		}

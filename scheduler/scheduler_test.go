@@ -239,7 +239,7 @@ func siteCheckouts(tb testing.TB) checkouts {
 	return checkouts{dir: dir}
 }
 
-func (c checkouts) Current(string) (source.Checkout, error) {
+func (c checkouts) Ensure(context.Context, string) (source.Checkout, error) {
 	return source.Checkout{ID: "chk_1", Dir: c.dir}, nil
 }
 

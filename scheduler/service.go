@@ -38,8 +38,11 @@ type (
 	planner interface {
 		Plan(appID string, n uint64) (plan.Result, error)
 	}
+	// checkouts gives the app's recorded checkout, fetched from the
+	// other servers when this one lacks it (NOT_FOUND when none has it,
+	// ADAPTER_UNAVAILABLE when they cannot be asked).
 	checkouts interface {
-		Current(appID string) (source.Checkout, error)
+		Ensure(ctx context.Context, appID string) (source.Checkout, error)
 	}
 	slotValues interface {
 		Resolve(appID, key, field string) (string, error)

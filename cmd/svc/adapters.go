@@ -129,16 +129,21 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 // buildSources wires apps' checkouts under the work dir: uploaded archives
 // and clones (file:// and local paths refused), under host policy's
 // source_allowlist. Every node sweeps its own work dir of deleted apps'
-// checkouts.
-func buildSources(ctx context.Context, rt *runtime, gen *generation, a *apps.Service, pol *policy.Service, now func() time.Time,
+// checkouts, and fetches from the other servers the checkouts the apps'
+// records name that it lacks (whichever node becomes leader builds).
+func buildSources(ctx context.Context, rt *runtime, gen *generation, store *raftstore.Store, a *apps.Service, pol *policy.Service, now func() time.Time,
 	onCheckout func(ctx context.Context, appID string, c source.Checkout), onFailed func(ctx context.Context, appID, message string)) (*source.Service, error) {
 	src, err := source.New(source.Deps{WorkDir: gen.cfg.Server.WorkDir, Apps: a, Policy: pol, Now: now, Logger: gen.log,
-		OnCheckout: onCheckout, OnFetchFailed: onFailed})
+		OnCheckout: onCheckout, OnFetchFailed: onFailed, Peers: clusterPeers{store}, Store: store})
 	if err != nil {
 		return nil, err
 	}
 	rt.onClose("sources", src.Close)
 	go func() { _ = raftstore.Every(sweepInterval, src.Sweep)(ctx) }()
+	go func() {
+		_ = src.SyncCheckouts(ctx)
+		_ = raftstore.Every(syncInterval, src.SyncCheckouts)(ctx)
+	}()
 	return src, nil
 }
 
@@ -146,7 +151,7 @@ func buildSources(ctx context.Context, rt *runtime, gen *generation, a *apps.Ser
 // runs on every new checkout, behind the request that made it.
 func buildDetection(ctx context.Context, rt *runtime, gen *generation, store *raftstore.Store, st *storage, pol *policy.Service, specs *spec.Service, now func() time.Time) (*detection.Service, *source.Service, error) {
 	var det *detection.Service
-	src, err := buildSources(ctx, rt, gen, st.apps, pol, now, func(ctx context.Context, appID string, c source.Checkout) {
+	src, err := buildSources(ctx, rt, gen, store, st.apps, pol, now, func(ctx context.Context, appID string, c source.Checkout) {
 		go det.OnCheckout(context.WithoutCancel(ctx), appID, c)
 	}, func(ctx context.Context, appID, message string) { det.OnFetchFailed(ctx, appID, message) })
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -76,41 +75,9 @@ func nomadArtifacts(cfg *config.Config, store *raftstore.Store) (*nomad.Artifact
 	}
 	var peers nomad.Peers
 	if store != nil {
-		peers = artifactPeers{store}
+		peers = clusterPeers{store}
 	}
 	return nomad.NewArtifacts(nomad.ArtifactsConfig{Dir: nomadArtifactDir(cfg.Server.WorkDir), Key: key, Peers: peers})
-}
-
-// artifactPeers fetches artifacts from the other servers over the
-// cluster port, saying "not found" as the artifact store does.
-type artifactPeers struct{ store *raftstore.Store }
-
-var _ nomad.Peers = artifactPeers{}
-
-func (p artifactPeers) FetchBlob(ctx context.Context, name string, w io.Writer) (int64, error) {
-	n, err := p.store.FetchBlob(ctx, name, w)
-	if errors.Is(err, raftstore.ErrBlobNotFound) {
-		return n, fmt.Errorf("%w: %w", fs.ErrNotExist, err)
-	}
-	return n, err
-}
-
-// artifactBlobs serves this server's packed artifacts to the other
-// servers (raftstore's BlobSource). A server that never used the nomad
-// runtime has no artifact directory, and this creates none.
-type artifactBlobs struct{ cfg *config.Config }
-
-var _ raftstore.BlobSource = artifactBlobs{}
-
-func (b artifactBlobs) OpenBlob(ctx context.Context, name string) (io.ReadCloser, int64, error) {
-	if _, err := os.Stat(nomadArtifactDir(b.cfg.Server.WorkDir)); err != nil {
-		return nil, 0, fmt.Errorf("blob %s: %w", name, fs.ErrNotExist)
-	}
-	arts, err := nomadArtifacts(b.cfg, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	return arts.OpenBlob(ctx, name)
 }
 
 // nomadKind declares the nomad runtime: builds on this server with the

@@ -274,6 +274,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	}()
 
 	metrics := telemetry.New()
+	blobs := &blobRouter{cfg: cfg}
 	store, err := raftstore.Open(raftstore.Config{
 		NodeID:   cfg.Cluster.NodeID,
 		Dir:      cfg.RaftDir(),
@@ -281,7 +282,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Peers:    peers(cfg.Cluster.Peers),
 		Secret:   []byte(cfg.Cluster.Secret),
 		Tables:   schema.Tables(),
-		Blobs:    artifactBlobs{cfg},
+		Blobs:    blobs,
 		Logger:   log,
 		Metrics:  metrics,
 		Timing: raftstore.Timing{
@@ -326,6 +327,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	if err != nil {
 		return nil, err
 	}
+	blobs.sources.Store(sources)
 	store.RunWhileLeader("idempotency-expiry", idem.ExpiryLoop(10*time.Minute))
 	store.RunWhileLeader("probe-expiry", ops.ExpiryLoop(5*time.Minute))
 	store.RunWhileLeader("session-expiry", raftstore.Every(10*time.Minute, ident.ExpireSessions))

@@ -41,6 +41,11 @@ type Source struct {
 	Ref        string `json:"ref,omitempty"`
 	Commit     string `json:"commit,omitempty"`
 	Subdir     string `json:"subdir,omitempty"`
+	// CheckoutID names the checkout of this source (chk_<ULID>) that
+	// every server keeps under its work dir; the server that made it
+	// serves it to the others. Records made before checkouts were
+	// named have none.
+	CheckoutID string `json:"checkout_id,omitempty"`
 }
 
 // Pin names the pinned spec revision.

@@ -69,8 +69,10 @@ type Store interface {
 }
 
 type (
+	// checkouts gives the app's recorded checkout, fetched from the
+	// other servers when this one lacks it.
 	checkouts interface {
-		Current(appID string) (source.Checkout, error)
+		Ensure(ctx context.Context, appID string) (source.Checkout, error)
 	}
 	specWriter interface {
 		CreateAndPin(ctx context.Context, appID string, d spec.Document, trigger string) (spec.View, error)
@@ -151,9 +153,9 @@ func (s *Service) Rerun(ctx context.Context, appID string) (Record, error) {
 	if _, err := s.Get(appID); err != nil {
 		return Record{}, err
 	}
-	c, err := s.d.Checkouts.Current(appID)
+	c, err := s.d.Checkouts.Ensure(ctx, appID)
 	if errcode.Has(err, errcode.NotFound) {
-		return Record{}, errcode.New(errcode.StateInvalid, "app %s has no source on this server to detect", appID).
+		return Record{}, errcode.Wrap(err, errcode.StateInvalid, "app %s has no source to detect", appID).
 			WithRemedy("upload an archive with POST /api/v1/apps/%s/source, or set a repository", appID)
 	}
 	if err != nil {
@@ -260,8 +262,12 @@ func (s *Service) Answer(ctx context.Context, appID string, answers map[string]s
 			map[string]any{"keys": sortedKeys(answers)}))); err != nil {
 		return Record{}, fmt.Errorf("record answers: %w", err)
 	}
-	if c, err := s.d.Checkouts.Current(appID); err == nil {
+	c, err := s.d.Checkouts.Ensure(ctx, appID)
+	if err == nil {
 		return s.run(ctx, appID, c, nil)
+	}
+	if !errcode.Has(err, errcode.NotFound) {
+		s.d.Logger.Warn("answers recorded; detection did not run again", "app_id", appID, "err", err)
 	}
 	return normalized(cur), nil
 }

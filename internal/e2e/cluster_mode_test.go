@@ -508,8 +508,20 @@ func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
 	// build the job uploads to the follower reaches the leader, both over
 	// the cluster port.
 	first := s.deployed(t, id, 0)
-	// Every node pulls a copy of the release's build: whichever becomes
-	// leader can run it without the node that built it.
+	// Every node pulls a copy of the app's source checkout and of the
+	// release's build: whichever becomes leader can build and run without
+	// the node that took the upload or built it.
+	for _, n := range nodes {
+		current := filepath.Join(envValue(n.env, "SVC_SERVER_WORK_DIR"), "apps", id, "source", "current")
+		for deadline := time.Now().Add(scaled(90 * time.Second)); ; time.Sleep(200 * time.Millisecond) {
+			if _, err := os.Stat(current); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s holds no copy of the app's source after %s", n.name, scaled(90*time.Second))
+			}
+		}
+	}
 	for _, n := range nodes {
 		pattern := filepath.Join(envValue(n.env, "SVC_SERVER_WORK_DIR"), "runtime", "nomad-artifacts", first.ID+"-*.tar.gz")
 		for deadline := time.Now().Add(scaled(90 * time.Second)); ; time.Sleep(200 * time.Millisecond) {
@@ -536,7 +548,8 @@ func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
 	env["SECOND"] = "yes"
 	// The second deploy (a new revision: a new build) is interrupted by
 	// the leader's death.
-	d := s.deploy(t, id, s.newRevision(t, id, doc))
+	rev2 := s.newRevision(t, id, doc)
+	d := s.deploy(t, id, rev2)
 	var dep struct{ Deployment deployment }
 	deadline := time.Now().Add(scaled(60 * time.Second))
 	for {
@@ -626,6 +639,9 @@ func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
 		t.Errorf("redeploy of revision %d under %s ended %s %s, want succeeded reusing the build; log:\n%s",
 			first.Revision, next.name, end.State, end.code(), strings.Join(lines, "\n"))
 	}
+	// The new leader builds the interrupted revision from its own copy of
+	// the source.
+	s.deployed(t, id, rev2)
 	// The killed node comes back: its runtime kills the build the dead
 	// process left running (and the test's directories can go).
 	leader.restart()

@@ -5,7 +5,16 @@
 // outside the checkout or exhaust the host, and host policy's
 // source_allowlist.
 //
+// It also keeps every server of a cluster holding every app's checkout:
+// the app's record names its checkout, the server that made it serves it
+// packed to the others (OpenBlob), and a server that lacks it fetches it
+// through the cluster (Peers) and extracts it with the same refusals and
+// limits as an upload, or clones the repository again at the recorded
+// commit (Ensure, SyncCheckouts).
+//
 // It must not detect or build: it hands a finished checkout to a hook
 // (detection plugs in there) and records the app's source through the apps
-// service. It must not import the server or any adapter.
+// service. It must not import the server or any adapter, nor talk to other
+// servers itself: the composition root gives it Peers, and routes the
+// cluster's blob requests to OpenBlob.
 package source

@@ -18,6 +18,7 @@ import (
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/ids"
 	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/raftstore"
 )
 
 // Source kinds, as apps.Source records them.
@@ -58,9 +59,15 @@ type policyReader interface {
 	Current() policy.Policy
 }
 
+// storeReader reads the replicated store, for the list of every app.
+type storeReader interface {
+	Read() *raftstore.Reader
+}
+
 var (
 	_ appRecords   = (*apps.Service)(nil)
 	_ policyReader = (*policy.Service)(nil)
+	_ storeReader  = (*raftstore.Store)(nil)
 )
 
 // Deps configure the service.
@@ -81,12 +88,20 @@ type Deps struct {
 	// OnFetchFailed, if set, is told when a background fetch fails, with
 	// a message from which credentials are removed.
 	OnFetchFailed func(ctx context.Context, appID, message string)
+	// Peers fetch the checkouts this server lacks from the other servers
+	// (Ensure); nil for a single server, which then has no one to ask.
+	Peers Peers
+	// Store lists every app for SyncCheckouts; without it SyncCheckouts
+	// fails.
+	Store storeReader
 }
 
 // Service keeps apps' checkouts: <WorkDir>/apps/<app id>/source/<checkout
 // id>, a current link naming the newest, and <checkout id>.json beside it.
 // One checkout of an app runs at a time; a new one that succeeds replaces
-// the older ones.
+// the older ones. The app's record names its checkout (Source.CheckoutID),
+// which every server of a cluster keeps: the one that made it serves it
+// (OpenBlob) and the others fetch it (Ensure, SyncCheckouts).
 type Service struct {
 	d       Deps
 	mu      sync.Mutex
@@ -96,6 +111,13 @@ type Service struct {
 	stop    context.CancelFunc
 	closeMu sync.Mutex
 	closed  bool
+	// trees is held for reading while a checkout is packed for another
+	// server (OpenBlob), and for writing while checkouts are deleted, so
+	// that a checkout is never packed half deleted.
+	trees sync.RWMutex
+	// fetching holds, per blob name, a channel closed when the running
+	// Ensure of that checkout ends (guarded by mu).
+	fetching map[string]chan struct{}
 }
 
 // New returns the service.
@@ -111,7 +133,7 @@ func New(d Deps) (*Service, error) {
 	}
 	d.Limits = d.Limits.withDefaults()
 	ctx, stop := context.WithCancel(context.Background())
-	return &Service{d: d, busy: map[string]chan struct{}{}, ctx: ctx, stop: stop}, nil
+	return &Service{d: d, busy: map[string]chan struct{}{}, ctx: ctx, stop: stop, fetching: map[string]chan struct{}{}}, nil
 }
 
 // Limits returns the limits in force.
@@ -289,10 +311,13 @@ func (s *Service) checkout(ctx context.Context, appID, kind string, fetch func(d
 	if err != nil {
 		return Checkout{}, err
 	}
+	src.CheckoutID = c.ID // the record names the checkout every server keeps
 	c.Source, c.Commit = src, src.Commit
 	keep := false
 	defer func() {
 		if !keep {
+			s.trees.Lock()
+			defer s.trees.Unlock()
 			_ = os.RemoveAll(c.Dir)
 			_ = os.Remove(c.Dir + ".json")
 		}
@@ -353,6 +378,8 @@ func (s *Service) Remove(ctx context.Context, appID string) error {
 		return err
 	}
 	defer unlock()
+	s.trees.Lock()
+	defer s.trees.Unlock()
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove checkouts: %w", err)
 	}
@@ -413,6 +440,8 @@ func (s *Service) prune(dir, current string) {
 		s.d.Logger.Warn("could not list old checkouts", "dir", dir, "err", err)
 		return
 	}
+	s.trees.Lock()
+	defer s.trees.Unlock()
 	for _, e := range entries {
 		switch e.Name() {
 		case current, current + ".json", "current":

@@ -120,7 +120,7 @@ func TestFromArchiveRecordsAndSwaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(first)
-	want := apps.Source{Kind: KindArchive, Commit: "sha256:" + hex.EncodeToString(sum[:])}
+	want := apps.Source{Kind: KindArchive, Commit: "sha256:" + hex.EncodeToString(sum[:]), CheckoutID: c1.ID}
 	if got := f.source(t, id); got == nil || *got != want || c1.Source != want || c1.Commit != want.Commit || c1.Kind != KindArchive {
 		t.Fatalf("source = %+v, checkout %+v; want %+v", got, c1, want)
 	}
@@ -209,7 +209,7 @@ func TestFromRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := apps.Source{Kind: KindRepository, Repository: r.bare, Ref: "main", Commit: r.main, Subdir: "svc/web"}
+	want := apps.Source{Kind: KindRepository, Repository: r.bare, Ref: "main", Commit: r.main, Subdir: "svc/web", CheckoutID: c.ID}
 	if got := f.source(t, id); *got != want || c.Commit != r.main {
 		t.Fatalf("source = %+v, want %+v", got, want)
 	}
