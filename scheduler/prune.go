@@ -34,8 +34,8 @@ func (s *Service) Prune(ctx context.Context) error {
 			if d.Active() {
 				continue
 			}
-			pr := s.pruner(d.Runtime)
-			if pr == nil {
+			pr, ok := capability[Pruner](s, d.Runtime)
+			if !ok {
 				continue
 			}
 			for _, a := range d.Artifacts {
@@ -129,7 +129,7 @@ func (s *Service) SyncArtifacts(ctx context.Context) error {
 		gone := !apps.Exists(r, appID)
 		keep := keptArtifacts(deps, rel, hasRel, gone)
 		if hasRel && !gone {
-			if k := s.keeper(rel.Runtime); k != nil {
+			if k, ok := capability[ArtifactKeeper](s, rel.Runtime); ok {
 				for _, a := range rel.Artifacts {
 					if !k.HasArtifact(ctx, a) {
 						s.d.Log.Warn("fetch a release's build from the other servers", "app", appID, "artifact", a.ID)
@@ -139,11 +139,11 @@ func (s *Service) SyncArtifacts(ctx context.Context) error {
 		}
 		for _, it := range deps {
 			d := it.Value
-			if d.Active() || s.keeper(d.Runtime) == nil {
+			if _, keeps := capability[ArtifactKeeper](s, d.Runtime); d.Active() || !keeps {
 				continue
 			}
-			pr := s.pruner(d.Runtime)
-			if pr == nil {
+			pr, ok := capability[Pruner](s, d.Runtime)
+			if !ok {
 				continue
 			}
 			for _, a := range d.Artifacts {
@@ -158,22 +158,13 @@ func (s *Service) SyncArtifacts(ctx context.Context) error {
 	return nil
 }
 
-// keeper is a runtime's ArtifactKeeper, if it is loaded and has one.
-func (s *Service) keeper(runtimeID string) ArtifactKeeper {
+// capability is a loaded runtime's optional capability T; ok is false
+// when the runtime is not loaded or has not got it.
+func capability[T any](s *Service, runtimeID string) (c T, ok bool) {
 	rt, err := s.runtime(runtimeID)
 	if err != nil {
-		return nil
+		return c, false
 	}
-	k, _ := rt.(ArtifactKeeper)
-	return k
-}
-
-// pruner is a runtime's Pruner, if it is loaded and has one.
-func (s *Service) pruner(runtimeID string) Pruner {
-	rt, err := s.runtime(runtimeID)
-	if err != nil {
-		return nil
-	}
-	pr, _ := rt.(Pruner)
-	return pr
+	c, ok = rt.(T)
+	return c, ok
 }
