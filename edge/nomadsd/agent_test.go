@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -20,9 +22,11 @@ import (
 
 // The contract suite against a real Nomad: `nomad agent -dev` with ACLs
 // on, the cloud fingerprinters denied and raw_exec enabled, started by the
-// test on loopback ports and stopped after it. Apps run as raw_exec jobs
+// test on loopback ports with its data in the test's directory, and
+// stopped after it (what it left mounted there is detached). Apps run as raw_exec jobs
 // (a sleep) whose group services use the nomad provider. It runs when
-// nomad is on PATH and is skipped, saying so, otherwise.
+// nomad is on PATH (or SVC_NOMAD_BIN names it, as for scheduler/nomad's
+// suite) and is skipped, saying so, otherwise.
 
 type agentCluster struct {
 	addr string
@@ -40,6 +44,7 @@ func TestContractAgent(t *testing.T) {
 }
 
 const agentConfig = `
+data_dir  = %q
 bind_addr = "127.0.0.1"
 log_level = "WARN"
 ports {
@@ -64,14 +69,18 @@ plugin "raw_exec" {
 
 func startAgent(t *testing.T) *agentCluster {
 	t.Helper()
-	bin, err := exec.LookPath("nomad")
-	if err != nil {
-		t.Skip("nomad is not on PATH: the nomad route source's contract suite ran against the fake Nomad only (TestContractFake)")
+	bin := os.Getenv("SVC_NOMAD_BIN")
+	if bin == "" {
+		p, err := exec.LookPath("nomad")
+		if err != nil {
+			t.Skip("nomad is not on PATH (or SVC_NOMAD_BIN): the nomad route source's contract suite ran against the fake Nomad only (TestContractFake)")
+		}
+		bin = p
 	}
 	ports := freePorts(t, 3)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "nomad.hcl")
-	if err := os.WriteFile(file, fmt.Appendf(nil, agentConfig, ports[0], ports[1], ports[2]), 0o600); err != nil {
+	if err := os.WriteFile(file, fmt.Appendf(nil, agentConfig, filepath.Join(dir, "data"), ports[0], ports[1], ports[2]), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var out lockedBuffer
@@ -90,6 +99,7 @@ func startAgent(t *testing.T) *agentCluster {
 			_ = cmd.Process.Kill()
 			<-exited
 		}
+		unmountUnder(t, dir)
 		if t.Failed() {
 			t.Logf("nomad's output:\n%s", out.String())
 		}
@@ -156,7 +166,10 @@ func (c *agentCluster) token() string   { return c.tok }
 
 // run registers the app's job with count n: a raw_exec sleep in a group
 // whose services (nomad provider) are the primary workload's on one
-// dynamic port and a secondary workload's on another.
+// dynamic port, a secondary workload's on another, and one not svc's.
+// Nomad picks the ports when it places the allocations, so run waits
+// (blocking queries on the job's allocations) until exactly n are placed
+// to run, and returns the primary's upstreams: their "http" ports.
 func (c *agentCluster) run(t *testing.T, a app, n int) []string {
 	t.Helper()
 	job := map[string]any{
@@ -169,6 +182,7 @@ func (c *agentCluster) run(t *testing.T, a app, n int) []string {
 			"Services": []any{
 				map[string]any{"Name": a.service, "PortLabel": "http", "Provider": "nomad", "Tags": a.tags(true)},
 				map[string]any{"Name": a.worker, "PortLabel": "admin", "Provider": "nomad", "Tags": a.tags(false)},
+				map[string]any{"Name": a.job + "-cache", "PortLabel": "admin", "Provider": "nomad", "Tags": []string{"cache"}},
 			},
 			"Tasks": []any{map[string]any{
 				"Name": "sleep", "Driver": "raw_exec",
@@ -180,13 +194,106 @@ func (c *agentCluster) run(t *testing.T, a app, n int) []string {
 	if err := c.do(http.MethodPost, "/v1/jobs", map[string]any{"Job": job}, nil); err != nil {
 		t.Fatalf("register job %s: %v", a.job, err)
 	}
-	return nil
+	var placed []string
+	for index := uint64(0); len(placed) != n; {
+		var allocs []struct{ ID, DesiredStatus, ClientStatus string }
+		got, err := c.get("/v1/job/"+a.job+"/allocations", index, &allocs)
+		if err != nil {
+			t.Fatalf("read the allocations of job %s: %v", a.job, err)
+		}
+		placed = placed[:0]
+		for _, al := range allocs {
+			if al.DesiredStatus == "run" && (al.ClientStatus == "pending" || al.ClientStatus == "running") {
+				placed = append(placed, al.ID)
+			}
+		}
+		index = max(got, 1)
+	}
+	var ups []string
+	for _, id := range placed {
+		var al struct {
+			AllocatedResources struct {
+				Shared struct {
+					Ports []struct {
+						Label  string
+						Value  int
+						HostIP string
+					}
+				}
+			}
+		}
+		if err := c.do(http.MethodGet, "/v1/allocation/"+id, nil, &al); err != nil {
+			t.Fatalf("read allocation %s: %v", id, err)
+		}
+		for _, p := range al.AllocatedResources.Shared.Ports {
+			if p.Label == "http" {
+				ups = append(ups, net.JoinHostPort(p.HostIP, strconv.Itoa(p.Value)))
+			}
+		}
+	}
+	if len(ups) != n {
+		t.Fatalf("job %s: the %d allocations placed have %d http ports: %v", a.job, n, len(ups), ups)
+	}
+	return ups
+}
+
+// get reads path into out with a blocking query: once Nomad's index is
+// above index (at once for 0); it returns the answer's index.
+func (c *agentCluster) get(path string, index uint64, out any) (uint64, error) {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet,
+		c.addr+path+"?wait=20s&index="+strconv.FormatUint(index, 10), nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("X-Nomad-Token", c.tok)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: HTTP %d: %s", path, resp.StatusCode, b)
+	}
+	got, err := strconv.ParseUint(resp.Header.Get("X-Nomad-Index"), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: X-Nomad-Index: %w", path, err)
+	}
+	return got, json.Unmarshal(b, out)
 }
 
 func (c *agentCluster) stop(t *testing.T, a app) {
 	t.Helper()
 	if err := c.do(http.MethodDelete, "/v1/job/"+a.job+"?purge=true", nil, nil); err != nil {
 		t.Fatalf("stop job %s: %v", a.job, err)
+	}
+}
+
+// mntDetach is Linux's MNT_DETACH (unmountUnder runs on Linux only).
+const mntDetach = 0x2
+
+// unmountUnder detaches what the stopped agent left mounted under dir: a
+// Nomad client running as root mounts each task's secrets and private
+// directories (tmpfs) and leaves them when it stops without destroying
+// its allocations, which would keep the test's directory from being
+// removed.
+func unmountUnder(t *testing.T, dir string) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return // not Linux: nothing of the agent's is mounted
+	}
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			points = append(points, f[4])
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) }) // deepest first
+	for _, p := range points {
+		if err := syscall.Unmount(p, mntDetach); err != nil {
+			t.Errorf("unmount %s, left by the nomad agent: %v", p, err)
+		}
 	}
 }
 

@@ -32,8 +32,8 @@ type cluster interface {
 	token() string
 	// run makes the app run n instances of its primary workload (and one
 	// of a secondary workload, and a service not svc's), replacing what it
-	// ran; it returns their upstreams when it knows them in advance (the
-	// fake), nil otherwise (a real Nomad picks the ports).
+	// ran, and returns the primary's upstreams: the fake picks their
+	// ports, a real Nomad's are read from the allocations it placed.
 	run(t *testing.T, a app, n int) []string
 	// stop removes every registration of the app.
 	stop(t *testing.T, a app)

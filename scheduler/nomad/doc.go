@@ -24,17 +24,35 @@
 // (one group per workload, in start order; its task downloads the
 // artifact into local/ and runs there; secrets are read from Vault by a
 // template block with workload identity, so no secret value is ever in a
-// job, in Nomad's state or in a log). Registering plans first and refuses
-// what cannot be placed, by the plan's structured metrics
-// (CAPACITY_WOULD_OVERSUBSCRIBE for exhausted nodes, ADAPTER_FAILED for
-// no eligible node), then registers with EnforceIndex and the modify index
-// the plan saw (0 for a new job), so that two controllers racing never both
-// register: Nomad refuses the loser with a 500 whose text is its only
-// description, so the runtime reads the job back and calls it a conflict
-// (STATE_INVALID) when the job's modify index moved, never parsing the
-// text. The start order is kept by registering the job once per workload,
-// each time with the next group added (an in-place update for the others),
-// and waiting for that group to be healthy before the next.
+// job, in Nomad's state or in a log).
+//
+// A filled slot's credentials (Task.SealedEnv, such as a database URL
+// with its password) reach the workload the same way: before registering
+// the job, the runtime writes their values through Config.JobSecrets (the
+// vault secrets adapter) into Vault, one entry per job and workload at
+// <mount>/data/<prefix>/apps/<app>/job-env/<deployment>/<workload> with a
+// field per variable, and the job's template block reads them from there
+// into the task's environment. Each job has its own entries, so an old job
+// keeps its values while a new one deploys. A run that fails deletes what
+// it wrote (unless another writer's registration of the job may read it);
+// discarding a stopped job, or purging it (RemoveJobLogs), deletes its
+// entries with every version, found by the job's meta while Nomad still
+// knows it; vaultsecrets' SweepJobSecrets, run by a leader loop, deletes
+// those of deleted apps. Without JobSecrets (the secrets are not in Vault), a task with
+// such a variable is refused (PLAN_CAPABILITY_UNSUPPORTED) rather than
+// carry it in the job.
+//
+// Registering plans first and refuses what cannot be placed, by the plan's
+// structured metrics (CAPACITY_WOULD_OVERSUBSCRIBE for exhausted nodes,
+// ADAPTER_FAILED for no eligible node), then registers with EnforceIndex
+// and the modify index the plan saw (0 for a new job), so that two
+// controllers racing never both register: Nomad refuses the loser with a
+// 500 whose text is its only description, so the runtime reads the job
+// back and calls it a conflict (STATE_INVALID) when the job's modify index
+// moved, never parsing the text. The start order is kept by registering
+// the job once per workload, each time with the next group added (an
+// in-place update for the others), and waiting for that group to be
+// healthy before the next.
 //
 // Waits are blocking queries (?index= with X-Nomad-Index): on the job's
 // allocations until a group's allocation is healthy by Nomad's
@@ -51,8 +69,18 @@
 // from Nomad's own checks of the allocation (service provider "nomad"),
 // else the allocation's deployment health. Logs read the fs logs API
 // (stdout, then stderr: Nomad keeps them apart without timestamps),
-// capped. Exec speaks the allocation exec websocket. Usage reads
+// capped. Exec speaks the allocation exec websocket; without a TTY the
+// command runs under /bin/sh, which marks its end, because Nomad reports
+// the exit of such a command only once its stdin is closed. Usage reads
 // allocation stats; Host sums the eligible nodes.
+//
+// An app's volumes are Nomad host volumes named after the app and the
+// volume, which outlive its jobs: the dynamic one an earlier job created,
+// else a static one declared in a client's configuration, else a new
+// dynamic one of Nomad's built-in "mkdir" plugin, waited for (a blocking
+// query) until its node reports it ready. A raw_exec workload is told the
+// volume's directory (SVC_VOLUME_<NAME>). A failure of the host volumes
+// API is ADAPTER_FAILED with Nomad's text and what to configure.
 //
 // Vendor errors become our codes by HTTP status only: no answer is
 // ADAPTER_UNAVAILABLE, 403 ADAPTER_FAILED with the token as the remedy,

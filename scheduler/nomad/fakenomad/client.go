@@ -179,88 +179,202 @@ func (s *Server) allocLogs(w http.ResponseWriter, r *http.Request) {
 
 var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
 
-// allocExec runs a command in a task over Nomad's exec websocket: JSON
-// frames in (stdin data or close, tty_size) and out (stdout data, then
-// exited with the exit code). Errors after the upgrade are close frames,
-// as Nomad sends them.
+// allocExec runs a command in a task over Nomad's exec websocket, as
+// Nomad v2's agent and executor do (command/agent/alloc_endpoint.go,
+// client/alloc_endpoint.go, drivers/shared/executor/exec_utils.go).
+//
+// Before the upgrade a command that is not a JSON list, or a tty that is
+// not a boolean, answers 500. After it, refusals are close frames: 1008
+// with Nomad's text for an unknown allocation, no task, an empty command,
+// an unknown task or one not running; 1011 for a command that cannot
+// start.
+//
+// Frames in: stdin data, stdin close, tty_size, and anything else as a
+// heartbeat. Frames out: output data, a close frame per stream, then
+// exited with the exit code (left out when 0, as Nomad's JSON codec
+// leaves it out); then the connection closes with no close frame.
+// Without a TTY the executor waits for the command's input as it waits
+// for the command, so the end of the output and the exit code are sent
+// only once stdin is closed, or written after the command ended. A
+// tty_size without a TTY stops the executor reading input ("failed to
+// resize tty"), as does data after stdin closed, so such a session never
+// reports its end. A frame that is not JSON ends the session with 1011
+// when the next output comes. A closed connection is noticed only when
+// the command next writes output, which kills it; the allocation
+// stopping kills it too.
+//
+// Known differences: stdout and stderr come as one stream (the process
+// runtime merges them), sent as stdout; stdin close cannot end the
+// command's input (the process runtime's session has no half-close), it
+// only lets the end be reported.
 func (s *Server) allocExec(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var command []string
-	if err := json.Unmarshal([]byte(q.Get("command")), &command); err != nil || len(command) == 0 {
-		codedError(w, http.StatusBadRequest, "command is not a JSON list of strings")
+	if err := json.Unmarshal([]byte(q.Get("command")), &command); err != nil {
+		codedError(w, http.StatusInternalServerError, "failed to marshal command into json: "+err.Error())
 		return
 	}
-	tty, _ := strconv.ParseBool(q.Get("tty"))
+	tty := false
+	if v := q.Get("tty"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			codedError(w, http.StatusInternalServerError, "tty value is not a boolean: "+err.Error())
+			return
+		}
+		tty = b
+	}
 	conn, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return
 	}
 	defer conn.Close()
-	closeWith := func(code int, msg string) {
+	// refuse sends Nomad's close frame for an error of the HTTP status.
+	refuse := func(status int, msg string) {
+		code := websocket.ClosePolicyViolation
+		if status == http.StatusInternalServerError {
+			code = websocket.CloseInternalServerErr
+		}
 		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, msg), time.Now().Add(time.Second))
 	}
+	id, task := r.PathValue("id"), q.Get("task")
 	s.mu.Lock()
-	a := s.allocs[r.PathValue("id")]
+	a := s.allocs[id]
 	var rt *process.Runtime
+	var stop chan struct{}
 	known := false
 	if a != nil {
-		rt, known = a.rt, a.tasks[q.Get("task")] != nil
+		rt, known, stop = a.rt, a.tasks[task] != nil, a.stopCh
 	}
 	s.mu.Unlock()
 	switch {
 	case a == nil:
-		closeWith(websocket.ClosePolicyViolation, "Unknown allocation")
+		refuse(http.StatusNotFound, fmt.Sprintf("Unknown allocation %q", id))
+		return
+	case task == "":
+		refuse(http.StatusBadRequest, "must provide task name")
+		return
+	case len(command) == 0:
+		refuse(http.StatusBadRequest, "command is not present")
 		return
 	case !known:
-		closeWith(websocket.ClosePolicyViolation, fmt.Sprintf("task %q not found", q.Get("task")))
+		refuse(http.StatusBadRequest, fmt.Sprintf("unknown task name %q", task))
 		return
 	case rt == nil:
-		closeWith(websocket.CloseInternalServerErr, "task not running")
+		refuse(http.StatusNotFound, fmt.Sprintf("task %q is not running.", task))
 		return
 	}
-	sess, err := rt.Exec(r.Context(), scheduler.ExecRequest{JobID: pjob, Workload: q.Get("task"), Command: command, TTY: tty})
+	sess, err := rt.Exec(context.Background(), scheduler.ExecRequest{JobID: pjob, Workload: task, Command: command, TTY: tty})
 	if err != nil {
-		closeWith(websocket.CloseInternalServerErr, err.Error())
+		refuse(http.StatusInternalServerError, "failed to start command: "+err.Error())
 		return
 	}
 	defer sess.Close()
-	var wmu sync.Mutex
-	send := func(v any) error {
-		wmu.Lock()
-		defer wmu.Unlock()
-		return conn.WriteJSON(v)
-	}
+	finished := make(chan struct{})
+	defer close(finished)
+	stopped := make(chan struct{})
 	go func() {
+		select {
+		case <-stop:
+			close(stopped)
+			_ = sess.Close()
+		case <-finished:
+		}
+	}()
+
+	inputEnded := make(chan struct{}) // Nomad's executor saw the input end
+	var endOnce sync.Once
+	endInput := func() { endOnce.Do(func() { close(inputEnded) }) }
+	var inMu sync.Mutex
+	var inErr error // a frame that was not JSON
+	go func() {
+		stdinClosed := false
 		for {
 			var in api.ExecStreamingInput
 			if err := conn.ReadJSON(&in); err != nil {
-				_ = sess.Close()
+				var syntax *json.SyntaxError
+				var typ *json.UnmarshalTypeError
+				if errors.As(err, &syntax) || errors.As(err, &typ) {
+					inMu.Lock()
+					inErr = err
+					inMu.Unlock()
+				}
 				return
 			}
 			switch {
-			case in.Stdin != nil && len(in.Stdin.Data) > 0:
-				if _, err := sess.Write(in.Stdin.Data); err != nil {
-					return
+			case in.Stdin != nil:
+				if len(in.Stdin.Data) > 0 {
+					if stdinClosed {
+						return // the executor's write fails: it reads no more input
+					}
+					if _, err := sess.Write(in.Stdin.Data); err != nil {
+						// The command ended: the executor's copy of its
+						// input fails, and its wait returns.
+						endInput()
+					}
+				}
+				if in.Stdin.Close {
+					stdinClosed = true
+					endInput()
 				}
 			case in.TTYSize != nil:
+				if !tty {
+					return // "failed to resize tty: attempted to resize a non-tty session"
+				}
 				_ = sess.Resize(uint16(in.TTYSize.Height), uint16(in.TTYSize.Width))
 			}
 		}
 	}()
+
+	send := func(v any) bool {
+		inMu.Lock()
+		bad := inErr
+		inMu.Unlock()
+		if bad != nil {
+			refuse(http.StatusInternalServerError, bad.Error())
+			return false
+		}
+		return conn.WriteJSON(v) == nil
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := sess.Read(buf)
-		if n > 0 {
-			if send(api.ExecStreamingOutput{Stdout: &api.ExecStreamingIOOperation{Data: append([]byte(nil), buf[:n]...)}}) != nil {
-				return
-			}
+		if n > 0 && !send(api.ExecStreamingOutput{Stdout: &api.ExecStreamingIOOperation{Data: append([]byte(nil), buf[:n]...)}}) {
+			return
 		}
 		if err != nil {
 			break
 		}
 	}
 	code, _ := sess.Wait()
-	_ = send(api.ExecStreamingOutput{Stdout: &api.ExecStreamingIOOperation{Close: true}})
-	_ = send(api.ExecStreamingOutput{Exited: true, Result: &api.ExecStreamingExitResult{ExitCode: code}})
-	closeWith(websocket.CloseNormalClosure, "")
+	if !tty {
+		select {
+		case <-inputEnded:
+		case <-stopped:
+		}
+	}
+	select {
+	case <-stopped:
+		refuse(http.StatusInternalServerError, "the allocation stopped")
+		return
+	default:
+	}
+	if !tty && !send(api.ExecStreamingOutput{Stderr: &api.ExecStreamingIOOperation{Close: true}}) {
+		return
+	}
+	if !send(api.ExecStreamingOutput{Stdout: &api.ExecStreamingIOOperation{Close: true}}) {
+		return
+	}
+	exited := execExited{Exited: true}
+	exited.Result.ExitCode = code
+	_ = send(exited)
+}
+
+// execExited is the exited frame as Nomad's agent writes it: the driver's
+// protobuf message through Nomad's JSON codec, whose exit_code is left
+// out when 0.
+type execExited struct {
+	Exited bool `json:"exited"`
+	Result struct {
+		ExitCode int `json:"exit_code,omitempty"`
+	} `json:"result"`
 }
