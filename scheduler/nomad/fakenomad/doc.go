@@ -28,7 +28,11 @@
 // fake maps onto task states, events, restarts and deployment health.
 // Logs, stats, checks, restarts and exec (the websocket protocol of
 // /v1/client/allocation/<id>/exec, on a pseudo-terminal from the process
-// runtime when tty=true) are served from that runtime.
+// runtime when tty=true) are served from that runtime. As Nomad's executor
+// does, exec without a terminal reports the end of output and the exit
+// code only once the client closed stdin (or wrote after the exit); the
+// fake cannot half-close the command's own input, so a command that reads
+// stdin to its end sees it only when the session ends.
 //
 // With Config.Consul, its client registers the services of provider
 // consul with that Consul agent as Nomad's client does (services.go,
