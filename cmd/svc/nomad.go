@@ -80,10 +80,11 @@ func nomadArtifacts(cfg *config.Config, store *raftstore.Store) (*nomad.Artifact
 	return nomad.NewArtifacts(nomad.ArtifactsConfig{Dir: nomadArtifactDir(cfg.Server.WorkDir), Key: key, Peers: peers})
 }
 
-// nomadKind declares the nomad runtime: builds on this server with the
-// process runtime's builder, artifacts served from the work dir, and the
-// app's slug (which names the Nomad job and its services) read from the
-// store.
+// nomadKind declares the nomad runtime: builds as Nomad batch jobs (or on
+// this server with the process runtime's builder), artifacts served from
+// the work dir, and the app's slug (which names the Nomad job and its
+// services) and the deployment's spec revision (the job's meta) read from
+// the store.
 func nomadKind(gen *generation, store *raftstore.Store, now func() time.Time, loaded func() *adapters.Set) adapters.Kind {
 	appSvc := apps.NewService(store, now)
 	return nomad.KindFor(nomad.KindDeps{
@@ -98,7 +99,13 @@ func nomadKind(gen *generation, store *raftstore.Store, now func() time.Time, lo
 			if err != nil {
 				return nomad.AppInfo{}, err
 			}
-			return nomad.AppInfo{Slug: a.Slug}, nil
+			info := nomad.AppInfo{Slug: a.Slug, Primary: job.Primary}
+			// A job is named after its deployment: the spec revision it
+			// runs goes into the job's meta.
+			if d, _, ok := scheduler.Deployments.Get(store.Read(), job.ID); ok {
+				info.SpecID, info.SpecRevision = d.SpecID, d.Revision
+			}
+			return info, nil
 		},
 		// Slot credentials reach Nomad workloads from Vault: through the
 		// vault secrets adapter when it is the primary one (the one the

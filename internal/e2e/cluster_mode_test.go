@@ -287,6 +287,12 @@ func TestClusterModeDeploysOnNomadWithConsulRoutesAndVaultSecrets(t *testing.T) 
 	for _, j := range state.Jobs {
 		if j.Meta["app_id"] == id && j.Meta["deployment_id"] == d.ID && j.Meta["managed_by"] == "svc" {
 			found = true
+			if j.Meta["spec_revision"] != strconv.Itoa(d.Revision) || j.Meta["spec_id"] == "" || !strings.HasPrefix(j.ID, "svc-cluster-app-") {
+				t.Errorf("job %s meta %v: want it named svc-<slug>-… with the spec revision %d and its ID", j.ID, j.Meta, d.Revision)
+			}
+		}
+		if strings.Contains(j.ID, "-build-") {
+			t.Errorf("build job %s is still in Nomad after the deploy", j.ID)
 		}
 	}
 	if !found {
