@@ -8,16 +8,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/svchost/svc/internal/nomadtest"
 )
 
 // The contract suite against a real Nomad: `nomad agent -dev` with ACLs
@@ -43,68 +38,11 @@ func TestContractAgent(t *testing.T) {
 	runContract(t, startAgent(t))
 }
 
-const agentConfig = `
-data_dir  = %q
-bind_addr = "127.0.0.1"
-log_level = "WARN"
-ports {
-  http = %d
-  rpc  = %d
-  serf = %d
-}
-acl {
-  enabled = true
-}
-client {
-  options = {
-    "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"
-  }
-}
-plugin "raw_exec" {
-  config {
-    enabled = true
-  }
-}
-`
-
 func startAgent(t *testing.T) *agentCluster {
 	t.Helper()
-	bin := os.Getenv("SVC_NOMAD_BIN")
-	if bin == "" {
-		p, err := exec.LookPath("nomad")
-		if err != nil {
-			t.Skip("nomad is not on PATH (or SVC_NOMAD_BIN): the nomad route source's contract suite ran against the fake Nomad only (TestContractFake)")
-		}
-		bin = p
-	}
-	ports := freePorts(t, 3)
-	dir := t.TempDir()
-	file := filepath.Join(dir, "nomad.hcl")
-	if err := os.WriteFile(file, fmt.Appendf(nil, agentConfig, filepath.Join(dir, "data"), ports[0], ports[1], ports[2]), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var out lockedBuffer
-	cmd := exec.Command(bin, "agent", "-dev", "-config", file)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start nomad: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		unmountUnder(t, dir)
-		if t.Failed() {
-			t.Logf("nomad's output:\n%s", out.String())
-		}
-	})
-	c := &agentCluster{addr: "http://127.0.0.1:" + strconv.Itoa(ports[0]), hc: &http.Client{Timeout: 30 * time.Second}}
+	a := nomadtest.Start(t, nomadtest.Options{ACL: true,
+		Skip: "the nomad route source's contract suite ran against the fake Nomad only (TestContractFake)"})
+	c := &agentCluster{addr: a.Addr, hc: &http.Client{Timeout: 30 * time.Second}}
 
 	// Starting an agent is the one wait that asks again: until it has a
 	// leader there is nothing to block on.
@@ -117,12 +55,12 @@ func startAgent(t *testing.T) *agentCluster {
 			break
 		}
 		select {
-		case <-exited:
-			t.Fatalf("nomad exited while starting:\n%s", out.String())
+		case <-a.Exited:
+			t.Fatalf("nomad exited while starting:\n%s", a.Output())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("nomad's ACLs could not be bootstrapped within 60s (last error %v):\n%s", err, out.String())
+			t.Fatalf("nomad's ACLs could not be bootstrapped within 60s (last error %v):\n%s", err, a.Output())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -267,68 +205,4 @@ func (c *agentCluster) stop(t *testing.T, a app) {
 	if err := c.do(http.MethodDelete, "/v1/job/"+a.job+"?purge=true", nil, nil); err != nil {
 		t.Fatalf("stop job %s: %v", a.job, err)
 	}
-}
-
-// mntDetach is Linux's MNT_DETACH (unmountUnder runs on Linux only).
-const mntDetach = 0x2
-
-// unmountUnder detaches what the stopped agent left mounted under dir: a
-// Nomad client running as root mounts each task's secrets and private
-// directories (tmpfs) and leaves them when it stops without destroying
-// its allocations, which would keep the test's directory from being
-// removed.
-func unmountUnder(t *testing.T, dir string) {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return // not Linux: nothing of the agent's is mounted
-	}
-	var points []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			points = append(points, f[4])
-		}
-	}
-	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) }) // deepest first
-	for _, p := range points {
-		if err := syscall.Unmount(p, mntDetach); err != nil {
-			t.Errorf("unmount %s, left by the nomad agent: %v", p, err)
-		}
-	}
-}
-
-// freePorts returns n loopback TCP ports free a moment ago.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var out []int
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		_ = l.Close()
-	}
-	return out
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

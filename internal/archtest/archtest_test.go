@@ -148,9 +148,9 @@ var rules = []rule{
 		name: "production packages never link fakes or the test agent",
 		from: []pattern{"./..."},
 		notFrom: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest",
-			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/testserver", "./internal/pgtest"},
+			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/nomadtest", "./internal/testserver", "./internal/pgtest"},
 		imports: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest",
-			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/testserver", "./internal/pgtest"},
+			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/nomadtest", "./internal/testserver", "./internal/pgtest"},
 	},
 }
 

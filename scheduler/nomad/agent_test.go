@@ -5,34 +5,26 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/nomadtest"
 	"github.com/svchost/svc/internal/spec"
 	jobtemplates "github.com/svchost/svc/jobs-templates"
 	"github.com/svchost/svc/scheduler"
 	"github.com/svchost/svc/scheduler/nomad"
 )
 
-// startAgent starts a real `nomad agent -dev` on loopback ports for the
-// test and returns its HTTP address, or skips when no nomad binary is on
-// PATH (SVC_NOMAD_BIN names one elsewhere). The agent is a Nomad v2 built
-// from a release of hashicorp/nomad with its makefile's build tags; none
-// is installed here, and none is ever committed to the project. It runs
-// raw_exec and exec jobs once the cloud fingerprinters are denied
-// (fingerprint.denylist), which this configuration does. Its client
-// makes dynamic host volumes with the built-in "mkdir" plugin, which
-// needs no configuration: each is a directory under host_volumes_dir
-// (set here to the test's directory, as data_dir's default would be).
+// startAgent starts a real `nomad agent -dev` (nomadtest) for the test
+// and returns its HTTP address once it has a ready node with raw_exec, or
+// skips when there is no nomad binary. Its client makes dynamic host
+// volumes with the built-in "mkdir" plugin, which needs no configuration:
+// each is a directory under the agent's host_volumes_dir.
 func startAgent(t *testing.T) string {
 	t.Helper()
 	addr, _ := startAgentWith(t, nil)
@@ -44,63 +36,10 @@ func startAgent(t *testing.T) string {
 // its address and its directory.
 func startAgentWith(t *testing.T, client map[string]any) (addr, dir string) {
 	t.Helper()
-	bin := os.Getenv("SVC_NOMAD_BIN")
-	if bin == "" {
-		p, err := exec.LookPath("nomad")
-		if err != nil {
-			t.Skip("no nomad binary on PATH (or SVC_NOMAD_BIN): the contract suite ran against the fake Nomad only (TestContract); " +
-				"build a Nomad v2 agent from a hashicorp/nomad release tag with its makefile's build tags and put it on PATH to run it against a real agent")
-		}
-		bin = p
-	}
-	dir = t.TempDir()
-	ports := freePorts(t, 3)
-	clientCfg := map[string]any{
-		"enabled": true,
-		"options": map[string]string{
-			"fingerprint.denylist": "env_aws,env_gce,env_azure,env_digitalocean",
-		},
-		"host_volumes_dir": filepath.Join(dir, "host_volumes"),
-	}
-	for k, v := range client {
-		clientCfg[k] = v
-	}
-	cfg := map[string]any{
-		"data_dir":             filepath.Join(dir, "data"),
-		"bind_addr":            "127.0.0.1",
-		"log_level":            "WARN",
-		"ports":                map[string]int{"http": ports[0], "rpc": ports[1], "serf": ports[2]},
-		"advertise":            map[string]string{"http": "127.0.0.1", "rpc": "127.0.0.1", "serf": "127.0.0.1"},
-		"client":               clientCfg,
-		"plugin":               map[string]any{"raw_exec": map[string]any{"config": map[string]any{"enabled": true}}},
-		"disable_update_check": true,
-	}
-	b, _ := json.Marshal(cfg)
-	cfgFile := filepath.Join(dir, "agent.json")
-	if err := os.WriteFile(cfgFile, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "agent", "-dev", "-config", cfgFile)
-	cmd.Stdout, cmd.Stderr = testWriter{t}, testWriter{t}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start nomad agent: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		unmountUnder(t, dir)
-	})
-	addr = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	waitAgent(t, addr)
-	return addr, dir
+	a := nomadtest.Start(t, nomadtest.Options{Client: client,
+		Skip: "the contract suite ran against the fake Nomad only (TestContract)"})
+	waitAgent(t, a.Addr)
+	return a.Addr, a.Dir
 }
 
 // staticVolumeApp is the app whose volume "data" the agent of
@@ -272,34 +211,6 @@ func waitAgent(t *testing.T, addr string) {
 	}
 }
 
-// mntDetach is Linux's MNT_DETACH (unmountUnder runs on Linux only).
-const mntDetach = 0x2
-
-// unmountUnder detaches what the stopped agent left mounted under dir: a
-// Nomad client running as root mounts each task's secrets and private
-// directories (tmpfs) and leaves them when it stops without destroying
-// its allocations, which would keep the test's directory from being
-// removed.
-func unmountUnder(t *testing.T, dir string) {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return // not Linux: nothing of the agent's is mounted
-	}
-	var points []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			points = append(points, f[4])
-		}
-	}
-	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) }) // deepest first
-	for _, p := range points {
-		if err := syscall.Unmount(p, mntDetach); err != nil {
-			t.Errorf("unmount %s, left by the nomad agent: %v", p, err)
-		}
-	}
-}
-
 func getJSON(ctx context.Context, url string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -314,32 +225,4 @@ func getJSON(ctx context.Context, url string, out any) error {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
-}
-
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var out []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
-}
-
-// testWriter sends a process's output to the test log, line by line.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
-		w.t.Log("nomad: " + line)
-	}
-	return len(p), nil
 }
