@@ -38,13 +38,7 @@ func (s *Service) Prune(ctx context.Context) error {
 			if !ok {
 				continue
 			}
-			for _, a := range d.Artifacts {
-				if !keep[a.ID] {
-					if err := pr.RemoveArtifact(ctx, a); err != nil {
-						s.d.Log.Warn("remove an old build", "deployment", d.ID, "artifact", a.ID, "err", err)
-					}
-				}
-			}
+			s.removeUnkept(ctx, pr, d, keep)
 			if gone || !hasRel || d.ID != rel.JobID {
 				if err := pr.RemoveJobLogs(ctx, d.ID); err != nil && !errcode.Has(err, errcode.StateInvalid) {
 					s.d.Log.Warn("remove an old job's logs", "deployment", d.ID, "err", err)
@@ -66,6 +60,18 @@ func (s *Service) Prune(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// removeUnkept removes a finished deployment's artifacts that keep does
+// not name; failures are logged.
+func (s *Service) removeUnkept(ctx context.Context, pr Pruner, d Deployment, keep map[string]bool) {
+	for _, a := range d.Artifacts {
+		if !keep[a.ID] {
+			if err := pr.RemoveArtifact(ctx, a); err != nil {
+				s.d.Log.Warn("remove an old build", "deployment", d.ID, "artifact", a.ID, "err", err)
+			}
+		}
+	}
 }
 
 // deploymentsByApp lists every deployment by app, newest first.
@@ -146,13 +152,7 @@ func (s *Service) SyncArtifacts(ctx context.Context) error {
 			if !ok {
 				continue
 			}
-			for _, a := range d.Artifacts {
-				if !keep[a.ID] {
-					if err := pr.RemoveArtifact(ctx, a); err != nil {
-						s.d.Log.Warn("remove an old build", "deployment", d.ID, "artifact", a.ID, "err", err)
-					}
-				}
-			}
+			s.removeUnkept(ctx, pr, d, keep)
 		}
 	}
 	return nil

@@ -3,7 +3,9 @@ package scheduler
 import (
 	"context"
 	"io"
+	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/svchost/svc/internal/errcode"
@@ -100,6 +102,36 @@ type Job struct {
 	// it are ready (dependencies first). Workloads it leaves out start
 	// after it, by name. Empty means by name.
 	Order []string
+}
+
+// PlainName says whether s can name a directory and a URL path segment
+// as it is: not empty, not . or .., no separator, no NUL, none of ? # %.
+// Runtimes name jobs' work areas, artifacts and volumes with such names.
+func PlainName(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\\?#%\x00") && filepath.IsLocal(s)
+}
+
+// Check says whether a runtime can take the job at all: an ID and at
+// least one workload, the ID, the workloads' names and their volumes'
+// names plain names (VALID_INVALID otherwise).
+func (j Job) Check() error {
+	if j.ID == "" || len(j.Workloads) == 0 {
+		return errcode.Invalid("job", "a job needs an ID and at least one workload")
+	}
+	if !PlainName(j.ID) {
+		return errcode.Invalid("id", "the job ID %q is not a plain name", j.ID)
+	}
+	for name, t := range j.Workloads {
+		if !PlainName(name) {
+			return errcode.Invalid("workloads", "the workload name %q is not a plain name", name)
+		}
+		for _, m := range t.Mounts {
+			if !PlainName(m.Volume) {
+				return errcode.Invalid("mounts", "the volume name %q is not a plain name", m.Volume)
+			}
+		}
+	}
+	return nil
 }
 
 // StartOrder is the order a runtime starts the job's workloads in: Order,

@@ -108,10 +108,6 @@ type published struct {
 	SHA256 string
 }
 
-func plainName(s string) bool {
-	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, `/\?#%`) && filepath.IsLocal(s)
-}
-
 func (a *Artifacts) file(id string) string { return filepath.Join(a.cfg.Dir, id+".tar.gz") }
 
 // Publish packs the artifact's directory once (later calls find it
@@ -151,7 +147,7 @@ func (a *Artifacts) Ensure(ctx context.Context, art scheduler.Artifact) (publish
 // fetch copies an artifact from a peer into this store. Without peers, or
 // when none has it, the error wraps fs.ErrNotExist.
 func (a *Artifacts) fetch(ctx context.Context, id string) (published, error) {
-	if !plainName(id) {
+	if !scheduler.PlainName(id) {
 		return published{}, errcode.Invalid("artifact", "the artifact ID %q is not a plain name", id)
 	}
 	if a.cfg.Peers == nil {
@@ -182,7 +178,7 @@ func (a *Artifacts) fetch(ctx context.Context, id string) (published, error) {
 // wraps fs.ErrNotExist.
 func (a *Artifacts) OpenBlob(_ context.Context, name string) (io.ReadCloser, int64, error) {
 	id, ok := strings.CutSuffix(name, ".tar.gz")
-	if !ok || !plainName(id) {
+	if !ok || !scheduler.PlainName(id) {
 		return nil, 0, fmt.Errorf("blob %q: %w", name, fs.ErrNotExist)
 	}
 	if _, ok := a.Lookup(id); !ok {
@@ -202,7 +198,7 @@ func (a *Artifacts) OpenBlob(_ context.Context, name string) (io.ReadCloser, int
 
 // Lookup says whether an artifact is packed here, with its SHA-256.
 func (a *Artifacts) Lookup(id string) (published, bool) {
-	if !plainName(id) {
+	if !scheduler.PlainName(id) {
 		return published{}, false
 	}
 	a.mu.Lock()
@@ -225,7 +221,7 @@ func (a *Artifacts) lookupLocked(id string) (published, bool) {
 // publish packs dir as artifact id unless it is packed already; skip
 // leaves out the entries (slash paths relative to dir) it names.
 func (a *Artifacts) publish(id, dir string, skip func(rel string) bool) (published, error) {
-	if !plainName(id) {
+	if !scheduler.PlainName(id) {
 		return published{}, errcode.Invalid("artifact", "the artifact ID %q is not a plain name", id)
 	}
 	a.mu.Lock()
@@ -286,7 +282,7 @@ func (a *Artifacts) commitLocked(id, tmp, sum string) (published, error) {
 
 // Remove deletes a packed artifact; one that is gone is no error.
 func (a *Artifacts) Remove(id string) error {
-	if !plainName(id) {
+	if !scheduler.PlainName(id) {
 		return errcode.Invalid("artifact", "the artifact ID %q is not a plain name", id)
 	}
 	a.mu.Lock()
@@ -338,7 +334,7 @@ func (a *Artifacts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, ok := strings.CutSuffix(path.Base(r.URL.Path), ".tar.gz")
-	if !ok || !plainName(id) {
+	if !ok || !scheduler.PlainName(id) {
 		http.NotFound(w, r)
 		return
 	}

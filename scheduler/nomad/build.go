@@ -72,7 +72,7 @@ func (r *Runtime) buildOnNomad(ctx context.Context, req scheduler.BuildRequest) 
 		_, _ = rand.Read(b)
 		id = "build-" + hex.EncodeToString(b)
 	}
-	if !plainName(id) || !plainName(id+sourceSuffix) {
+	if !scheduler.PlainName(id) || !scheduler.PlainName(id+sourceSuffix) {
 		return scheduler.Artifact{}, errcode.Invalid("id", "the build ID %q is not a plain name", id)
 	}
 	timeout := req.Timeout

@@ -207,21 +207,33 @@ func tailLines(b []byte, n int64) []string {
 	return lines
 }
 
-// Discard has nothing to remove on the controller: what the workloads
-// wrote is in their allocation directories, which Nomad collects with the
-// stopped job. STATE_INVALID while the job runs.
+// Discard deletes the stopped job's slot credentials from Vault; what its
+// workloads wrote is in their allocation directories, which Nomad
+// collects with the job. STATE_INVALID while the job runs; a job Nomad no
+// longer knows is no error.
 func (r *Runtime) Discard(ctx context.Context, jobID string) error {
-	job, err := r.readJob(ctx, jobID)
-	if errcode.Has(err, errcode.NotFound) {
-		return nil
-	}
-	if err != nil {
+	job, err := r.stoppedJob(ctx, jobID, "discarding it")
+	if job == nil || err != nil {
 		return err
 	}
-	if job.Stop == nil || !*job.Stop {
-		return errcode.New(errcode.StateInvalid, "job %q is running: stop it before discarding it", jobID)
-	}
 	return r.discardJobSecrets(ctx, job)
+}
+
+// stoppedJob reads the Nomad job of a scheduler job that must be stopped
+// before what (STATE_INVALID while it runs); nil and no error when Nomad
+// no longer knows it.
+func (r *Runtime) stoppedJob(ctx context.Context, jobID, what string) (*api.Job, error) {
+	job, err := r.readJob(ctx, jobID)
+	if errcode.Has(err, errcode.NotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if job.Stop == nil || !*job.Stop {
+		return nil, errcode.New(errcode.StateInvalid, "job %q is running: stop it before %s", jobID, what)
+	}
+	return job, nil
 }
 
 // RemoveArtifact removes the packed artifact and, when the builder can,
@@ -240,15 +252,9 @@ func (r *Runtime) RemoveArtifact(ctx context.Context, art scheduler.Artifact) er
 // their logs, go with it. STATE_INVALID while the job runs; a job Nomad
 // no longer knows is no error.
 func (r *Runtime) RemoveJobLogs(ctx context.Context, jobID string) error {
-	job, err := r.readJob(ctx, jobID)
-	if errcode.Has(err, errcode.NotFound) {
-		return nil
-	}
-	if err != nil {
+	job, err := r.stoppedJob(ctx, jobID, "removing its logs")
+	if job == nil || err != nil {
 		return err
-	}
-	if job.Stop == nil || !*job.Stop {
-		return errcode.New(errcode.StateInvalid, "job %q is running: stop it before removing its logs", jobID)
 	}
 	if err := r.discardJobSecrets(ctx, job); err != nil {
 		return err

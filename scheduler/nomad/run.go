@@ -157,21 +157,10 @@ func (r *Runtime) nomadID(ctx context.Context, jobID string) (string, error) {
 // checkJob validates a job before anything is registered and returns its
 // start order: Order, then the workloads it leaves out, by name.
 func (r *Runtime) checkJob(jb scheduler.Job) ([]string, error) {
-	if jb.ID == "" || len(jb.Workloads) == 0 {
-		return nil, errcode.Invalid("job", "a job needs an ID and at least one workload")
-	}
-	if !plainName(jb.ID) {
-		return nil, errcode.Invalid("id", "the job ID %q is not a plain name", jb.ID)
+	if err := jb.Check(); err != nil {
+		return nil, err
 	}
 	for name, t := range jb.Workloads {
-		if !plainName(name) {
-			return nil, errcode.Invalid("workloads", "the workload name %q is not a plain name", name)
-		}
-		for _, m := range t.Mounts {
-			if !plainName(m.Volume) {
-				return nil, errcode.Invalid("mounts", "the volume name %q is not a plain name", m.Volume)
-			}
-		}
 		if vars := jobtemplates.SealedVars(t); len(vars) > 0 && r.jobSecrets() == nil {
 			// A slot's credential reaches the workload from Vault only
 			// (slotsecrets.go): without a Vault to write it to, refuse

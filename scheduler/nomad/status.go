@@ -27,7 +27,7 @@ func (r *Runtime) liveJob(ctx context.Context, jobID string) (*api.Job, error) {
 // readJob reads the job, stopped or not; NOT_FOUND when Nomad does not
 // know it.
 func (r *Runtime) readJob(ctx context.Context, jobID string) (*api.Job, error) {
-	if !plainName(jobID) {
+	if !scheduler.PlainName(jobID) {
 		return nil, notFound(jobID)
 	}
 	nid, err := r.nomadID(ctx, jobID)

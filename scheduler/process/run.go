@@ -120,16 +120,10 @@ func (r *Runtime) Run(ctx context.Context, jb scheduler.Job) (scheduler.JobStatu
 // checkJob validates a job before anything starts and returns its start
 // order: Order, then the workloads it leaves out, by name.
 func (r *Runtime) checkJob(jb scheduler.Job) ([]string, error) {
-	if jb.ID == "" || len(jb.Workloads) == 0 {
-		return nil, errcode.Invalid("job", "a job needs an ID and at least one workload")
-	}
-	if !plainName(jb.ID) {
-		return nil, errcode.Invalid("id", "the job ID %q is not a plain name", jb.ID)
+	if err := jb.Check(); err != nil {
+		return nil, err
 	}
 	for name, t := range jb.Workloads {
-		if !plainName(name) {
-			return nil, errcode.Invalid("workloads", "the workload name %q is not a plain name", name)
-		}
 		if err := checkMounts(jb.AppID, name, t.Mounts); err != nil {
 			return nil, err
 		}

@@ -269,7 +269,7 @@ func (r *Runtime) Logs(ctx context.Context, jobID, workload string) ([]string, e
 		}
 		return w.log.Lines(), nil
 	}
-	if !plainName(jobID) || !plainName(workload) {
+	if !scheduler.PlainName(jobID) || !scheduler.PlainName(workload) {
 		return nil, notFound(jobID)
 	}
 	lines, err := readLogLines(r.logPath(jobID, workload))
@@ -318,7 +318,7 @@ func (r *Runtime) workingCopy(jobID, workload, artifact string) (string, error) 
 // Discard removes what a stopped job's workloads wrote in their working
 // directories; its logs stay. STATE_INVALID while the job runs.
 func (r *Runtime) Discard(ctx context.Context, jobID string) error {
-	if !plainName(jobID) {
+	if !scheduler.PlainName(jobID) {
 		return errcode.Invalid("job_id", "the job ID %q is not a plain name", jobID)
 	}
 	if r.job(jobID) != nil {
@@ -334,7 +334,7 @@ func (r *Runtime) Discard(ctx context.Context, jobID string) error {
 // artifact must be one of this runtime's; removing one that is gone is no
 // error. A job running it keeps its own working copy.
 func (r *Runtime) RemoveArtifact(ctx context.Context, art scheduler.Artifact) error {
-	if !plainName(art.ID) {
+	if !scheduler.PlainName(art.ID) {
 		return errcode.Invalid("artifact", "the artifact ID %q is not a plain name", art.ID)
 	}
 	area := filepath.Join(r.cfg.WorkDir, "builds", art.ID)
@@ -353,7 +353,7 @@ func (r *Runtime) RemoveJobLogs(ctx context.Context, jobID string) error { retur
 // RemoveLogs removes a stopped job's log files. STATE_INVALID while the
 // job runs; removing logs that are not there is no error.
 func (r *Runtime) RemoveLogs(jobID string) error {
-	if !plainName(jobID) {
+	if !scheduler.PlainName(jobID) {
 		return errcode.Invalid("job_id", "the job ID %q is not a plain name", jobID)
 	}
 	if r.job(jobID) != nil {

@@ -50,12 +50,12 @@ func checkMounts(appID, workload string, mounts []scheduler.Mount) error {
 		return nil
 	}
 	field := "workloads." + workload + ".mounts"
-	if !plainName(appID) {
+	if !scheduler.PlainName(appID) {
 		return errcode.Invalid("app_id", "workload %s mounts volumes, so its job needs a plain app ID (got %q)", workload, appID)
 	}
 	seen := map[string]bool{}
 	for _, m := range mounts {
-		if !plainName(m.Volume) {
+		if !scheduler.PlainName(m.Volume) {
 			return errcode.Invalid(field, "the volume name %q is not a plain name", m.Volume)
 		}
 		p := m.Path
@@ -155,10 +155,4 @@ func emptyDir(root *os.Root, rel string) bool {
 	defer f.Close()
 	_, err = f.ReadDir(1)
 	return errors.Is(err, io.EOF)
-}
-
-// plainName reports whether s can name a file: not empty, no separator,
-// not "." or "..".
-func plainName(s string) bool {
-	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, `/\`) && !strings.ContainsRune(s, 0) && filepath.IsLocal(s)
 }
