@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"sync/atomic"
 
-	"github.com/svchost/svc/internal/config"
 	"github.com/svchost/svc/internal/source"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler/nomad"
@@ -40,32 +38,23 @@ func (p clusterPeers) FetchBlob(ctx context.Context, name string, w io.Writer) (
 }
 
 // blobRouter serves this server's blobs to the others: checkouts (names
-// with source.BlobPrefix) from the sources, once they are built (the
-// store, which serves blobs, opens first), and artifacts from the work
-// dir's artifact store.
+// with source.BlobPrefix) from the sources, and artifacts from the
+// generation's artifact store, each once it is built (the store, which
+// serves blobs, opens first).
 type blobRouter struct {
-	cfg     *config.Config
-	sources atomic.Pointer[source.Service]
+	sources   atomic.Pointer[source.Service]
+	artifacts atomic.Pointer[nomad.Artifacts]
 }
 
 var _ raftstore.BlobSource = (*blobRouter)(nil)
 
 func (b *blobRouter) OpenBlob(ctx context.Context, name string) (io.ReadCloser, int64, error) {
 	if strings.HasPrefix(name, source.BlobPrefix) {
-		src := b.sources.Load()
-		if src == nil {
-			return nil, 0, fmt.Errorf("blob %s: this server is starting: %w", name, fs.ErrNotExist)
+		if src := b.sources.Load(); src != nil {
+			return src.OpenBlob(ctx, name)
 		}
-		return src.OpenBlob(ctx, name)
+	} else if arts := b.artifacts.Load(); arts != nil {
+		return arts.OpenBlob(ctx, name)
 	}
-	// A server that never used the nomad runtime has no artifact
-	// directory, and this creates none.
-	if _, err := os.Stat(nomadArtifactDir(b.cfg.Server.WorkDir)); err != nil {
-		return nil, 0, fmt.Errorf("blob %s: %w", name, fs.ErrNotExist)
-	}
-	arts, err := nomadArtifacts(b.cfg, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	return arts.OpenBlob(ctx, name)
+	return nil, 0, fmt.Errorf("blob %s: this server is starting: %w", name, fs.ErrNotExist)
 }

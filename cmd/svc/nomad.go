@@ -65,9 +65,8 @@ func nomadArtifactKey(cfg *config.Config) ([]byte, error) {
 }
 
 // nomadArtifacts opens the artifact store of the work dir, which fetches
-// what it lacks from the cluster's other servers through store: any
-// number of stores over the same directory and key serve alike, so the
-// kind, the handler and the blob source each open their own.
+// what it lacks from the cluster's other servers through store (nil: it
+// asks none).
 func nomadArtifacts(cfg *config.Config, store *raftstore.Store) (*nomad.Artifacts, error) {
 	key, err := nomadArtifactKey(cfg)
 	if err != nil {
@@ -89,7 +88,7 @@ func nomadKind(gen *generation, store *raftstore.Store, now func() time.Time, lo
 	appSvc := apps.NewService(store, now)
 	return nomad.KindFor(nomad.KindDeps{
 		Builder:         gen.procs,
-		Artifacts:       func() (*nomad.Artifacts, error) { return nomadArtifacts(gen.cfg, store) },
+		Artifacts:       func() (*nomad.Artifacts, error) { return gen.artifacts, gen.artifactsErr },
 		ArtifactBaseURL: strings.TrimRight(gen.cfg.Server.ExternalURL, "/"),
 		Describe: func(_ context.Context, job scheduler.Job) (nomad.AppInfo, error) {
 			if job.AppID == "" {
@@ -126,15 +125,15 @@ func nomadKind(gen *generation, store *raftstore.Store, now func() time.Time, lo
 // listener ahead of front (the edge's): GET and HEAD nomad.ArtifactPath…
 // download sources and builds, PUT stores a build job's upload, signed
 // URLs only. For serve.go's server.Deps.Front, as
-// Front: withNomadArtifacts(gen.cfg, store, proxy.Front).
-func withNomadArtifacts(cfg *config.Config, store *raftstore.Store, front func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+// Front: withNomadArtifacts(gen.artifacts, proxy.Front); a nil store
+// serves none.
+func withNomadArtifacts(arts *nomad.Artifacts, front func(http.Handler) http.Handler) func(http.Handler) http.Handler {
 	return func(api http.Handler) http.Handler {
 		next := api
 		if front != nil {
 			next = front(api)
 		}
-		arts, err := nomadArtifacts(cfg, store)
-		if err != nil {
+		if arts == nil {
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -45,7 +45,11 @@ func TestWithNomadArtifacts(t *testing.T) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Header().Set("X-Front", "1"); next.ServeHTTP(w, r) })
 	}
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
-	h := withNomadArtifacts(cfg, nil, front)(api)
+	arts, err := nomadArtifacts(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := withNomadArtifacts(arts, front)(api)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, nomad.ArtifactPath+"b1.tar.gz?expires=1&sig=x", nil))
 	if rec.Code != http.StatusForbidden || rec.Header().Get("X-Front") != "" {

@@ -29,6 +29,7 @@ import (
 	"github.com/svchost/svc/internal/telemetry"
 	"github.com/svchost/svc/internal/throttle"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scheduler/nomad"
 	"github.com/svchost/svc/scheduler/process"
 	"github.com/svchost/svc/server"
 )
@@ -137,6 +138,10 @@ type generation struct {
 	commands  []server.CommandRef
 	// procs is the process runtime, which outlives generations.
 	procs *process.Runtime
+	// artifacts is the nomad runtime's artifact store (nil, with
+	// artifactsErr, when it could not open).
+	artifacts    *nomad.Artifacts
+	artifactsErr error
 	// mainAddr is where the main listener (console and API) listens.
 	mainAddr net.Addr
 	// stop ends the generation's context: its server drains and returns.
@@ -274,7 +279,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	}()
 
 	metrics := telemetry.New()
-	blobs := &blobRouter{cfg: cfg}
+	blobs := &blobRouter{}
 	store, err := raftstore.Open(raftstore.Config{
 		NodeID:   cfg.Cluster.NodeID,
 		Dir:      cfg.RaftDir(),
@@ -296,6 +301,12 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	}
 	rt.store = store
 	rt.onClose("store", store.Close)
+	// One artifact store per generation: the nomad runtime packs into it,
+	// the main listener serves and takes its files, and the other servers
+	// fetch from it. One that cannot open leaves the nomad runtime
+	// failing to load, with the reason.
+	gen.artifacts, gen.artifactsErr = nomadArtifacts(cfg, store)
+	blobs.artifacts.Store(gen.artifacts)
 	cfg.SetNodeID(store.NodeID())
 	rt.nodeID = store.NodeID()
 	metrics.WatchStore(store.Status)
@@ -379,7 +390,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Commands:       gen.commands,
 		StartedAt:      gen.startedAt,
 		Restart:        gen.restart,
-		Front:          withNomadArtifacts(gen.cfg, store, proxy.Front),
+		Front:          withNomadArtifacts(gen.artifacts, proxy.Front),
 		AppURLs:        appAddresses{proxy: proxy, ports: sched},
 	})
 	if err != nil {
