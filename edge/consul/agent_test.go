@@ -1,7 +1,6 @@
 package consul
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -10,12 +9,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/svchost/svc/internal/testserver"
 )
 
 // The contract suite against a real Consul: `consul agent -dev` with ACLs
@@ -73,7 +73,7 @@ func startAgent(t *testing.T) *agentCluster {
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var out lockedBuffer
+	var out testserver.Output
 	cmd := exec.Command(bin, "agent", "-dev", "-config-file", file)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -199,22 +199,4 @@ func freePorts(t *testing.T, n int) []int {
 		_ = l.Close()
 	}
 	return out
-}
-
-// lockedBuffer collects a process's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

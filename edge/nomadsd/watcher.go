@@ -3,13 +3,11 @@ package nomadsd
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"github.com/svchost/svc/edge"
 	"github.com/svchost/svc/edge/blocking"
 	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/cacert"
 	"github.com/svchost/svc/internal/errcode"
 )
 
@@ -96,12 +95,8 @@ func New(cfg Config) (*Watcher, error) {
 		// Skipping verification is the operator's explicit choice (tls_skip_verify).
 		tc := &tls.Config{InsecureSkipVerify: cfg.TLSSkipVerify}
 		if cfg.CACert != "" {
-			pem, err := os.ReadFile(cfg.CACert)
-			pool := x509.NewCertPool()
-			if err != nil || !pool.AppendCertsFromPEM(pem) {
-				if err == nil {
-					err = errors.New("no PEM certificate in the file")
-				}
+			pool, err := cacert.Pool(cfg.CACert)
+			if err != nil {
 				return nil, errcode.Wrap(err, errcode.AdapterFailed, "the nomad adapter's ca_cert %s could not be read as PEM certificates", cfg.CACert).
 					WithRemedy("set ca_cert to a readable PEM file of the CA that signed nomad's certificate, or leave it empty for the system's roots")
 			}

@@ -13,7 +13,6 @@
 package nomadtest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -21,7 +20,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -50,7 +48,7 @@ type Agent struct {
 	Dir string
 	// Exited is closed when the agent's process ends.
 	Exited <-chan struct{}
-	out    *lockedBuffer
+	out    *testserver.Output
 }
 
 // Output is what the agent wrote so far.
@@ -104,7 +102,7 @@ func Start(t testing.TB, o Options) *Agent {
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := &lockedBuffer{}
+	out := &testserver.Output{}
 	cmd := exec.Command(bin, "agent", "-dev", "-config", file)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -155,22 +153,4 @@ func unmountUnder(t testing.TB, dir string) {
 			t.Errorf("unmount %s, left by the nomad agent: %v", p, err)
 		}
 	}
-}
-
-// lockedBuffer keeps a process's output for the test's log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

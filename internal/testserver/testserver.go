@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -120,4 +121,24 @@ func Run(cmd *exec.Cmd, log *os.File) (<-chan struct{}, error) {
 		close(exited)
 	}()
 	return exited, nil
+}
+
+// Output collects a process's output for a test's log; it is safe for the
+// process's writers and the test to use at once.
+type Output struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.Write(p)
+}
+
+// String is what was written so far.
+func (o *Output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
 }

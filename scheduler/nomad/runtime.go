@@ -3,19 +3,18 @@ package nomad
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/svchost/svc/internal/cacert"
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/spec"
 	jobtemplates "github.com/svchost/svc/jobs-templates"
@@ -232,13 +231,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CACert != "" {
-		pem, err := os.ReadFile(cfg.CACert)
+		pool, err := cacert.Pool(cfg.CACert)
 		if err != nil {
-			return nil, fmt.Errorf("nomad runtime: CA certificate: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("nomad runtime: CA certificate %s holds no PEM certificate", cfg.CACert)
+			return nil, fmt.Errorf("nomad runtime: %w", err)
 		}
 		tlsConf.RootCAs = pool
 	}
