@@ -67,6 +67,11 @@ type BuildRequest struct {
 	// isolation level; host policy's min_build_isolation); empty means the
 	// runtime's own setting.
 	Isolation string
+	// Egress lists the only destinations the build may reach (host
+	// policy's egress_allowlist); empty means any. A runtime that cannot
+	// enforce a list refuses it (PLAN_CAPABILITY_UNSUPPORTED) rather than
+	// ignore it.
+	Egress []string
 }
 
 // Artifact is what a build produced, handed back to the runtime in a Job.
@@ -211,6 +216,12 @@ type Task struct {
 	// Isolation is the isolation level the workload must run at (a policy
 	// isolation level); empty means the runtime's weakest.
 	Isolation string
+	// Egress lists the only destinations the workload may reach (host
+	// policy's egress_allowlist: host names, *.domain, IP addresses, CIDR
+	// prefixes); empty means any. Every task of a job has the same list. A
+	// runtime that cannot enforce a list refuses the task
+	// (PLAN_CAPABILITY_UNSUPPORTED) rather than ignore it.
+	Egress []string
 }
 
 // Mount is a volume mounted into a workload. A runtime that cannot mount

@@ -13,8 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,6 +89,19 @@ type Config struct {
 		// that listens only on loopback fail its deploy
 		// (BUILD_LISTENS_ON_LOOPBACK).
 		AdvertiseHost string
+		// Isolation is the least isolation of the process runtime's
+		// workloads and builds: "sandbox" (the default) or "none", which
+		// an operator must choose explicitly where the host cannot run the
+		// sandbox.
+		Isolation string
+		// SandboxHostPorts are TCP ports of the host's loopback that
+		// sandboxed workloads reach on their own loopback (a database on
+		// this host, for slots); no other port of the host is reachable.
+		SandboxHostPorts []int
+		// GoCacheSeed is a Go build cache, written only by the server, that
+		// seeds each app's own at its first Go build; empty is one in the
+		// runtime's cache directory.
+		GoCacheSeed string
 	}
 	Cluster struct {
 		// NodeID names this node. Empty on a single node means the id
@@ -246,6 +261,7 @@ func (l *loader) applyDefaults() {
 	c.Reconciler.Backoff = slices.Clone(ShippedBackoff)
 	c.Runtime.BuildTimeout = 15 * time.Minute
 	c.Runtime.StartTimeout = time.Minute
+	c.Runtime.Isolation = "sandbox"
 	c.Cluster.SnapshotThreshold, c.Cluster.SnapshotInterval, c.Cluster.TrailingLogs = 8192, 2*time.Minute, 10240
 }
 
@@ -343,6 +359,15 @@ func (l *loader) crossCheck() {
 	}
 	if ok("cluster.raft_addr", "cluster.secret", "cluster.peers", "cluster.node_id") {
 		l.checkCluster()
+	}
+	if ok("runtime.sandbox_host_ports", "server.addr", "app.port_start", "app.port_end") {
+		_, own, _ := net.SplitHostPort(c.Server.Addr)
+		for _, p := range c.Runtime.SandboxHostPorts {
+			if strconv.Itoa(p) == own || (p >= c.App.PortStart && p <= c.App.PortEnd) {
+				l.errorf("%s names port %d, which is svc's own (%s, or the apps' range %s..%s): apps reach svc and each other only through the edge",
+					l.ref("runtime.sandbox_host_ports"), p, l.ref("server.addr"), l.ref("app.port_start"), l.ref("app.port_end"))
+			}
+		}
 	}
 	if _, set := l.sources["server.issuer"]; (!set || c.Server.Issuer == "") && ok("server.addr", "server.external_url") {
 		c.Server.Issuer = deriveIssuer(c.Server.ExternalURL, c.Server.Addr)

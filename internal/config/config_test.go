@@ -111,6 +111,9 @@ func TestDefaults(t *testing.T) {
 		{Name: "reconciler.backoff", Env: "SVC_RECONCILER_BACKOFF", Value: "5s,15s,30s,1m0s,2m0s,5m0s", Origin: "default"},
 		{Name: "runtime.advertise_host", Env: "SVC_RUNTIME_ADVERTISE_HOST", Origin: "default"},
 		{Name: "runtime.build_timeout", Env: "SVC_RUNTIME_BUILD_TIMEOUT", Value: "15m0s", Origin: "default"},
+		{Name: "runtime.go_cache_seed", Env: "SVC_RUNTIME_GO_CACHE_SEED", Origin: "default"},
+		{Name: "runtime.isolation", Env: "SVC_RUNTIME_ISOLATION", Value: "sandbox", Origin: "default"},
+		{Name: "runtime.sandbox_host_ports", Env: "SVC_RUNTIME_SANDBOX_HOST_PORTS", Origin: "default"},
 		{Name: "runtime.start_timeout", Env: "SVC_RUNTIME_START_TIMEOUT", Value: "1m0s", Origin: "default"},
 		{Name: "server.addr", Env: "SVC_SERVER_ADDR", Value: ":8080", Origin: "default"},
 		{Name: "server.base_domain", Env: "SVC_SERVER_BASE_DOMAIN", Value: "svc.localhost", Origin: "default"},
@@ -393,6 +396,10 @@ func TestFileErrors(t *testing.T) {
 		{"policy bad value", "policy:\n  min_security_score: 101\n", "policy.min_security_score: 101 is out of range (0 to 100)"},
 		{"policy bad list", "policy:\n  egress_allowlist: [ok.example.com, \"not ok\"]\n", `policy.egress_allowlist: item 2: "not ok" is not a hostname, *.domain wildcard, IP address or CIDR`},
 		{"policy not mapping", "policy: [a]\n", "policy: expected a mapping of policy settings (e.g. policy: {public_sharing: none})"},
+		{"isolation", "runtime:\n  isolation: maybe\n", `runtime.isolation: "maybe" is not sandbox or none`},
+		{"host port", "runtime:\n  sandbox_host_ports: [5432, x]\n", `runtime.sandbox_host_ports: "x" is not a TCP port`},
+		{"host port range", "runtime:\n  sandbox_host_ports: [70000]\n", `runtime.sandbox_host_ports: "70000" is not a TCP port`},
+		{"go cache seed", "runtime:\n  go_cache_seed: rel/dir\n", `runtime.go_cache_seed: "rel/dir" is not an absolute path`},
 		{"port range from file", "app:\n  port_start: 9100\n  port_end: 9000\n", ""},
 	}
 	for _, tt := range tests {
@@ -410,6 +417,25 @@ func TestFileErrors(t *testing.T) {
 				t.Errorf("got error\n%s\nwant\n%s", got, want)
 			}
 		})
+	}
+}
+
+// TestSandboxHostPorts: a sandbox may be given ports of the host's
+// loopback, never svc's own or the apps' (that would open a way around
+// the edge).
+func TestSandboxHostPorts(t *testing.T) {
+	c := mustLoad(t, LoadArgs{Env: []string{"SVC_RUNTIME_SANDBOX_HOST_PORTS=5432, 6379"}})
+	if diff := cmp.Diff([]int{5432, 6379}, c.Runtime.SandboxHostPorts); diff != "" {
+		t.Errorf("ports (-want +got):\n%s", diff)
+	}
+	if s := settingsByName(c)["runtime.sandbox_host_ports"]; s.Value != "5432,6379" {
+		t.Errorf("listed as %q", s.Value)
+	}
+	for _, port := range []string{"8080", "9005"} {
+		_, err := Load(LoadArgs{Env: []string{"SVC_RUNTIME_SANDBOX_HOST_PORTS=5432," + port}})
+		if err == nil || !strings.Contains(err.Error(), "port "+port+", which is svc's own") {
+			t.Errorf("port %s: %v, want a refusal", port, err)
+		}
 	}
 }
 
@@ -608,7 +634,7 @@ func TestEmptyValues(t *testing.T) {
 	emptyOK := []string{
 		"SVC_DATABASE_URL", "SVC_SERVER_ISSUER", "SVC_SERVER_EXTERNAL_URL", "SVC_SERVER_PROXY_UPSTREAM",
 		"SVC_ADMIN_PASSWORD", "SVC_CLUSTER_NODE_ID", "SVC_CLUSTER_RAFT_ADDR", "SVC_CLUSTER_PEERS", "SVC_CLUSTER_SECRET",
-		"SVC_RUNTIME_ADVERTISE_HOST",
+		"SVC_RUNTIME_ADVERTISE_HOST", "SVC_RUNTIME_SANDBOX_HOST_PORTS", "SVC_RUNTIME_GO_CACHE_SEED",
 	}
 	for _, d := range defs {
 		t.Run(d.env(), func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -215,6 +216,54 @@ var defs = [...]def{
 			return nil
 		},
 		format: func(c *Config) string { return c.Runtime.StartTimeout.String() },
+	},
+	{
+		name: "runtime.isolation",
+		parse: func(c *Config, v string, _ Origin) error {
+			if v != "sandbox" && v != "none" {
+				return fmt.Errorf("%s is not sandbox or none", quote(v))
+			}
+			c.Runtime.Isolation = v
+			return nil
+		},
+		format: func(c *Config) string { return c.Runtime.Isolation },
+	},
+	{
+		name: "runtime.sandbox_host_ports", list: true, emptyUnset: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			var ports []int
+			for _, f := range strings.Split(v, ",") {
+				f = strings.TrimSpace(f)
+				if f == "" {
+					continue
+				}
+				n, err := strconv.Atoi(f)
+				if err != nil || n < 1 || n > 65535 {
+					return fmt.Errorf("%s is not a TCP port", quote(f))
+				}
+				ports = append(ports, n)
+			}
+			c.Runtime.SandboxHostPorts = ports
+			return nil
+		},
+		format: func(c *Config) string {
+			out := make([]string, len(c.Runtime.SandboxHostPorts))
+			for i, p := range c.Runtime.SandboxHostPorts {
+				out[i] = strconv.Itoa(p)
+			}
+			return strings.Join(out, ",")
+		},
+	},
+	{
+		name: "runtime.go_cache_seed", emptyUnset: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			if !filepath.IsAbs(v) {
+				return fmt.Errorf("%s is not an absolute path", quote(v))
+			}
+			c.Runtime.GoCacheSeed = filepath.Clean(v)
+			return nil
+		},
+		format: func(c *Config) string { return c.Runtime.GoCacheSeed },
 	},
 	{
 		name: "reconciler.backoff", list: true,

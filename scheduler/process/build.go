@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/svchost/svc/internal/egress"
 	"github.com/svchost/svc/internal/errcode"
-	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/scheduler"
 )
@@ -29,7 +29,9 @@ const logTailBytes = 8 << 10
 
 // Build copies the source tree into a fresh work area and runs the build
 // command there with a clean environment and a time limit, in a sandbox
-// when Config.BuildIsolation asks for one.
+// (and a pod of its own: the network it needs, under the request's egress
+// list) unless the runtime's isolation is none. A sandboxed build writes
+// only its work area and its app's own caches, as the app's user.
 func (r *Runtime) Build(ctx context.Context, req scheduler.BuildRequest) (scheduler.Artifact, error) {
 	if !supportedBuild(req.Build.Kind) {
 		return scheduler.Artifact{}, errcode.New(errcode.PlanCapabilityUnsupp, "the process runtime does not run %q builds", req.Build.Kind).
@@ -89,7 +91,7 @@ func (r *Runtime) Build(ctx context.Context, req scheduler.BuildRequest) (schedu
 		// first on PATH.
 		command = "python3 -m venv " + venvDir + " && . " + venvDir + "/bin/activate && " + command
 	}
-	if err := r.runBuild(ctx, area, dir, command, timeout, req.Isolation, req.Log); err != nil {
+	if err := r.runBuild(ctx, req, area, dir, command, timeout); err != nil {
 		return scheduler.Artifact{}, err
 	}
 	ok = true
@@ -109,18 +111,18 @@ func supportedBuild(kind string) bool {
 }
 
 // buildEnv is the clean environment of a build: PATH, HOME in the work
-// area, the toolchains' caches under the cache directory, and BuildEnv.
-func (r *Runtime) buildEnv(area string) []string {
+// area, the toolchains' caches under cache (the app's), and BuildEnv.
+func (r *Runtime) buildEnv(area, cache, path string) map[string]string {
 	env := map[string]string{
-		"PATH":             os.Getenv("PATH"),
+		"PATH":             path,
 		"HOME":             area,
 		"TMPDIR":           filepath.Join(area, "tmp"),
-		"GOCACHE":          filepath.Join(r.cfg.CacheDir, "go-build"),
-		"GOPATH":           filepath.Join(r.cfg.CacheDir, "go"),
+		"GOCACHE":          filepath.Join(cache, "go-build"),
+		"GOPATH":           filepath.Join(cache, "go"),
 		"GOTOOLCHAIN":      "local",
 		"CGO_ENABLED":      "0",
-		"npm_config_cache": filepath.Join(r.cfg.CacheDir, "npm"),
-		"PIP_CACHE_DIR":    filepath.Join(r.cfg.CacheDir, "pip"),
+		"npm_config_cache": filepath.Join(cache, "npm"),
+		"PIP_CACHE_DIR":    filepath.Join(cache, "pip"),
 		// pip runs inside the build's own virtualenv: as root it warns
 		// for nothing, and it must not look for its own updates.
 		"PIP_ROOT_USER_ACTION":          "ignore",
@@ -132,7 +134,16 @@ func (r *Runtime) buildEnv(area string) []string {
 	for k, v := range r.cfg.BuildEnv {
 		env[k] = v
 	}
-	return envList(env)
+	return env
+}
+
+// appCache is an app's own toolchain caches: apps never share a module or
+// build cache, which one app's build could poison for another's.
+func (r *Runtime) appCache(appID string) string {
+	if appID == "" || !scheduler.PlainName(appID) {
+		appID = "_"
+	}
+	return filepath.Join(r.cfg.CacheDir, "apps", appID)
 }
 
 func envList(env map[string]string) []string {
@@ -144,52 +155,104 @@ func envList(env map[string]string) []string {
 	return out
 }
 
-func (r *Runtime) runBuild(ctx context.Context, area, dir, command string, timeout time.Duration, isolation string, sink scheduler.LogSink) error {
+func (r *Runtime) runBuild(ctx context.Context, req scheduler.BuildRequest, area, dir, command string, timeout time.Duration) error {
 	if err := os.MkdirAll(filepath.Join(area, "tmp"), 0o700); err != nil {
 		return fmt.Errorf("build: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var cmd *exec.Cmd
-	if isolation == "" || policy.AtLeast(r.cfg.BuildIsolation, isolation) {
-		isolation = r.cfg.BuildIsolation
-	}
-	sandboxed, err := r.sandboxFor(isolation)
+	sandboxed, err := r.sandboxFor(req.Isolation)
 	if err != nil {
 		return err
 	}
+	allow, err := egress.Parse(req.Egress)
+	if err != nil {
+		return errcode.Wrap(err, errcode.ValidInvalid, "build: %v", err).WithDetail("field", "egress")
+	}
+	if allow != nil && !sandboxed {
+		return errcode.New(errcode.PlanCapabilityUnsupp, "host policy restricts egress (egress_allowlist), which the process runtime enforces only in a sandbox, and this build runs without one").
+			WithDetail("capability", "egress_allowlist").
+			WithRemedy("run builds in the sandbox (runtime.isolation: sandbox, or policy min_build_isolation: sandbox), or empty egress_allowlist")
+	}
+	cache := r.appCache(req.AppID)
+	var cmd *exec.Cmd
+	var env map[string]string
+	var p *pod
 	if sandboxed {
-		args, err := r.sandboxArgs(sandboxSpec{writable: []string{area, r.cfg.CacheDir}, chdir: dir})
+		own, err := r.ownerFor(req.AppID)
 		if err != nil {
 			return fmt.Errorf("build: %w", err)
 		}
-		cmd = exec.CommandContext(ctx, r.bwrap, append(args, "sh", "-c", command)...)
+		if err := os.MkdirAll(filepath.Dir(cache), 0o711); err != nil {
+			return fmt.Errorf("build: cache: %w", err)
+		}
+		if err := traversable(r.cfg.CacheDir, cache); err != nil {
+			return fmt.Errorf("build: cache: %w", err)
+		}
+		if err := own.give(area); err != nil {
+			return fmt.Errorf("build: %w", err)
+		}
+		if !own.owns(cache) {
+			if err := own.give(cache); err != nil {
+				return fmt.Errorf("build: %w", err)
+			}
+		}
+		if req.Build.Kind == spec.BuildGo {
+			r.seedGoCache(ctx, r.seedDir(), filepath.Join(cache, "go-build"), own, req.Log)
+		}
+		if p, err = r.startPod(ctx, "build-"+filepath.Base(area), podSpec{owner: own, allow: allow, refused: func(dest, reason string) {
+			if req.Log != nil {
+				req.Log(scheduler.StreamStderr, fmt.Sprintf("[svc] egress to %s refused: %s", dest, reason))
+			}
+		}}); err != nil {
+			return fmt.Errorf("build: %w", err)
+		}
+		defer p.stop()
+		if cmd, err = r.sandboxCommand(ctx, sandboxSpec{owner: own, pod: p, writable: []string{area, cache}, chdir: dir}, []string{"sh", "-c", command}); err != nil {
+			return fmt.Errorf("build: %w", err)
+		}
+		env = r.buildEnv(area, cache, r.view.path)
+		r.sandboxEnv(env, p)
+		env["HOME"] = area
 	} else {
+		if err := os.MkdirAll(cache, 0o700); err != nil {
+			return fmt.Errorf("build: %w", err)
+		}
+		if _, own := r.cfg.BuildEnv["GOCACHE"]; req.Build.Kind == spec.BuildGo && !own {
+			r.seedGoCache(ctx, r.seedDir(), filepath.Join(cache, "go-build"), owner{}, req.Log)
+		}
 		cmd = exec.CommandContext(ctx, "sh", "-c", command)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		env = r.buildEnv(area, cache, os.Getenv("PATH"))
 	}
 	cmd.Dir = dir
-	cmd.Env = r.buildEnv(area)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = envList(env)
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	tail := newLogRing(logTailBytes, nil)
 	ow := &lineWriter{emit: func(line string) {
 		tail.Add(line)
-		if sink != nil {
-			sink(scheduler.StreamStdout, line)
+		if req.Log != nil {
+			req.Log(scheduler.StreamStdout, line)
 		}
 	}}
 	ew := &lineWriter{emit: func(line string) {
 		tail.Add(line)
-		if sink != nil {
-			sink(scheduler.StreamStderr, line)
+		if req.Log != nil {
+			req.Log(scheduler.StreamStderr, line)
 		}
 	}}
 	cmd.Stdout, cmd.Stderr = ow, ew
 	if err := cmd.Start(); err != nil {
 		return errcode.Wrap(err, errcode.BuildFailed, "the build could not start: %v", err)
 	}
-	unrecord := r.recordBuild(filepath.Base(area), cmd.Process.Pid)
+	pids := map[string]int{"build": cmd.Process.Pid}
+	if p != nil {
+		for k, v := range p.pids() {
+			pids[k] = v
+		}
+	}
+	unrecord := r.recordBuild(filepath.Base(area), pids)
 	err = cmd.Wait()
 	defer unrecord()
 	ow.Flush()

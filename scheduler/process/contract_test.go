@@ -1,7 +1,6 @@
 package process_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"strings"
@@ -30,11 +29,12 @@ func hostGoCache() map[string]string {
 }
 
 // contractConfig is the runtime the contract suite gets: short waits, and
-// the small restart budget the suite expects (2 restarts within a minute).
-func contractConfig(t *testing.T) process.Config {
-	return process.Config{
-		WorkDir:           t.TempDir(),
-		BuildEnv:          hostGoCache(),
+// the small restart budget the suite expects (2 restarts within a minute);
+// in the sandbox (the default) unless isolation says none.
+func contractConfig(t *testing.T, isolation string) process.Config {
+	cfg := process.Config{
+		WorkDir:           sandboxDir(t),
+		Isolation:         isolation,
 		StopGrace:         2 * time.Second,
 		StartTimeout:      30 * time.Second,
 		SettleTime:        300 * time.Millisecond,
@@ -44,11 +44,18 @@ func contractConfig(t *testing.T) process.Config {
 		RestartAttempts:   2,
 		RestartInterval:   time.Minute,
 	}
+	if isolation == policy.IsolationNone {
+		cfg.BuildEnv = hostGoCache()
+	} else {
+		cfg.CacheDir = sharedCache()
+	}
+	cfg.GoCacheSeed = testSeed()
+	return cfg
 }
 
-func newContractRuntime(t *testing.T) *process.Runtime {
+func newContractRuntime(t *testing.T, isolation string) *process.Runtime {
 	t.Helper()
-	rt, err := process.New(contractConfig(t))
+	rt, err := process.New(contractConfig(t, isolation))
 	if err != nil {
 		t.Fatalf("new runtime: %v", err)
 	}
@@ -56,39 +63,21 @@ func newContractRuntime(t *testing.T) *process.Runtime {
 	return rt
 }
 
+// TestContract runs the whole suite with the runtime's isolation off (an
+// operator's explicit runtime.isolation: none).
 func TestContract(t *testing.T) {
 	runtimetest.Run(t, func(t *testing.T) (scheduler.Builder, scheduler.Runner) {
-		rt := newContractRuntime(t)
+		rt := newContractRuntime(t, policy.IsolationNone)
 		return rt, rt
 	})
 }
 
-// sandboxed runs every workload of the jobs it is given in the sandbox.
-type sandboxed struct{ *process.Runtime }
-
-func (s sandboxed) Run(ctx context.Context, job scheduler.Job) (scheduler.JobStatus, error) {
-	tasks := map[string]scheduler.Task{}
-	for name, task := range job.Workloads {
-		task.Isolation = policy.IsolationSandbox
-		tasks[name] = task
-	}
-	job.Workloads = tasks
-	return s.Runtime.Run(ctx, job)
-}
-
-var (
-	_ scheduler.Runtime     = sandboxed{}
-	_ scheduler.LogReader   = sandboxed{}
-	_ scheduler.UsageReader = sandboxed{}
-	_ scheduler.Execer      = sandboxed{}
-)
-
-// TestContractSandboxed runs the whole suite with every workload in the
-// bubblewrap sandbox, where bubblewrap works.
+// TestContractSandboxed runs the whole suite as the runtime runs by
+// default: every build and workload in the sandbox.
 func TestContractSandboxed(t *testing.T) {
 	needSandbox(t)
 	runtimetest.Run(t, func(t *testing.T) (scheduler.Builder, scheduler.Runner) {
-		rt := sandboxed{newContractRuntime(t)}
+		rt := newContractRuntime(t, "")
 		return rt, rt
 	})
 }

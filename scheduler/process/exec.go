@@ -52,7 +52,7 @@ func (r *Runtime) Exec(ctx context.Context, req scheduler.ExecRequest) (schedule
 	var cmd *exec.Cmd
 	if w.sandbox != nil {
 		var err error
-		if cmd, err = r.sandboxCommand(*w.sandbox, argv[0], argv[1:]...); err != nil {
+		if cmd, err = r.sandboxCommand(context.Background(), *w.sandbox, argv); err != nil {
 			return nil, errcode.New(errcode.PlanCapabilityUnsupp, "the workload's sandbox cannot be had: %v", err)
 		}
 	} else {
@@ -95,7 +95,10 @@ func startPipes(cmd *exec.Cmd) (*execSession, error) {
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, outW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setsid = true
 	err = cmd.Start()
 	// The child has its ends; ours would keep the output open forever.
 	inR.Close()

@@ -68,18 +68,16 @@ func (i *instance) Check(ctx context.Context) error {
 // (probed once). Resource limits are read (Usage), never enforced.
 func (i *instance) Capabilities() map[string]any {
 	rt := i.rt
-	buildIsolation := rt.cfg.BuildIsolation
-	if buildIsolation == "" {
-		buildIsolation = policy.IsolationNone
-	}
-	return map[string]any{
+	caps := map[string]any{
 		"isolation":         rt.isolation(),
 		"isolation_levels":  rt.isolationLevels(),
 		"sandbox_available": rt.sandboxUsable() == nil,
-		"build_isolation":   buildIsolation,
-		"builds":            append([]string(nil), buildKinds...),
-		"health_checks":     []string{"http", "tcp"},
-		"restarts":          true,
+		"build_isolation":   rt.isolation(),
+		// The sandbox enforces host policy's egress_allowlist (pod.go).
+		"egress_allowlist": rt.sandboxUsable() == nil,
+		"builds":           append([]string(nil), buildKinds...),
+		"health_checks":    []string{"http", "tcp"},
+		"restarts":         true,
 		"restart_policy": map[string]any{
 			"attempts": rt.cfg.RestartAttempts,
 			"interval": rt.cfg.RestartInterval.String(),
@@ -93,6 +91,11 @@ func (i *instance) Capabilities() map[string]any {
 		"resource_limits": false,
 		"advertise_host":  rt.cfg.AdvertiseHost,
 	}
+	if err := rt.sandboxUsable(); err != nil && rt.cfg.Isolation == policy.IsolationSandbox {
+		// Configured to sandbox every workload, and the host cannot.
+		caps["unavailable"] = "the process runtime cannot run a sandbox on this host: " + err.Error()
+	}
+	return caps
 }
 
 func (i *instance) Build(ctx context.Context, req scheduler.BuildRequest) (scheduler.Artifact, error) {

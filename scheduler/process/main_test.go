@@ -6,9 +6,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,11 +28,14 @@ const helperEnv = "SVC_PROCESS_TEST_HELPER"
 func TestMain(m *testing.M) {
 	switch os.Getenv(helperEnv) {
 	case "":
+		warmTestSeed()
 		os.Exit(m.Run())
 	case "listen":
 		helperListen()
 	case "orphan-child":
 		helperOrphanChild()
+	case "probe":
+		helperProbe()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper", os.Getenv(helperEnv))
 		os.Exit(2)
@@ -55,7 +60,7 @@ func helperOrphanChild() {
 		os.Exit(1)
 	}
 	dir := os.Getenv("WORKDIR")
-	rt, err := process.New(process.Config{WorkDir: dir, SettleTime: 100 * time.Millisecond})
+	rt, err := process.New(process.Config{WorkDir: dir, SettleTime: 100 * time.Millisecond, Isolation: os.Getenv("ISOLATION")})
 	if err != nil {
 		fail(err)
 	}
@@ -64,16 +69,26 @@ func helperOrphanChild() {
 		fail(err)
 	}
 	pidFile := filepath.Join(dir, "workload.pid")
+	env := pidFile
+	if os.Getenv("ISOLATION") != "none" {
+		// A sandbox sees only its working copy.
+		env, pidFile = "workload.pid", filepath.Join(dir, "work", "job-orphan", "sleeper", "workload.pid")
+	}
 	_, err = rt.Run(context.Background(), scheduler.Job{ID: "job-orphan", Workloads: map[string]scheduler.Task{"sleeper": {
 		Artifact: scheduler.Artifact{ID: "a", Kind: "command", Dir: art},
 		Command:  []string{"sh", "-c", `echo $$ > "$PIDFILE"; exec sleep 1000`},
-		Env:      map[string]string{"PIDFILE": pidFile},
+		Env:      map[string]string{"PIDFILE": env},
 		NoPort:   true,
 	}}})
 	if err != nil {
 		fail(err)
 	}
-	b, err := os.ReadFile(pidFile)
+	var b []byte
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, err = os.ReadFile(pidFile); err == nil && len(b) > 0 || time.Now().After(end) {
+			break
+		}
+	}
 	if err != nil {
 		fail(err)
 	}
@@ -91,13 +106,15 @@ func helperCommand(t *testing.T) []string {
 	return []string{exe}
 }
 
-// needSandbox skips unless the runtime offers the sandbox here.
+// needSandbox skips unless the runtime offers the sandbox here; with
+// SVC_REQUIRE_SANDBOX=1 (CI) it fails instead.
 func needSandbox(t *testing.T) {
 	t.Helper()
-	rt, err := process.New(process.Config{WorkDir: t.TempDir()})
+	rt, err := process.New(process.Config{WorkDir: sandboxDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer rt.Close()
 	inst, err := process.KindFor(rt).Open(context.Background(), adapters.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -139,10 +156,65 @@ func processGone(pid int) bool {
 	return i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
 }
 
-// testConfig is a runtime with short waits.
+// testSeed is the Go build cache seed of every test runtime on this
+// machine (built once per Go version: runtimes seed their apps' caches
+// from it), so that sandboxed Go builds do not compile the standard
+// library each time.
+func testSeed() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "svc-tests", "go-seed")
+}
+
+// warmTestSeed warms testSeed before any test runs (no test's deadline
+// covers it: the first time on a machine it takes a minute or two).
+func warmTestSeed() {
+	if _, err := exec.LookPath("go"); err != nil {
+		return
+	}
+	if err := process.WarmGoCacheSeed(context.Background(), testSeed(), nil); err != nil {
+		fmt.Fprintln(os.Stderr, "warming the Go build cache seed:", err)
+	}
+}
+
+// sandboxDir returns a fresh directory that the sandboxes' users can pass
+// through to what the runtime gives them (when the tests run as root):
+// t.TempDir() and the directory above it are 0700.
+func sandboxDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	for p := d; p != filepath.Clean(os.TempDir()) && p != "/"; p = filepath.Dir(p) {
+		if err := os.Chmod(p, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// sharedCache is one toolchain cache directory for every sandboxed runtime
+// of the tests (each app has its own below it, as in production; tests'
+// jobs are nobody's and share one), so that Go builds are warm after the
+// first.
+var sharedCache = sync.OnceValue(func() string {
+	d, err := os.MkdirTemp("", "svc-process-cache-")
+	if err == nil {
+		err = os.Chmod(d, 0o711)
+	}
+	if err != nil {
+		panic(err)
+	}
+	return d
+})
+
+// testConfig is a runtime with short waits, without isolation: the tests
+// of the supervisor, logs and usage look at its processes from outside.
+// sandboxConfig is the same in the sandbox.
 func testConfig(t *testing.T) process.Config {
 	return process.Config{
-		WorkDir:           t.TempDir(),
+		WorkDir:           sandboxDir(t),
+		Isolation:         "none",
 		StopGrace:         2 * time.Second,
 		StartTimeout:      30 * time.Second,
 		SettleTime:        200 * time.Millisecond,
@@ -150,6 +222,14 @@ func testConfig(t *testing.T) process.Config {
 		RestartBackoff:    20 * time.Millisecond,
 		MaxRestartBackoff: 200 * time.Millisecond,
 	}
+}
+
+func sandboxConfig(t *testing.T) process.Config {
+	cfg := testConfig(t)
+	cfg.Isolation = "sandbox"
+	cfg.CacheDir = sharedCache()
+	cfg.GoCacheSeed = testSeed()
+	return cfg
 }
 
 func newRuntime(t *testing.T, cfg process.Config) *process.Runtime {

@@ -48,6 +48,13 @@ func (j *job) record() {
 		return
 	}
 	rec := jobRecord{ID: j.id, AppID: j.appID, BootID: j.rt.bootID, Workloads: map[string]processRecord{}}
+	if j.pod != nil {
+		for name, pid := range j.pod.pids() {
+			if st, ok := processStartTime(pid); ok {
+				rec.Workloads[name] = processRecord{PID: pid, StartTime: st}
+			}
+		}
+	}
 	for name, w := range j.snapshot() {
 		if w.sup == nil {
 			continue
@@ -65,14 +72,15 @@ func (j *job) record() {
 
 // recordBuild writes a running build's file (named build-<id>.json, so it
 // never collides with a job's), so that a server started after this one
-// died kills a build left running; it returns the function that removes
-// the file once the build has ended.
-func (r *Runtime) recordBuild(id string, pid int) func() {
-	st, ok := processStartTime(pid)
-	if !ok {
-		return func() {}
+// died kills a build left running (its pod's processes too); it returns
+// the function that removes the file once the build has ended.
+func (r *Runtime) recordBuild(id string, pids map[string]int) func() {
+	rec := jobRecord{ID: "build-" + id, BootID: r.bootID, Workloads: map[string]processRecord{}}
+	for name, pid := range pids {
+		if st, ok := processStartTime(pid); ok {
+			rec.Workloads[name] = processRecord{PID: pid, StartTime: st}
+		}
 	}
-	rec := jobRecord{ID: "build-" + id, BootID: r.bootID, Workloads: map[string]processRecord{"build": {PID: pid, StartTime: st}}}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return func() {}

@@ -3,6 +3,7 @@ package process_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -28,9 +29,9 @@ func TestOrphansKilledByNew(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh on PATH")
 	}
-	dir := t.TempDir()
+	dir := sandboxDir(t)
 	child := exec.Command(helperCommand(t)[0])
-	child.Env = append(os.Environ(), helperEnv+"=orphan-child", "WORKDIR="+dir)
+	child.Env = append(os.Environ(), helperEnv+"=orphan-child", "WORKDIR="+dir, "ISOLATION=none")
 	child.Stderr = os.Stderr
 	out, err := child.StdoutPipe()
 	if err != nil {
@@ -84,7 +85,7 @@ func TestOrphansKilledByNew(t *testing.T) {
 		t.Fatalf("the job's record after the crash: %v", err)
 	}
 
-	rt, err := process.New(process.Config{WorkDir: dir})
+	rt, err := process.New(process.Config{WorkDir: dir, Isolation: "none"})
 	if err != nil {
 		t.Fatalf("new runtime on the crashed one's directory: %v", err)
 	}
@@ -96,6 +97,89 @@ func TestOrphansKilledByNew(t *testing.T) {
 	}
 	if _, err := os.Stat(record); !os.IsNotExist(err) {
 		t.Errorf("the job's record after reaping: %v, want it removed", err)
+	}
+}
+
+// TestOrphanedPodsKilledByNew: the same with the workload in a sandbox:
+// the server dies, its workload and the workload's pod (the namespace
+// holder and pasta) live on, and a new runtime kills every one of them
+// and removes what the pod left on disk.
+func TestOrphanedPodsKilledByNew(t *testing.T) {
+	needSandbox(t)
+	dir := sandboxDir(t)
+	child := exec.Command(helperCommand(t)[0])
+	child.Env = append(os.Environ(), helperEnv+"=orphan-child", "WORKDIR="+dir, "ISOLATION=sandbox")
+	child.Stderr = os.Stderr
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatalf("start the child server: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = child.Process.Kill()
+		_ = child.Wait()
+	})
+	sc := bufio.NewScanner(out)
+	ready := make(chan string, 1)
+	go func() {
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "pid=") || strings.HasPrefix(sc.Text(), "error:") {
+				ready <- sc.Text()
+				return
+			}
+		}
+		ready <- "no pid line"
+	}()
+	select {
+	case line := <-ready:
+		if !strings.HasPrefix(line, "pid=") {
+			t.Fatalf("child said %q", line)
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatal("the child server did not report its workload")
+	}
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	b, err := os.ReadFile(filepath.Join(dir, "jobs", "job-orphan.json"))
+	if err != nil {
+		t.Fatalf("the job's record after the crash: %v", err)
+	}
+	var rec struct {
+		Workloads map[string]struct{ PID int } `json:"workloads"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, name := range []string{"sleeper", "_pod-holder", "_pod-pasta"} {
+		pid := rec.Workloads[name].PID
+		if pid <= 0 || processGone(pid) {
+			t.Fatalf("the record names %s as %d, which does not run: %s", name, pid, b)
+		}
+		pids = append(pids, pid)
+		t.Cleanup(func() {
+			if !processGone(pid) {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pods", "job-orphan")); err != nil {
+		t.Fatalf("the pod's files after the crash: %v", err)
+	}
+	if _, err := process.New(process.Config{WorkDir: dir}); err != nil {
+		t.Fatalf("new runtime on the crashed one's directory: %v", err)
+	}
+	for _, pid := range pids {
+		waitUntil(t, "the orphaned processes gone", func() (bool, string) {
+			return processGone(pid), "pid " + strconv.Itoa(pid) + " alive"
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pods", "job-orphan")); !os.IsNotExist(err) {
+		t.Errorf("the pod's files after reaping: %v, want them removed", err)
 	}
 }
 

@@ -175,11 +175,13 @@ type listenSocket struct {
 	inode uint64
 }
 
-// listenSockets returns the listening TCP sockets on a port.
-func listenSockets(port int) ([]listenSocket, error) {
+// listenSockets returns the listening TCP sockets on a port in the network
+// namespace whose /proc net directory is netDir: /proc/net for the
+// server's own, /proc/<pid>/net for a process's.
+func listenSockets(netDir string, port int) ([]listenSocket, error) {
 	var out []listenSocket
 	found := false
-	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+	for _, name := range []string{filepath.Join(netDir, "tcp"), filepath.Join(netDir, "tcp6")} {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			continue // no IPv6, say
@@ -267,9 +269,10 @@ func socketInodes(procs []procStat) (inodes map[uint64]bool, ok bool) {
 
 // loopbackOnly reports whether the process group listens on the port only
 // at loopback addresses, and one of them. It is false when it does not
-// listen there at all or listens at another address too.
+// listen there at all or listens at another address too. The sockets are
+// those of the group leader's network namespace.
 func loopbackOnly(pgid, port int) (string, bool) {
-	socks, err := listenSockets(port)
+	socks, err := listenSockets(filepath.Join("/proc", strconv.Itoa(pgid), "net"), port)
 	if err != nil || len(socks) == 0 {
 		return "", false
 	}

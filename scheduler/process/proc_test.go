@@ -75,7 +75,7 @@ func TestListenSocketsSeesOwnListener(t *testing.T) {
 	}
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
-	socks, err := listenSockets(port)
+	socks, err := listenSockets("/proc/net", port)
 	if err != nil {
 		t.Skipf("no /proc/net/tcp here: %v", err)
 	}

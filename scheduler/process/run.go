@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/svchost/svc/internal/egress"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/scheduler"
@@ -24,6 +26,9 @@ type job struct {
 	id    string
 	appID string
 	order []string
+	// pod is the network the job's sandboxed workloads share (nil when
+	// none is sandboxed).
+	pod *pod
 
 	mu        sync.Mutex
 	workloads map[string]*workload
@@ -44,7 +49,8 @@ type workload struct {
 	name   string
 	task   scheduler.Task
 	addr   string // "" for no port
-	port   int
+	port   int    // the host port (the edge's and health checks' way in)
+	inPort int    // the port it listens on: its PORT (in a pod, inside it)
 	log    *logFile
 	sup    *supervisor
 	static *http.Server
@@ -72,8 +78,10 @@ type workload struct {
 // Run starts the job's workloads in its start order, each once those
 // before it are ready, and returns when the last is ready. It checks the
 // whole job first: names (plain names: they name files), the order,
-// mounts, and every task's isolation (static ones too), failing with
-// VALID_INVALID or PLAN_CAPABILITY_UNSUPPORTED before anything starts.
+// mounts, every task's isolation (static ones too) and egress list,
+// failing with VALID_INVALID or PLAN_CAPABILITY_UNSUPPORTED before
+// anything starts. Sandboxed workloads share one pod (pod.go), made first
+// with every workload's port.
 func (r *Runtime) Run(ctx context.Context, jb scheduler.Job) (scheduler.JobStatus, error) {
 	order, err := r.checkJob(jb)
 	if err != nil {
@@ -98,8 +106,15 @@ func (r *Runtime) Run(ctx context.Context, jb scheduler.Job) (scheduler.JobStatu
 		j.stop(context.WithoutCancel(ctx))
 		return scheduler.JobStatus{}, err
 	}
+	ports, err := r.jobPorts(jb, order)
+	if err != nil {
+		return fail(fmt.Errorf("run job %s: %w", jb.ID, err))
+	}
+	if err := r.startJobPod(ctx, j, jb, order, ports); err != nil {
+		return fail(fmt.Errorf("run job %s: %w", jb.ID, err))
+	}
 	for _, name := range order {
-		w, err := r.newWorkload(j, name, jb.Workloads[name])
+		w, err := r.newWorkload(j, name, jb.Workloads[name], ports[name])
 		if err != nil {
 			return fail(fmt.Errorf("run job %s: workload %s: %w", jb.ID, name, err))
 		}
@@ -127,17 +142,100 @@ func (r *Runtime) checkJob(jb scheduler.Job) ([]string, error) {
 		if err := checkMounts(jb.AppID, name, t.Mounts); err != nil {
 			return nil, err
 		}
-		if _, err := r.sandboxFor(t.Isolation); err != nil {
+		sandboxed, err := r.sandboxFor(t.Isolation)
+		if err != nil {
 			e, _ := errcode.As(err)
 			return nil, e.WithDetail("workload", name)
+		}
+		if len(t.Egress) > 0 && !sandboxed && len(t.Command) > 0 {
+			return nil, errcode.New(errcode.PlanCapabilityUnsupp, "host policy restricts egress (egress_allowlist), which the process runtime enforces only in a sandbox; workload %s runs without one", name).
+				WithDetail("workload", name).WithDetail("capability", "egress_allowlist").
+				WithRemedy("run workloads in the sandbox (runtime.isolation: sandbox, or policy min_runtime_isolation: sandbox), or empty egress_allowlist")
+		}
+		if _, err := egress.Parse(t.Egress); err != nil {
+			return nil, errcode.Wrap(err, errcode.ValidInvalid, "workload %s: %v", name, err).WithDetail("field", "egress")
 		}
 	}
 	return jb.StartOrder()
 }
 
+// ports are a workload's ports: on the host, and the one it listens on.
+type ports struct{ host, inside int }
+
+// jobPorts gives each workload that serves its ports, before anything
+// starts (a pod forwards them from its start). A sandboxed workload
+// listens on its spec's port (AppPort) inside the pod, unless another
+// workload of the job claims the same one, and on its host port's number
+// otherwise; elsewhere it listens on the host port itself.
+func (r *Runtime) jobPorts(jb scheduler.Job, order []string) (map[string]ports, error) {
+	out := map[string]ports{}
+	claims := map[int]int{}
+	for _, t := range jb.Workloads {
+		if t.AppPort > 0 {
+			claims[t.AppPort]++
+		}
+	}
+	for _, name := range order {
+		t := jb.Workloads[name]
+		if t.NoPort || len(t.Command) == 0 {
+			continue // static workloads are served by the runtime itself
+		}
+		p := ports{host: t.Port}
+		if p.host == 0 {
+			var err error
+			if p.host, err = freePort(r.cfg.AdvertiseHost); err != nil {
+				return nil, err
+			}
+		}
+		p.inside = p.host
+		if sandboxed, _ := r.sandboxFor(t.Isolation); sandboxed && t.AppPort > 0 && claims[t.AppPort] == 1 {
+			p.inside = t.AppPort
+		}
+		out[name] = p
+	}
+	return out, nil
+}
+
+// startJobPod makes the job's pod when any of its workloads is sandboxed:
+// their ports forwarded, the job's egress list, their names on 127.0.0.1.
+func (r *Runtime) startJobPod(ctx context.Context, j *job, jb scheduler.Job, order []string, ps map[string]ports) error {
+	spec := podSpec{names: order}
+	need := false
+	for _, name := range order {
+		t := jb.Workloads[name]
+		if sandboxed, _ := r.sandboxFor(t.Isolation); !sandboxed || len(t.Command) == 0 {
+			continue
+		}
+		need = true
+		if p, ok := ps[name]; ok {
+			spec.forwards = append(spec.forwards, forward{host: p.host, inside: p.inside})
+		}
+		if len(t.Egress) > 0 && spec.allow == nil {
+			spec.allow, _ = egress.Parse(t.Egress) // checked by checkJob
+		}
+	}
+	if !need {
+		return nil
+	}
+	var err error
+	if spec.owner, err = r.ownerFor(jb.AppID); err != nil {
+		return err
+	}
+	spec.refused = func(dest, reason string) {
+		for _, w := range j.snapshot() {
+			w.log.Add(fmt.Sprintf("[svc] egress to %s refused: %s", dest, reason))
+		}
+	}
+	if j.pod, err = r.startPod(ctx, jb.ID, spec); err != nil {
+		return err
+	}
+	j.record()
+	return nil
+}
+
 // newWorkload prepares a workload (port, environment, volumes, log,
 // sandbox) without starting it.
-func (r *Runtime) newWorkload(j *job, name string, t scheduler.Task) (*workload, error) {
+func (r *Runtime) newWorkload(j *job, name string, t scheduler.Task, p ports) (*workload, error) {
 	w := &workload{name: name, task: t, grace: r.cfg.StopGrace, health: scheduler.HealthUnknown}
 	if t.Artifact.Dir == "" {
 		return nil, errors.New("the task has no artifact")
@@ -164,10 +262,17 @@ func (r *Runtime) newWorkload(j *job, name string, t scheduler.Task) (*workload,
 		if err != nil {
 			return nil, errcode.Wrap(err, errcode.CapacityNoFreePort, "listen for the static workload: %v", err)
 		}
+		root, err := os.OpenRoot(t.Artifact.Dir)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("open the static site: %w", err)
+		}
 		w.ln = ln
 		w.addr = ln.Addr().String()
 		w.port = ln.Addr().(*net.TCPAddr).Port
-		w.static = &http.Server{Handler: http.FileServer(http.Dir(t.Artifact.Dir)), ReadHeaderTimeout: 10 * time.Second}
+		// Served through os.Root: a symbolic link in the site (a build
+		// made it) never leads the server out of the artifact.
+		w.static = &http.Server{Handler: http.FileServerFS(root.FS()), ReadHeaderTimeout: 10 * time.Second}
 		ok = true
 		return w, nil
 	}
@@ -175,30 +280,33 @@ func (r *Runtime) newWorkload(j *job, name string, t scheduler.Task) (*workload,
 	if err != nil {
 		return nil, err
 	}
-	if w.dir, err = r.workingCopy(j.id, name, t.Artifact.Dir); err != nil {
+	own := owner{}
+	if sandboxed {
+		if own, err = r.ownerFor(j.appID); err != nil {
+			return nil, err
+		}
+	}
+	if w.dir, err = r.workingCopy(j.id, name, t.Artifact.Dir, own); err != nil {
 		return nil, err
 	}
 	if !t.NoPort {
-		w.port = t.Port
-		if w.port == 0 {
-			if w.port, err = freePort(r.cfg.AdvertiseHost); err != nil {
-				return nil, err
-			}
-		}
+		w.port, w.inPort = p.host, p.inside
 		w.addr = net.JoinHostPort(r.cfg.AdvertiseHost, strconv.Itoa(w.port))
 	}
 	env := map[string]string{}
 	for k, v := range t.Env {
 		env[k] = v
 	}
-	if _, ok := env["PATH"]; !ok {
+	if sandboxed {
+		r.sandboxEnv(env, j.pod)
+	} else if _, ok := env["PATH"]; !ok {
 		env["PATH"] = os.Getenv("PATH")
 	}
 	if venv := filepath.Join(w.dir, venvDir); t.Artifact.Kind == spec.BuildPython && isDir(venv) {
 		env["VIRTUAL_ENV"] = venv
 		env["PATH"] = filepath.Join(venv, "bin") + string(os.PathListSeparator) + env["PATH"]
 	}
-	volEnv, binds, err := r.prepareMounts(j.appID, w.dir, t, sandboxed)
+	volEnv, binds, err := r.prepareMounts(j.appID, w.dir, t, sandboxed, own)
 	if err != nil {
 		return nil, err
 	}
@@ -206,20 +314,23 @@ func (r *Runtime) newWorkload(j *job, name string, t scheduler.Task) (*workload,
 		env[k] = v
 	}
 	if !t.NoPort {
-		env["PORT"] = strconv.Itoa(w.port)
+		env["PORT"] = strconv.Itoa(w.inPort)
 	}
 	w.env = envList(env)
-	var bwArgs []string
+	var line []string
 	if sandboxed {
-		w.sandbox = &sandboxSpec{writable: []string{w.dir}, binds: binds, chdir: w.dir}
-		if bwArgs, err = r.sandboxArgs(*w.sandbox); err != nil {
+		w.sandbox = &sandboxSpec{owner: own, pod: j.pod, writable: []string{w.dir}, binds: binds, chdir: w.dir}
+		cmd, err := r.sandboxCommand(context.Background(), *w.sandbox, t.Command)
+		if err != nil {
 			return nil, err
 		}
+		line = cmd.Args
 	}
 	w.sup = newSupervisor(func() *exec.Cmd {
 		var cmd *exec.Cmd
 		if sandboxed {
-			cmd = exec.Command(r.bwrap, append(bwArgs[:len(bwArgs):len(bwArgs)], t.Command...)...)
+			cmd = exec.Command(line[0], line[1:]...)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: own.credential()}
 		} else {
 			cmd = exec.Command(t.Command[0], t.Command[1:]...)
 		}
@@ -326,7 +437,7 @@ func (r *Runtime) awaitReady(ctx context.Context, j *job, w *workload) error {
 			}
 			lastLoopbackCheck = time.Now()
 			if pid := w.sup.read().pid; pid > 0 {
-				if at, only := loopbackOnly(pid, w.port); only {
+				if at, only := loopbackOnly(pid, w.inPort); only {
 					return errcode.New(errcode.BuildListensLoopback,
 						"workload %s listens only on %s, while the runtime reaches workloads at %s", w.name, at, w.addr).
 						WithDetail("workload", w.name).WithDetail("address", at).
@@ -407,7 +518,9 @@ func (w *workload) healthLoop(ctx context.Context, def time.Duration) {
 }
 
 // check runs the workload's health check once: an HTTP GET of its path
-// answering below 400, or without one, a TCP connection accepted.
+// answering below 400, or without one, a TCP connection accepted; in a
+// pod, where pasta accepts every connection to the host port whether or
+// not the workload listens, a socket listening at its port inside.
 func (w *workload) check(ctx context.Context) bool {
 	timeout := 2 * time.Second
 	h := w.task.Health
@@ -416,6 +529,9 @@ func (w *workload) check(ctx context.Context) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if h == nil && w.sandbox != nil && w.sandbox.pod != nil {
+		return listening(w.sandbox.pod.netDir(), "", w.inPort)
+	}
 	if h == nil {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", w.addr)
@@ -523,6 +639,9 @@ func (j *job) stop(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	if j.pod != nil {
+		j.pod.stop()
+	}
 	j.unrecord()
 }
 

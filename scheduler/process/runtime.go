@@ -24,17 +24,26 @@ type Config struct {
 	// (WorkDir/jobs/<jobID>.json). Required. One Runtime uses a WorkDir at
 	// a time: New reaps the processes its records name.
 	WorkDir string
-	// CacheDir holds the toolchains' caches (GOCACHE, GOPATH, npm's cache)
-	// shared by builds. Empty means WorkDir/cache.
+	// CacheDir holds the toolchains' caches (GOCACHE, GOPATH, npm's cache),
+	// one set per app (CacheDir/apps/<app ID>), and the Go build cache seed.
+	// Empty means WorkDir/cache.
 	CacheDir string
+	// GoCacheSeed is the Go build cache that seeds each app's own at its
+	// first Go build (gocache.go); empty means CacheDir/seed/go-build.
+	// Only the server writes it.
+	GoCacheSeed string
 	// BuildEnv adds to (or overrides) the clean environment of builds.
 	BuildEnv map[string]string
 	// BuildTimeout is a build's default time limit; 0 means 15 minutes.
 	BuildTimeout time.Duration
-	// BuildIsolation is the isolation level builds run at: "" or "none",
-	// or "sandbox" (bubblewrap; the build area and CacheDir writable, the
-	// network shared). A build request carries no isolation of its own.
-	BuildIsolation string
+	// Isolation is the least isolation of every workload, build and exec
+	// session: "sandbox" (the default when empty: namespaces, an
+	// unprivileged user, a network of its own; see sandbox.go), or "none"
+	// (processes of the server's user on the host's network), which an
+	// operator must choose explicitly. A task or build asking for more
+	// gets more. With "sandbox" on a host that cannot run one, nothing
+	// runs (PLAN_CAPABILITY_UNSUPPORTED, saying why).
+	Isolation string
 	// StopGrace is how long Stop waits after SIGTERM before SIGKILL; 0
 	// means 10 seconds.
 	StopGrace time.Duration
@@ -66,9 +75,22 @@ type Config struct {
 	// When it is not a loopback address, a workload that listens only on
 	// loopback fails its run with BUILD_LISTENS_ON_LOOPBACK.
 	AdvertiseHost string
-	// Bwrap is the bubblewrap binary for the sandbox isolation level;
-	// empty means "bwrap" on PATH.
+	// Bwrap and Pasta are the bubblewrap and pasta binaries of the
+	// sandbox; empty means "bwrap" and "pasta" on PATH.
 	Bwrap string
+	Pasta string
+	// HostPorts are TCP ports on the host's loopback that sandboxes reach
+	// at the same port on their own loopback (a database on the host for
+	// slots, say); no other port of the host's loopback is reachable.
+	HostPorts []int
+	// UIDBase is the first host user given to apps when the server runs
+	// as root (0 means DefaultUIDBase); each app has its own from there.
+	UIDBase uint32
+	// TraverseFrom, when set, is a directory above WorkDir (the server's
+	// work directory) that the runtime makes passable (0711) down to
+	// WorkDir for the apps' users when the server runs as root; it takes
+	// every permission for other users off the rest of what it holds.
+	TraverseFrom string
 	// SandboxHide are host paths a sandbox must not see, beside WorkDir
 	// and CacheDir (which it never sees): the server's data directory and
 	// key files, say.
@@ -87,7 +109,12 @@ type Runtime struct {
 
 	sandboxOnce sync.Once
 	sandboxErr  error
-	bwrap       string
+	view        hostView // what the sandbox sees of the host, once probed
+
+	uidMu sync.Mutex
+	uids  map[string]uint32 // apps' users (owner.go), loaded on first use
+
+	seedMu sync.Mutex // one warming of the Go build cache seed at a time
 
 	mu     sync.Mutex
 	jobs   map[string]*job
@@ -125,7 +152,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.CacheDir, err = filepath.Abs(cfg.CacheDir); err != nil {
 		return nil, fmt.Errorf("process runtime: cache directory: %w", err)
 	}
-	for _, d := range []string{"builds", "logs", "jobs", "volumes"} {
+	for _, d := range []string{"builds", "logs", "jobs", "volumes", "work", "pods"} {
 		if err := os.MkdirAll(filepath.Join(cfg.WorkDir, d), 0o700); err != nil {
 			return nil, fmt.Errorf("process runtime: %w", err)
 		}
@@ -133,10 +160,28 @@ func New(cfg Config) (*Runtime, error) {
 	if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
 		return nil, fmt.Errorf("process runtime: %w", err)
 	}
-	switch cfg.BuildIsolation {
-	case "", policy.IsolationNone, policy.IsolationSandbox:
+	switch cfg.Isolation {
+	case "":
+		cfg.Isolation = policy.IsolationSandbox
+	case policy.IsolationNone, policy.IsolationSandbox:
 	default:
-		return nil, fmt.Errorf("process runtime: build isolation %q is none or sandbox", cfg.BuildIsolation)
+		return nil, fmt.Errorf("process runtime: isolation %q is sandbox or none", cfg.Isolation)
+	}
+	if cfg.UIDBase == 0 {
+		cfg.UIDBase = DefaultUIDBase
+	}
+	for _, p := range cfg.HostPorts {
+		if p < 1 || p > 65535 {
+			return nil, fmt.Errorf("process runtime: host port %d is not a TCP port", p)
+		}
+	}
+	if cfg.TraverseFrom != "" {
+		if cfg.TraverseFrom, err = filepath.Abs(cfg.TraverseFrom); err != nil {
+			return nil, fmt.Errorf("process runtime: %w", err)
+		}
+		if !within(cfg.WorkDir, cfg.TraverseFrom) {
+			return nil, fmt.Errorf("process runtime: the work directory %s is not under %s", cfg.WorkDir, cfg.TraverseFrom)
+		}
 	}
 	if cfg.AdvertiseHost == "" {
 		cfg.AdvertiseHost = "127.0.0.1"
@@ -168,6 +213,16 @@ func New(cfg Config) (*Runtime, error) {
 	r := &Runtime{cfg: cfg, bootID: bootID(), loopback: ip.IsLoopback(), jobs: map[string]*job{}}
 	if r.orphans, err = r.reapOrphans(); err != nil {
 		return nil, fmt.Errorf("process runtime: reap orphaned workloads: %w", err)
+	}
+	// What a dead server's pods left: their files (their processes were
+	// in the records reaped above).
+	if ents, err := os.ReadDir(filepath.Join(cfg.WorkDir, "pods")); err == nil {
+		for _, e := range ents {
+			_ = os.RemoveAll(filepath.Join(cfg.WorkDir, "pods", e.Name()))
+		}
+	}
+	if cfg.Isolation == policy.IsolationSandbox {
+		_ = r.sandboxUsable() // probed now, so that a server says so at start
 	}
 	return r, nil
 }
@@ -292,13 +347,14 @@ func (r *Runtime) workPath(jobID, workload string) string {
 
 // workingCopy returns the workload's working directory for the job,
 // copying the artifact there the first time: the artifact itself is never
-// written, so a later job may run it afresh (a redeploy, a rollback).
-func (r *Runtime) workingCopy(jobID, workload, artifact string) (string, error) {
+// written, so a later job may run it afresh (a redeploy, a rollback). The
+// copy is the owner's (its sandbox's user).
+func (r *Runtime) workingCopy(jobID, workload, artifact string, own owner) (string, error) {
 	dir := r.workPath(jobID, workload)
 	if _, err := os.Stat(dir); err == nil {
 		return dir, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
 		return "", fmt.Errorf("working directory: %w", err)
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+workload+".*")
@@ -308,6 +364,9 @@ func (r *Runtime) workingCopy(jobID, workload, artifact string) (string, error) 
 	defer os.RemoveAll(tmp)
 	if err := copyTree(artifact, filepath.Join(tmp, "copy")); err != nil {
 		return "", fmt.Errorf("working directory: copy the artifact: %w", err)
+	}
+	if err := own.give(filepath.Join(tmp, "copy")); err != nil {
+		return "", fmt.Errorf("working directory: %w", err)
 	}
 	if err := os.Rename(filepath.Join(tmp, "copy"), dir); err != nil {
 		return "", fmt.Errorf("working directory: %w", err)

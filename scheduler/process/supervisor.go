@@ -98,7 +98,10 @@ func (s *supervisor) loop(done chan struct{}) {
 		cmd := s.newCmd()
 		// Its own session: its own process group (killed as one), and no
 		// controlling terminal of the server's.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		cmd.SysProcAttr.Setsid = true
 		cmd.WaitDelay = time.Second
 		s.mu.Lock()
 		if s.stopping {

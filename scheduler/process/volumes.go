@@ -82,7 +82,7 @@ func checkMounts(appID, workload string, mounts []scheduler.Mount) error {
 // prepareMounts makes the task's volume directories and returns what the
 // workload gets: environment variables and, in a sandbox, bind mounts;
 // without one it links the mount paths in the working directory.
-func (r *Runtime) prepareMounts(appID, workDir string, t scheduler.Task, sandboxed bool) (map[string]string, []bindMount, error) {
+func (r *Runtime) prepareMounts(appID, workDir string, t scheduler.Task, sandboxed bool, own owner) (map[string]string, []bindMount, error) {
 	env := map[string]string{}
 	var binds []bindMount
 	for _, m := range t.Mounts {
@@ -92,6 +92,15 @@ func (r *Runtime) prepareMounts(appID, workDir string, t scheduler.Task, sandbox
 		}
 		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, nil, fmt.Errorf("volume %s: %w", m.Volume, err)
+		}
+		// The app's volumes are its sandbox user's (a volume written
+		// before sandboxes, or by another user, is handed over once).
+		for _, d := range []string{filepath.Dir(dir), dir} {
+			if !own.owns(d) {
+				if err := own.give(d); err != nil {
+					return nil, nil, fmt.Errorf("volume %s: %w", m.Volume, err)
+				}
+			}
 		}
 		clean := filepath.Clean(m.Path)
 		if sandboxed {
