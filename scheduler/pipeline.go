@@ -203,8 +203,9 @@ func (s *Service) deploy(ctx context.Context, d *Deployment, log *liveLog) (*Rel
 				b = *w.Build
 			}
 			log.add(LogSystem, fmt.Sprintf("building workload %s (%s)", name, b.Kind))
+			pol := s.d.Policy.Current()
 			art, err := rt.Build(ctx, BuildRequest{ID: d.ID + "-" + name, AppID: d.AppID, Workload: name, Source: co.AppDir(), Build: b, Timeout: s.cfg.BuildTimeout,
-				Isolation: s.d.Policy.Current().MinBuildIsolation, Log: func(_, line string) { log.add(LogBuild, name+": "+line) }})
+				Isolation: pol.MinBuildIsolation, Egress: pol.EgressAllowlist, Log: func(_, line string) { log.add(LogBuild, name+": "+line) }})
 			if err != nil {
 				return nil, err
 			}
@@ -490,7 +491,7 @@ func (s *Service) makeJob(ctx context.Context, jobID, appID string, d spec.Docum
 			}
 		}
 		t := Task{Artifact: arts[name], Command: w.Run.Command, Env: env, SecretEnv: secretEnv, SealedEnv: sealedEnv, AppPort: w.Run.Port, Health: w.Run.Health,
-			Resources: w.Resources, LogCapBytes: logCap, Isolation: isolation}
+			Resources: w.Resources, LogCapBytes: logCap, Isolation: isolation, Egress: pol.EgressAllowlist}
 		if w.Run.Port == 0 && w.Run.Health == nil && !servesHTTP(name, w) {
 			t.NoPort = true
 		}

@@ -30,6 +30,12 @@ type Runtime struct {
 	Isolation string // a policy isolation level
 	// Builds lists the build kinds it can run.
 	Builds []string
+	// Egress says it enforces host policy's egress_allowlist.
+	Egress bool
+	// Unavailable says why it can run nothing here ("" when it can): a
+	// process runtime set to sandbox every workload on a host that
+	// cannot.
+	Unavailable string
 }
 
 // Input is everything a plan is made from.
@@ -90,7 +96,7 @@ func Make(in Input) Result {
 		r.Refusals = append(r.Refusals, refusal)
 	} else {
 		r.Runtime = rt.ID
-		r.Refusals = append(r.Refusals, capabilities(in.Spec, rt)...)
+		r.Refusals = append(r.Refusals, capabilities(in.Spec, rt, in.Policy)...)
 	}
 	if min := in.Policy.MinSecurityScore; min > 0 && in.SecurityScore != nil && *in.SecurityScore < min && in.Policy.InsecureAction == policy.InsecureStop {
 		r.Refusals = append(r.Refusals, errcode.New(errcode.PlanSecurityBelow, "the app's security score %d is below the installation's minimum %d", *in.SecurityScore, min).
@@ -163,8 +169,18 @@ func runtimeIsolations(rts []Runtime) map[string]string {
 }
 
 // capabilities refuses what the chosen runtime cannot do.
-func capabilities(d spec.Document, rt Runtime) []*errcode.Error {
+func capabilities(d spec.Document, rt Runtime, pol policy.Policy) []*errcode.Error {
 	var out []*errcode.Error
+	if rt.Unavailable != "" {
+		out = append(out, errcode.New(errcode.PlanCapabilityUnsupp, "the runtime %s cannot run apps: %s", rt.ID, rt.Unavailable).
+			WithDetail("capability", "isolation").
+			WithRemedy("install bubblewrap and passt on the host (Debian: apt-get install bubblewrap passt), or set runtime.isolation: none and restart (apps then run without isolation)"))
+	}
+	if len(pol.EgressAllowlist) > 0 && !rt.Egress {
+		out = append(out, errcode.New(errcode.PlanCapabilityUnsupp, "host policy restricts egress (egress_allowlist) and the runtime %s (%s) cannot enforce it", rt.ID, rt.Kind).
+			WithDetail("capability", "egress_allowlist").
+			WithRemedy("deploy on a runtime that enforces egress_allowlist (the process runtime's sandbox), or empty egress_allowlist"))
+	}
 	if d.Runtime != nil && d.Runtime.Isolation != "" && !policy.AtLeast(rt.Isolation, d.Runtime.Isolation) {
 		out = append(out, errcode.New(errcode.PlanCapabilityUnsupp, "the spec asks for %s isolation; the runtime %s offers %s", d.Runtime.Isolation, rt.ID, rt.Isolation).
 			WithDetail("capability", "isolation"))

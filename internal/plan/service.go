@@ -139,6 +139,8 @@ func (s *Service) runtimes() []Runtime {
 			if builds, ok := caps["builds"].([]string); ok {
 				rt.Builds = builds
 			}
+			rt.Egress, _ = caps["egress_allowlist"].(bool)
+			rt.Unavailable, _ = caps["unavailable"].(string)
 		}
 		out = append(out, rt)
 	}
