@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/clientip"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/policy"
@@ -84,6 +86,10 @@ type Config struct {
 	// the defaults above).
 	ResponseHeaderTimeout time.Duration
 	DialTimeout           time.Duration
+	// TrustedProxies are the proxies in front of svc whose
+	// X-Forwarded-For the edge passes on (server.trusted_proxies); from
+	// any other peer the header is replaced by the peer's address.
+	TrustedProxies []netip.Prefix
 }
 
 // The edge's collaborators, declared where they are used.
@@ -141,6 +147,7 @@ type Proxy struct {
 	transport *http.Transport
 	rp        *httputil.ReverseProxy
 	act       activity
+	clients   *clientip.Resolver
 }
 
 // New validates the configuration and builds the edge.
@@ -168,7 +175,8 @@ func New(cfg Config, d Deps) (*Proxy, error) {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = DefaultDialTimeout
 	}
-	p := &Proxy{cfg: cfg, d: d, log: d.Logger, base: strings.ToLower(strings.TrimSuffix(cfg.BaseDomain, "."))}
+	p := &Proxy{cfg: cfg, d: d, log: d.Logger, base: strings.ToLower(strings.TrimSuffix(cfg.BaseDomain, ".")),
+		clients: clientip.New(cfg.TrustedProxies)}
 	if cfg.Mode == ModeSubdomain && p.base == "" {
 		return nil, errors.New("edge: subdomain routing needs a base domain")
 	}
@@ -523,8 +531,10 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	stripReserved(h)
 	stripCookies(h)
 	stripBearer(h)
-	if prior, ok := pr.In.Header["X-Forwarded-For"]; ok {
-		h["X-Forwarded-For"] = prior // SetXForwarded appends to a copy
+	// A client's own X-Forwarded-For is passed on only from a trusted
+	// proxy; SetXForwarded then appends the peer (to a copy).
+	if prior, ok := pr.In.Header["X-Forwarded-For"]; ok && p.clients.PeerTrusted(pr.In) {
+		h["X-Forwarded-For"] = prior
 	}
 	pr.SetXForwarded()
 	c := &ob.claims
