@@ -32,7 +32,7 @@ type (
 		DeleteUser(ctx context.Context, id string) error
 		SetUserRole(ctx context.Context, id string, roleID *string) (identity.User, error)
 		ResetPassword(ctx context.Context, id, pw string, mustChange bool) error
-		ChangeOwnPassword(ctx context.Context, c authz.Caller, currentSession, current, next string) error
+		ChangeOwnPassword(ctx context.Context, c authz.Caller, client identity.Client, currentSession, current, next string) error
 	}
 	groupService interface {
 		Groups(after string, limit int) ([]identity.Group, bool)
@@ -227,7 +227,7 @@ func (s *Server) postMyPassword(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	err := s.d.Identity.ChangeOwnPassword(c.Request().Context(), callerOf(c), authOf(c).SessionID, req.CurrentPassword, req.NewPassword)
+	err := s.d.Identity.ChangeOwnPassword(c.Request().Context(), callerOf(c), clientOf(c), authOf(c).SessionID, req.CurrentPassword, req.NewPassword)
 	if err != nil {
 		return err
 	}

@@ -318,12 +318,16 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Store:  store,
 		Hasher: password.NewHasher(password.DefaultParams, 2*goruntime.GOMAXPROCS(0)),
 		Policy: pol,
-		// Ten wrong passwords per account, and fifty per client address,
-		// in fifteen minutes; then the caller waits.
-		AccountLimit: throttle.New(10, 15*time.Minute, now, 100_000),
-		ClientLimit:  throttle.New(50, 15*time.Minute, now, 100_000),
-		Now:          now,
-		Logger:       log,
+		// Ten wrong passwords per account and client address, fifty per
+		// client address, and a hundred per account from addresses that
+		// have not signed in to it in thirty days, in fifteen minutes;
+		// then the caller waits (see internal/throttle).
+		AccountLimit:    throttle.New(10, 15*time.Minute, now, 100_000),
+		ClientLimit:     throttle.New(50, 15*time.Minute, now, 100_000),
+		AccountAnyLimit: throttle.New(100, 15*time.Minute, now, 100_000),
+		KnownClients:    throttle.NewRecent(30*24*time.Hour, now, 100_000),
+		Now:             now,
+		Logger:          log,
 	})
 	storage, err := buildStorage(ctx, rt, gen, store, now)
 	if err != nil {

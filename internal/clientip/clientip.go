@@ -196,3 +196,19 @@ func parseAddr(s string) netip.Addr {
 	}
 	return netip.Addr{}
 }
+
+// Key is the client address ip (as ClientIP gives it) as a throttling key:
+// an IPv4 address as it is, an IPv6 address by its /64, since one host or
+// site usually holds a whole /64 and could otherwise take a fresh address
+// for every guess. Text that is not an address is its own key.
+func Key(ip string) string {
+	a := parseAddr(ip)
+	switch {
+	case !a.IsValid():
+		return ip
+	case a.Is6():
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}

@@ -126,3 +126,19 @@ func BenchmarkClient(b *testing.B) {
 		_ = r.Client(peer, xff)
 	}
 }
+
+func TestKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"198.51.100.7":         "198.51.100.7",
+		"::ffff:198.51.100.7":  "198.51.100.7",
+		"2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
+		"2001:db8:1:2::ffff":   "2001:db8:1:2::/64",
+		"fe80::1%eth0":         "fe80::/64",
+		"pipe":                 "pipe",
+		"":                     "",
+	} {
+		if got := Key(in); got != want {
+			t.Errorf("Key(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

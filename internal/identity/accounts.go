@@ -327,8 +327,9 @@ func (s *Service) ResetPassword(ctx context.Context, id, pw string, mustChange b
 
 // ChangeOwnPassword changes the caller's own password after checking the
 // current one, clears must_change_password and ends every other session of
-// the account.
-func (s *Service) ChangeOwnPassword(ctx context.Context, c authz.Caller, currentSession, current, next string) error {
+// the account. Guesses of the current password count like failed sign-ins
+// from client, so that a stolen session cannot try passwords without end.
+func (s *Service) ChangeOwnPassword(ctx context.Context, c authz.Caller, client Client, currentSession, current, next string) error {
 	id := c.Principal.UserID
 	r := s.d.Store.Read()
 	u, meta, ok := Users.Get(r, id)
@@ -338,19 +339,18 @@ func (s *Service) ChangeOwnPassword(ctx context.Context, c authz.Caller, current
 	if u.Source != SourceLocal {
 		return errcode.New(errcode.StateInvalid, "the password of an account from an identity adapter is kept by the adapter")
 	}
-	// Guesses of the current password count like failed sign-ins, so a
-	// stolen session cannot try passwords without end.
-	key := "account:" + strings.ToLower(u.Username)
-	if ok, wait := s.d.AccountLimit.Allow(key); !ok {
-		e := errcode.New(errcode.RateLimited, "too many wrong passwords; wait before trying again")
-		e.RetryAfter = max(1, int(wait.Round(time.Second)/time.Second))
-		return e
+	pair, limits := s.passwordLimits(u.Username, client.IP)
+	try, err := reserve("too many wrong passwords; wait before trying again", limits...)
+	if err != nil {
+		return err
 	}
 	good, _, err := s.d.Hasher.Verify(ctx, u.PasswordHash, current)
 	if err != nil || !good {
-		s.d.AccountLimit.Fail(key)
+		try.failed()
 		return errcode.New(errcode.PermDenied, "the current password is wrong")
 	}
+	try.release()
+	s.passwordProved(pair)
 	if err := checkPassword(next, u.Username); err != nil {
 		return err
 	}
