@@ -18,6 +18,9 @@ import (
 type (
 	sessionService interface {
 		SetupRequired() bool
+		// AdminPending: this node has yet to create the administrator
+		// from SVC_ADMIN_PASSWORD, and is not ready until it has.
+		AdminPending() bool
 		Setup(ctx context.Context, username, displayName, pw string, c identity.Client) (identity.SignedIn, error)
 		SignIn(ctx context.Context, username, pw string, c identity.Client) (identity.SignedIn, error)
 		SignOut(ctx context.Context, cookie string) error

@@ -223,7 +223,7 @@ func (s *Server) routeTable() []route {
 
 		// Operations.
 		{method: get, path: "/healthz", access: accessPublic, summary: "Liveness: the process answers", handler: s.getHealth, response: healthDTO{}, operational: true},
-		{method: get, path: "/readyz", access: accessPublic, summary: "Readiness: this node knows a leader of the replicated store", handler: s.getReady, response: healthDTO{}, operational: true},
+		{method: get, path: "/readyz", access: accessPublic, summary: "Readiness: this node knows a leader of the replicated store and has applied SVC_ADMIN_PASSWORD, if set", handler: s.getReady, response: healthDTO{}, operational: true},
 		{method: get, path: "/metrics", access: accessPublic, summary: "Prometheus metrics", handler: echo.WrapHandler(s.d.MetricsHandler), operational: true},
 		{method: get, path: "/.well-known/jwks.json", access: accessPublic, summary: "The public keys that verify the X-Svc-Assertion header (JWKS of OKP Ed25519 keys, alg EdDSA, by kid); Cache-Control: public, max-age=60", handler: s.getJWKS, response: edge.JWKS{}, operational: true},
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/svchost/svc/internal/errcode"
@@ -72,6 +73,9 @@ type Service struct {
 	// inflight holds the sessions and tokens whose background refresh is
 	// under way, so that a burst of requests writes once.
 	inflight sync.Map
+	// adminPending: this node is to create the administrator from
+	// SVC_ADMIN_PASSWORD and has not yet (see ExpectAdmin).
+	adminPending atomic.Bool
 }
 
 // New returns the identity service. It panics without the limiters, which
