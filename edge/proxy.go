@@ -496,7 +496,7 @@ func claimsOf(rd *raftstore.Reader, a identity.Authenticated, appID string) Clai
 	c := Claims{Audience: appID, Subject: AnonymousSubject}
 	switch {
 	case a.User != nil:
-		c.Subject, c.Email, c.Name = a.User.ID, a.User.Email, a.User.DisplayName
+		c.Subject, c.Email, c.EmailVerified, c.Name = a.User.ID, a.User.Email, a.User.EmailVerified, a.User.DisplayName
 		if c.Name == "" {
 			c.Name = a.User.Username
 		}
@@ -547,7 +547,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	h[AssertionHeader] = vals[0:1:1]
 	h[HeaderAppID] = vals[1:2:2]
 	h[HeaderUserID] = vals[2:3:3]
-	if c.Email != "" {
+	if c.Email != "" && c.EmailVerified { // unsigned: only what svc vouches for
 		h[HeaderEmail] = vals[3:4:4]
 	}
 	if c.Name != "" {

@@ -77,6 +77,7 @@ type userDTO struct {
 	Username           string    `json:"username"`
 	DisplayName        string    `json:"display_name"`
 	Email              string    `json:"email"`
+	EmailVerified      bool      `json:"email_verified"`
 	Status             string    `json:"status"`
 	MustChangePassword bool      `json:"must_change_password"`
 	RoleID             *string   `json:"role_id"`
@@ -85,7 +86,7 @@ type userDTO struct {
 }
 
 func toUser(u identity.User) userDTO {
-	return userDTO{ID: u.ID, Username: u.Username, DisplayName: u.DisplayName, Email: u.Email, Status: u.Status,
+	return userDTO{ID: u.ID, Username: u.Username, DisplayName: u.DisplayName, Email: u.Email, EmailVerified: u.EmailVerified, Status: u.Status,
 		MustChangePassword: u.MustChangePassword, RoleID: u.RoleID, Source: u.Source, CreatedAt: u.CreatedAt}
 }
 

@@ -117,13 +117,15 @@ func (s *Service) userCreatedOps(ctx context.Context, u *User, via string) []raf
 
 // CreateUser creates a local account; it holds no installation role. Without
 // a password one is generated, returned once, and must be changed at first
-// sign-in.
+// sign-in. Its email, set by whoever may create accounts, is verified; an
+// address another account has is refused (STATE_INVALID, field email).
 func (s *Service) CreateUser(ctx context.Context, n NewUser) (User, string, error) {
 	n.RoleID = nil
 	u, generated, err := s.buildUser(ctx, n)
 	if err != nil {
 		return User{}, "", err
 	}
+	u.EmailVerified = u.Email != ""
 	if err := s.apply(ctx, s.userCreatedOps(ctx, &u, "api")...); err != nil {
 		return User{}, "", err
 	}
@@ -167,6 +169,12 @@ type UserPatch struct {
 // username and email exist only on local accounts. Suspension keeps the
 // account and ends its sessions; it is refused when nobody would remain able
 // to manage accounts.
+//
+// An email is unique among accounts (STATE_INVALID, field email, when
+// another has it). It is verified when a caller holding
+// install.users.manage sets it, even to the address it already has (so an
+// administrator vouches for an address set before verification existed);
+// a person setting their own address makes it unverified.
 func (s *Service) UpdateUser(ctx context.Context, c authz.Caller, id string, p UserPatch) (User, error) {
 	r := s.d.Store.Read()
 	u, meta, ok := Users.Get(r, id)
@@ -197,15 +205,18 @@ func (s *Service) UpdateUser(ctx context.Context, c authz.Caller, id string, p U
 		changed["display_name"] = true
 		u.DisplayName = *p.DisplayName
 	}
-	if p.Email != nil && *p.Email != u.Email {
+	if p.Email != nil && (*p.Email != u.Email || (manage && *p.Email != "" && !u.EmailVerified)) {
 		if u.Source != SourceLocal {
 			return User{}, errcode.Invalid("email", "the email of an account from an identity adapter is set by the adapter")
 		}
 		if err := checkEmail(*p.Email); err != nil {
 			return User{}, err
 		}
-		changed["email"] = true
-		u.Email = *p.Email
+		if *p.Email != u.Email {
+			changed["email"] = true
+		}
+		u.Email, u.EmailVerified = *p.Email, manage && *p.Email != ""
+		changed["email_verified"] = u.EmailVerified
 	}
 	var endSessions []raftstore.Op
 	if p.Status != nil && *p.Status != u.Status {
