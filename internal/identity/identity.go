@@ -2,9 +2,19 @@
 // accounts (with Argon2id password hashes), browser sessions, API tokens,
 // groups, custom roles and the grants that share apps (managing and
 // opening them, with the grant to everyone's passcode and the admissions it
-// gives); the first administrator (setup or SVC_ADMIN_PASSWORD); sign-in
-// with throttling; and the rule that someone must always remain able to
-// manage accounts, which the store's FSM enforces.
+// gives); the first administrator (setup or SVC_ADMIN_PASSWORD, which
+// closes setup from before the account exists: ExpectAdmin); sign-in with
+// throttling; and the rules the store's FSM enforces: someone must always
+// remain able to manage accounts, and no two accounts share an email
+// address.
+//
+// Every guess at a secret (a password at sign-in or when changing it, a
+// passcode) reserves an attempt before the Argon2id check and settles it
+// after (attempts.go, internal/throttle), so that no more than the limit is
+// ever checked however many requests arrive at once; tokens and session
+// and admission cookies carry 256 bits of randomness or a MAC and are not
+// throttled (a guess cannot succeed, and a lockout would only let an
+// attacker shut their owners out).
 //
 // It must not touch HTTP or adapters: the server authenticates requests and
 // calls this package's services with the authenticated principal. Secrets

@@ -154,6 +154,12 @@ func TestCloneBranchesTagsAndCommits(t *testing.T) {
 
 func TestCloneRefusals(t *testing.T) {
 	r := newTestRepo(t)
+	// The checks of a finished checkout are under test here, not the
+	// watch of a clone that grows (TestCloneStopsWhenItGrowsTooLarge): on
+	// a slow machine the watch would stop the "too large" clone first.
+	old := watchInterval
+	watchInterval = time.Hour
+	t.Cleanup(func() { watchInterval = old })
 	cases := []struct {
 		name, repo, ref, subdir string
 		allowFile               bool

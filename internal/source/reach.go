@@ -168,7 +168,9 @@ func startGuard(policy addrPolicy) (*guard, error) {
 			pr.Out.Header.Del("Proxy-Authorization")
 			pr.Out.Host = pr.In.Host
 		},
-		Transport: &http.Transport{Proxy: nil, DialContext: g.dial, ForceAttemptHTTP2: false, ResponseHeaderTimeout: time.Minute},
+		// No keep-alive: a clone makes a few requests, and a server that
+		// talks first (a banner) must not be read as an answer later.
+		Transport: &http.Transport{Proxy: nil, DialContext: g.dial, ForceAttemptHTTP2: false, ResponseHeaderTimeout: time.Minute, DisableKeepAlives: true},
 		ErrorLog:  log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
 			w.WriteHeader(http.StatusBadGateway)

@@ -257,7 +257,7 @@ func TestFetchFailuresLookAlike(t *testing.T) {
 			t.Errorf("%s: message %q, unlike %q", repo, msg, first)
 		}
 		for _, leak := range []string{filepath.Dir(filepath.Dir(dest)), os.TempDir(), "401", "refused", "html", "dashboard", "SSH"} {
-			if strings.Contains(e.Message, leak) {
+			if strings.Contains(msg, leak) {
 				t.Errorf("%s: the message %q shows %q", repo, e.Message, leak)
 			}
 		}
