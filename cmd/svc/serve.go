@@ -478,10 +478,11 @@ func firstRun(ctx context.Context, ident *identity.Service, pw string, single bo
 	}
 	ident.ExpectAdmin()
 	if single {
-		if err := applyAdminPassword(ctx, ident, pw, log); err != nil {
+		err := applyAdminPassword(ctx, ident, pw, log)
+		if err != nil && ctx.Err() == nil {
 			return &exitError{code: 2, err: err}
 		}
-		return nil
+		return err // nil, or the process is stopping
 	}
 	go func() {
 		if err := applyAdminPassword(ctx, ident, pw, log); err != nil && ctx.Err() == nil {
