@@ -509,38 +509,33 @@ func BenchmarkReserve(b *testing.B) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("198.51.100.%d/%d", i%256, i)
 	}
-	b.Run("fail/serial", func(b *testing.B) {
-		l := New(5, time.Minute, nil, 1024)
-		i := 0
-		b.ReportAllocs()
-		for b.Loop() {
-			r, _, _ := l.Reserve(keys[i%len(keys)])
-			r.Failed()
-			i++
-		}
-	})
-	b.Run("fail/parallel", func(b *testing.B) {
-		l := New(5, time.Minute, nil, 1024)
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			i := rand.IntN(len(keys))
-			for pb.Next() {
+	for _, end := range []struct {
+		name string
+		end  func(*Reservation)
+	}{{"fail", (*Reservation).Failed}, {"release", (*Reservation).Release}} {
+		b.Run(end.name+"/serial", func(b *testing.B) {
+			l := New(5, time.Minute, nil, 1024)
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
 				r, _, _ := l.Reserve(keys[i%len(keys)])
-				r.Failed()
+				end.end(r)
 				i++
 			}
 		})
-	})
-	b.Run("release/serial", func(b *testing.B) {
-		l := New(5, time.Minute, nil, 1024)
-		i := 0
-		b.ReportAllocs()
-		for b.Loop() {
-			r, _, _ := l.Reserve(keys[i%len(keys)])
-			r.Release()
-			i++
-		}
-	})
+		b.Run(end.name+"/parallel", func(b *testing.B) {
+			l := New(5, time.Minute, nil, 1024)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				i := rand.IntN(len(keys))
+				for pb.Next() {
+					r, _, _ := l.Reserve(keys[i%len(keys)])
+					end.end(r)
+					i++
+				}
+			})
+		})
+	}
 	b.Run("refused/parallel", func(b *testing.B) {
 		l := New(5, time.Minute, nil, 1024)
 		for range 5 {
