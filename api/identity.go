@@ -6,12 +6,14 @@ import (
 	"time"
 )
 
-// User is an account.
+// User is an account. EmailVerified says an administrator set Email (or an
+// identity provider verified it); it is false when the person set it.
 type User struct {
 	ID                 string    `json:"id"`
 	Username           string    `json:"username"`
 	DisplayName        string    `json:"display_name"`
 	Email              string    `json:"email"`
+	EmailVerified      bool      `json:"email_verified"`
 	Status             string    `json:"status"`
 	MustChangePassword bool      `json:"must_change_password"`
 	RoleID             *string   `json:"role_id"`

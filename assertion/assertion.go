@@ -81,10 +81,18 @@ var (
 type Claims struct {
 	// Subject is the caller's stable ID: a user's usr_… ID (unchanged by a
 	// new email or identity provider), a service token's tok_… ID, or
-	// "anonymous" for a visitor the app is shared with as everyone.
+	// "anonymous" for a visitor the app is shared with as everyone. It is
+	// the key to store the caller's data under.
 	Subject string
-	Email   string
-	Name    string
+	// Email is the user's address as svc has it, possibly empty. Rely on
+	// it only when EmailVerified is true: a person may set their own
+	// address to anything no other account has (as OpenID Connect's email
+	// and email_verified claims work).
+	Email string
+	// EmailVerified says svc vouches for Email: an administrator set it
+	// (or an identity provider verified it).
+	EmailVerified bool
+	Name          string
 	// Groups are the names of the user's groups.
 	Groups []string
 	// Audience is the app's ID the assertion was made for.
@@ -179,14 +187,15 @@ func New(o Options) (*Verifier, error) {
 
 // claims are the assertion's claims as the JWT library checks them.
 type claims struct {
-	Subject   string           `json:"sub"`
-	Email     string           `json:"email"`
-	Name      string           `json:"name"`
-	Groups    []string         `json:"groups"`
-	Audience  string           `json:"aud"`
-	Issuer    string           `json:"iss"`
-	IssuedAt  *jwt.NumericDate `json:"iat"`
-	ExpiresAt *jwt.NumericDate `json:"exp"`
+	Subject       string           `json:"sub"`
+	Email         string           `json:"email"`
+	EmailVerified bool             `json:"email_verified"`
+	Name          string           `json:"name"`
+	Groups        []string         `json:"groups"`
+	Audience      string           `json:"aud"`
+	Issuer        string           `json:"iss"`
+	IssuedAt      *jwt.NumericDate `json:"iat"`
+	ExpiresAt     *jwt.NumericDate `json:"exp"`
 }
 
 func (c *claims) GetExpirationTime() (*jwt.NumericDate, error) { return c.ExpiresAt, nil }
@@ -227,7 +236,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 	if c.Subject == "" || c.IssuedAt == nil {
 		return Claims{}, fmt.Errorf("%w: sub and iat are required", ErrInvalid)
 	}
-	return Claims{Subject: c.Subject, Email: c.Email, Name: c.Name, Groups: c.Groups, Audience: c.Audience, Issuer: c.Issuer,
+	return Claims{Subject: c.Subject, Email: c.Email, EmailVerified: c.EmailVerified, Name: c.Name, Groups: c.Groups, Audience: c.Audience, Issuer: c.Issuer,
 		IssuedAt: c.IssuedAt.Time, ExpiresAt: c.ExpiresAt.Time}, nil
 }
 

@@ -80,7 +80,7 @@ func (k *issuerKeys) url() string { return k.ts.URL + "/.well-known/jwks.json" }
 // claims are an assertion's claims, as svc makes them, for the tests to
 // vary.
 func claims(now time.Time) jwt.MapClaims {
-	return jwt.MapClaims{"sub": "usr_01JALICE000000000000000000", "email": "alice@example.test", "name": "Alice",
+	return jwt.MapClaims{"sub": "usr_01JALICE000000000000000000", "email": "alice@example.test", "email_verified": true, "name": "Alice",
 		"groups": []string{"eng"}, "aud": app, "iss": issuer, "iat": now.Unix(), "exp": now.Add(120 * time.Second).Unix()}
 }
 
@@ -119,10 +119,24 @@ func TestVerifyAcceptsAnAssertionAndReturnsItsClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Subject != "usr_01JALICE000000000000000000" || c.Email != "alice@example.test" || c.Name != "Alice" ||
+	if c.Subject != "usr_01JALICE000000000000000000" || c.Email != "alice@example.test" || !c.EmailVerified || c.Name != "Alice" ||
 		len(c.Groups) != 1 || c.Groups[0] != "eng" || c.Audience != app || c.Issuer != issuer ||
 		c.IssuedAt.Unix() != now.Unix() || c.ExpiresAt.Unix() != now.Unix()+120 {
 		t.Fatalf("claims = %+v", c)
+	}
+	// An assertion from before email_verified existed, or with it false:
+	// the address is not vouched for.
+	for _, verified := range []any{nil, false} {
+		cl := claims(now)
+		if verified == nil {
+			delete(cl, "email_verified")
+		} else {
+			cl["email_verified"] = verified
+		}
+		c, err := v.Verify(context.Background(), sign(t, jwt.SigningMethodEdDSA, priv, "ek_1", cl))
+		if err != nil || c.Email != "alice@example.test" || c.EmailVerified {
+			t.Errorf("email_verified %v: claims %+v, %v; want the email, not verified", verified, c, err)
+		}
 	}
 }
 

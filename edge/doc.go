@@ -29,9 +29,12 @@
 // failure answers 500 INTERNAL (or the signer's own 5xx code) and nothing
 // is forwarded.
 //
-// What an app receives: exactly one X-Svc-Assertion from the Signer; the
-// unsigned X-Svc-User-Id, -Email, -Name, -Groups (comma-separated group
-// names) and -App-Id; X-Forwarded-For (the client appended),
+// What an app receives: exactly one X-Svc-Assertion from the Signer
+// (email_verified says whether svc vouches for email); the unsigned
+// X-Svc-User-Id, -Email (only a verified address), -Name, -Groups
+// (comma-separated group names) and -App-Id; X-Forwarded-For (the connection's peer appended to
+// the client's own header when that peer is a trusted proxy, else the
+// peer alone: internal/clientip),
 // X-Forwarded-Host, X-Forwarded-Proto (https behind TLS or an https
 // external URL) and, in path mode, X-Forwarded-Prefix with the prefix
 // removed from the path; the Host header the client sent. Every inbound

@@ -24,7 +24,11 @@ type Claims struct {
 	// "anonymous" for a visitor admitted by the grant to everyone.
 	Subject string
 	Email   string
-	Name    string
+	// EmailVerified says svc vouches for Email (identity.User's
+	// EmailVerified); apps must not rely on an unverified one, and the
+	// unsigned X-Svc-Email carries only a verified one.
+	EmailVerified bool
+	Name          string
 	// Groups are the names of the user's groups.
 	Groups []string
 	// Audience is the app's ID: an assertion for one app is refused by

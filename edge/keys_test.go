@@ -91,7 +91,7 @@ func nodeOn(t testing.TB, store *raftstore.Store, kekPath string, c *clock) *fix
 }
 
 func alice(app string) edge.Claims {
-	return edge.Claims{Subject: "usr_01JALICE000000000000000000", Email: "alice@example.test", Name: "Alice", Groups: []string{"eng", "ops"}, Audience: app}
+	return edge.Claims{Subject: "usr_01JALICE000000000000000000", Email: "alice@example.test", EmailVerified: true, Name: "Alice", Groups: []string{"eng", "ops"}, Audience: app}
 }
 
 // decode returns an assertion's header and claims, unverified.
@@ -151,7 +151,7 @@ func TestAssertionVerifiesWithTheVerifierAndWithGoJose(t *testing.T) {
 	if exp-iat != 120 || iat != f.clock.now().Unix() {
 		t.Fatalf("iat %d exp %d (now %d): want exp = iat + 120", iat, exp, f.clock.now().Unix())
 	}
-	want := map[string]any{"sub": "usr_01JALICE000000000000000000", "email": "alice@example.test", "name": "Alice",
+	want := map[string]any{"sub": "usr_01JALICE000000000000000000", "email": "alice@example.test", "email_verified": true, "name": "Alice",
 		"groups": []any{"eng", "ops"}, "aud": "app_A", "iss": issuer}
 	for k, v := range want {
 		if !reflect.DeepEqual(c[k], v) {
@@ -159,7 +159,7 @@ func TestAssertionVerifiesWithTheVerifierAndWithGoJose(t *testing.T) {
 		}
 	}
 	if len(c) != len(want)+2 {
-		t.Errorf("claims = %v: want exactly sub, email, name, groups, aud, iss, iat, exp", c)
+		t.Errorf("claims = %v: want exactly sub, email, email_verified, name, groups, aud, iss, iat, exp", c)
 	}
 
 	ts, _ := jwksServer(t, f.keys)
@@ -171,7 +171,7 @@ func TestAssertionVerifiesWithTheVerifierAndWithGoJose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Subject != "usr_01JALICE000000000000000000" || got.Name != "Alice" || !reflect.DeepEqual(got.Groups, []string{"eng", "ops"}) || got.Audience != "app_A" {
+	if got.Subject != "usr_01JALICE000000000000000000" || got.Email != "alice@example.test" || !got.EmailVerified || got.Name != "Alice" || !reflect.DeepEqual(got.Groups, []string{"eng", "ops"}) || got.Audience != "app_A" {
 		t.Fatalf("verified claims = %+v", got)
 	}
 
@@ -306,7 +306,7 @@ func TestRefusesClaimsWithoutSubjectOrAudience(t *testing.T) {
 func TestClaimsFieldsAreAllCached(t *testing.T) {
 	// The signer's cache hashes and compares every field of Claims; a new
 	// field must be added to both (edge/signer.go: hash, sameClaims).
-	if n := reflect.TypeFor[edge.Claims]().NumField(); n != 5 {
+	if n := reflect.TypeFor[edge.Claims]().NumField(); n != 6 {
 		t.Fatalf("edge.Claims has %d fields: teach the signer's cache the new ones, then update this test", n)
 	}
 }

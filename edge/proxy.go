@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/clientip"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/policy"
@@ -84,6 +86,10 @@ type Config struct {
 	// the defaults above).
 	ResponseHeaderTimeout time.Duration
 	DialTimeout           time.Duration
+	// TrustedProxies are the proxies in front of svc whose
+	// X-Forwarded-For the edge passes on (server.trusted_proxies); from
+	// any other peer the header is replaced by the peer's address.
+	TrustedProxies []netip.Prefix
 }
 
 // The edge's collaborators, declared where they are used.
@@ -141,6 +147,7 @@ type Proxy struct {
 	transport *http.Transport
 	rp        *httputil.ReverseProxy
 	act       activity
+	clients   *clientip.Resolver
 }
 
 // New validates the configuration and builds the edge.
@@ -168,7 +175,8 @@ func New(cfg Config, d Deps) (*Proxy, error) {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = DefaultDialTimeout
 	}
-	p := &Proxy{cfg: cfg, d: d, log: d.Logger, base: strings.ToLower(strings.TrimSuffix(cfg.BaseDomain, "."))}
+	p := &Proxy{cfg: cfg, d: d, log: d.Logger, base: strings.ToLower(strings.TrimSuffix(cfg.BaseDomain, ".")),
+		clients: clientip.New(cfg.TrustedProxies)}
 	if cfg.Mode == ModeSubdomain && p.base == "" {
 		return nil, errors.New("edge: subdomain routing needs a base domain")
 	}
@@ -488,7 +496,7 @@ func claimsOf(rd *raftstore.Reader, a identity.Authenticated, appID string) Clai
 	c := Claims{Audience: appID, Subject: AnonymousSubject}
 	switch {
 	case a.User != nil:
-		c.Subject, c.Email, c.Name = a.User.ID, a.User.Email, a.User.DisplayName
+		c.Subject, c.Email, c.EmailVerified, c.Name = a.User.ID, a.User.Email, a.User.EmailVerified, a.User.DisplayName
 		if c.Name == "" {
 			c.Name = a.User.Username
 		}
@@ -523,8 +531,10 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	stripReserved(h)
 	stripCookies(h)
 	stripBearer(h)
-	if prior, ok := pr.In.Header["X-Forwarded-For"]; ok {
-		h["X-Forwarded-For"] = prior // SetXForwarded appends to a copy
+	// A client's own X-Forwarded-For is passed on only from a trusted
+	// proxy; SetXForwarded then appends the peer (to a copy).
+	if prior, ok := pr.In.Header["X-Forwarded-For"]; ok && p.clients.PeerTrusted(pr.In) {
+		h["X-Forwarded-For"] = prior
 	}
 	pr.SetXForwarded()
 	c := &ob.claims
@@ -537,7 +547,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	h[AssertionHeader] = vals[0:1:1]
 	h[HeaderAppID] = vals[1:2:2]
 	h[HeaderUserID] = vals[2:3:3]
-	if c.Email != "" {
+	if c.Email != "" && c.EmailVerified { // unsigned: only what svc vouches for
 		h[HeaderEmail] = vals[3:4:4]
 	}
 	if c.Name != "" {

@@ -118,14 +118,15 @@ func (s *JWTSigner) Assertion(ctx context.Context, c Claims) (string, error) {
 
 // wireClaims are an assertion's claims on the wire. aud is one string.
 type wireClaims struct {
-	Subject   string   `json:"sub"`
-	Email     string   `json:"email"`
-	Name      string   `json:"name"`
-	Groups    []string `json:"groups"`
-	Audience  string   `json:"aud"`
-	Issuer    string   `json:"iss"`
-	IssuedAt  int64    `json:"iat"`
-	ExpiresAt int64    `json:"exp"`
+	Subject       string   `json:"sub"`
+	Email         string   `json:"email"`
+	EmailVerified bool     `json:"email_verified"`
+	Name          string   `json:"name"`
+	Groups        []string `json:"groups"`
+	Audience      string   `json:"aud"`
+	Issuer        string   `json:"iss"`
+	IssuedAt      int64    `json:"iat"`
+	ExpiresAt     int64    `json:"exp"`
 }
 
 // The jwt.Claims methods; only signing uses this type.
@@ -151,7 +152,7 @@ func (s *JWTSigner) sign(key *signingKey, c Claims, now time.Time) (*signed, err
 		groups = []string{}
 	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, &wireClaims{
-		Subject: c.Subject, Email: c.Email, Name: c.Name, Groups: groups, Audience: c.Audience,
+		Subject: c.Subject, Email: c.Email, EmailVerified: c.EmailVerified, Name: c.Name, Groups: groups, Audience: c.Audience,
 		Issuer: s.issuer, IssuedAt: iat, ExpiresAt: iat + int64(AssertionTTL/time.Second),
 	})
 	tok.Header["kid"] = key.kid
@@ -172,6 +173,9 @@ func (s *JWTSigner) hash(c *Claims) uint64 {
 		_, _ = h.WriteString(f)
 		_ = h.WriteByte(0)
 	}
+	if c.EmailVerified {
+		_ = h.WriteByte(2)
+	}
 	for _, g := range c.Groups {
 		_, _ = h.WriteString(g)
 		_ = h.WriteByte(1)
@@ -180,7 +184,8 @@ func (s *JWTSigner) hash(c *Claims) uint64 {
 }
 
 func sameClaims(a, b *Claims) bool {
-	return a.Subject == b.Subject && a.Email == b.Email && a.Name == b.Name && a.Audience == b.Audience && slices.Equal(a.Groups, b.Groups)
+	return a.Subject == b.Subject && a.Email == b.Email && a.EmailVerified == b.EmailVerified && a.Name == b.Name && a.Audience == b.Audience &&
+		slices.Equal(a.Groups, b.Groups)
 }
 
 // evictLocked makes room in a full shard: first the assertions too old to

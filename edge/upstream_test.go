@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -162,7 +163,8 @@ func TestNoAssertionNoRequest(t *testing.T) {
 	}
 }
 
-// TestForwardingHeaders: X-Forwarded-For appends the client, -Proto says
+// TestForwardingHeaders: X-Forwarded-For is the peer, appended to the
+// client's own header only when the peer is a trusted proxy; -Proto says
 // https behind an https external URL, -Host is what the client asked.
 func TestForwardingHeaders(t *testing.T) {
 	_, alice, _, _, srv := sharedApp(t, edgeOpts{})
@@ -171,8 +173,13 @@ func TestForwardingHeaders(t *testing.T) {
 		t.Errorf("X-Forwarded-For %q", got)
 	}
 	rep = open(t, srv+"/", bearer(alice.token), header("X-Forwarded-For", "10.1.2.3"), hostHeader("notes.example.com:9001"))
+	if got := rep.Header["X-Forwarded-For"]; len(got) != 1 || got[0] != "127.0.0.1" {
+		t.Errorf("X-Forwarded-For %q from an untrusted peer, want the client's header replaced by the peer", got)
+	}
+	_, alice3, _, _, srv3 := sharedApp(t, edgeOpts{cfg: Config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}})
+	rep = open(t, srv3+"/", bearer(alice3.token), header("X-Forwarded-For", "10.1.2.3"), hostHeader("notes.example.com:9001"))
 	if got := rep.Header["X-Forwarded-For"]; len(got) != 1 || got[0] != "10.1.2.3, 127.0.0.1" {
-		t.Errorf("X-Forwarded-For %q, want the client appended", got)
+		t.Errorf("X-Forwarded-For %q from a trusted proxy, want the peer appended to its header", got)
 	}
 	if rep.Header["X-Forwarded-Host"][0] != "notes.example.com:9001" || rep.Header["X-Forwarded-Proto"][0] != "http" || rep.Host != "notes.example.com:9001" {
 		t.Errorf("X-Forwarded-Host %q, -Proto %q, Host %q", rep.Header["X-Forwarded-Host"], rep.Header["X-Forwarded-Proto"], rep.Host)

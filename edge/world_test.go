@@ -92,9 +92,11 @@ func newWorld(t testing.TB) *world {
 	pol := policy.NewService(store, policy.Fixed{}, now)
 	ident := identity.New(identity.Deps{
 		Store: store, Hasher: cheapHasher, Policy: pol,
-		AccountLimit: throttle.New(1000, time.Minute, now, 1000),
-		ClientLimit:  throttle.New(1000, time.Minute, now, 1000),
-		Now:          now,
+		AccountLimit:    throttle.New(1000, time.Minute, now, 1000),
+		ClientLimit:     throttle.New(1000, time.Minute, now, 1000),
+		AccountAnyLimit: throttle.New(1000, time.Minute, now, 1000),
+		KnownClients:    throttle.NewRecent(time.Hour, now, 1000),
+		Now:             now,
 	})
 	kek, err := keyring.LoadKEK(filepath.Join(t.TempDir(), "kek"))
 	if err != nil {
@@ -115,9 +117,10 @@ func newWorld(t testing.TB) *world {
 			a, _, ok := apps.Apps.Get(r, id)
 			return events.AppRef{ID: a.ID, Name: a.Name, Slug: a.Slug}, ok
 		}),
-		ClientLimit: throttle.New(1000, time.Minute, now, 1000),
-		AppLimit:    throttle.New(1000, time.Minute, now, 1000),
-		Now:         now,
+		ClientLimit:  throttle.New(1000, time.Minute, now, 1000),
+		AppLimit:     throttle.New(1000, time.Minute, now, 1000),
+		KnownClients: throttle.NewRecent(time.Hour, now, 1000),
+		Now:          now,
 	})
 	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -115,6 +115,9 @@ func (s *Server) getReady(c echo.Context) error {
 	if leader == "" {
 		return c.JSON(http.StatusServiceUnavailable, healthDTO{Status: "not_ready", Reason: "no leader of the replicated store is known", Time: now()})
 	}
+	if s.d.Identity.AdminPending() {
+		return c.JSON(http.StatusServiceUnavailable, healthDTO{Status: "not_ready", Reason: "the administrator account from SVC_ADMIN_PASSWORD is not created yet", Leader: leader, Time: now()})
+	}
 	return c.JSON(http.StatusOK, healthDTO{Status: "ready", Leader: leader, Time: now()})
 }
 

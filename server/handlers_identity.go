@@ -18,6 +18,9 @@ import (
 type (
 	sessionService interface {
 		SetupRequired() bool
+		// AdminPending: this node has yet to create the administrator
+		// from SVC_ADMIN_PASSWORD, and is not ready until it has.
+		AdminPending() bool
 		Setup(ctx context.Context, username, displayName, pw string, c identity.Client) (identity.SignedIn, error)
 		SignIn(ctx context.Context, username, pw string, c identity.Client) (identity.SignedIn, error)
 		SignOut(ctx context.Context, cookie string) error
@@ -32,7 +35,7 @@ type (
 		DeleteUser(ctx context.Context, id string) error
 		SetUserRole(ctx context.Context, id string, roleID *string) (identity.User, error)
 		ResetPassword(ctx context.Context, id, pw string, mustChange bool) error
-		ChangeOwnPassword(ctx context.Context, c authz.Caller, currentSession, current, next string) error
+		ChangeOwnPassword(ctx context.Context, c authz.Caller, client identity.Client, currentSession, current, next string) error
 	}
 	groupService interface {
 		Groups(after string, limit int) ([]identity.Group, bool)
@@ -74,6 +77,7 @@ type userDTO struct {
 	Username           string    `json:"username"`
 	DisplayName        string    `json:"display_name"`
 	Email              string    `json:"email"`
+	EmailVerified      bool      `json:"email_verified"`
 	Status             string    `json:"status"`
 	MustChangePassword bool      `json:"must_change_password"`
 	RoleID             *string   `json:"role_id"`
@@ -82,7 +86,7 @@ type userDTO struct {
 }
 
 func toUser(u identity.User) userDTO {
-	return userDTO{ID: u.ID, Username: u.Username, DisplayName: u.DisplayName, Email: u.Email, Status: u.Status,
+	return userDTO{ID: u.ID, Username: u.Username, DisplayName: u.DisplayName, Email: u.Email, EmailVerified: u.EmailVerified, Status: u.Status,
 		MustChangePassword: u.MustChangePassword, RoleID: u.RoleID, Source: u.Source, CreatedAt: u.CreatedAt}
 }
 
@@ -227,7 +231,7 @@ func (s *Server) postMyPassword(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	err := s.d.Identity.ChangeOwnPassword(c.Request().Context(), callerOf(c), authOf(c).SessionID, req.CurrentPassword, req.NewPassword)
+	err := s.d.Identity.ChangeOwnPassword(c.Request().Context(), callerOf(c), clientOf(c), authOf(c).SessionID, req.CurrentPassword, req.NewPassword)
 	if err != nil {
 		return err
 	}

@@ -90,10 +90,10 @@ func (s *Server) routeTable() []route {
 
 		// Accounts.
 		{method: get, path: api + "/users", access: accessVerb, verb: authz.InstallView, summary: "Accounts", handler: s.listUsers, response: list[userDTO]{}},
-		{method: post, path: api + "/users", access: accessVerb, verb: authz.InstallUsersManage, summary: "Create an account; without a password one is generated and returned once", handler: s.postUser, action: "user.create", request: createUserRequest{}, response: userAnswer{}, status: 201},
+		{method: post, path: api + "/users", access: accessVerb, verb: authz.InstallUsersManage, summary: "Create an account; without a password one is generated and returned once; its email (verified) must be no other account's (409 STATE_INVALID, details.field email)", handler: s.postUser, action: "user.create", request: createUserRequest{}, response: userAnswer{}, status: 201},
 		{method: get, path: api + "/users/{userID}/apps", access: accessSelf, verb: authz.InstallView, summary: "Apps the account has a grant on (to itself or to one of its groups), among those the caller can see: the strongest role_id and where it comes from (via direct or group, group_id), can_open, can_manage; own account needs no verb", handler: s.getUserApps, response: list[identity.AppAccess]{}},
 		{method: get, path: api + "/users/{userID}", access: accessSelf, verb: authz.InstallView, summary: "One account; own account needs no verb", handler: s.getUser, beforePasswordChange: true, response: userAnswer{}},
-		{method: patch, path: api + "/users/{userID}", access: accessSelf, verb: authz.InstallUsersManage, summary: "Change username, display name, email or status; own display name and email need no verb", handler: s.patchUser, action: "user.update", request: patchUserRequest{}, response: userAnswer{}},
+		{method: patch, path: api + "/users/{userID}", access: accessSelf, verb: authz.InstallUsersManage, summary: "Change username, display name, email or status; own display name and email need no verb. An email another account has (in any case) is refused 409 STATE_INVALID (details.field email); email_verified is true when a holder of install.users.manage sets the address, false when the person does", handler: s.patchUser, action: "user.update", request: patchUserRequest{}, response: userAnswer{}},
 		{method: del, path: api + "/users/{userID}", access: accessVerb, verb: authz.InstallUsersManage, summary: "Delete an account, its sessions, delegated tokens, memberships and grants", handler: s.deleteUser, action: "user.delete", status: 204},
 		{method: put, path: api + "/users/{userID}/role", access: accessVerb, verb: authz.InstallUsersManage, summary: "Give an installation role", handler: s.putUserRole, action: "user.role.set", request: roleRequest{}, response: userAnswer{}},
 		{method: del, path: api + "/users/{userID}/role", access: accessVerb, verb: authz.InstallUsersManage, summary: "Remove the installation role; the last administrator cannot be demoted", handler: s.deleteUserRole, action: "user.role.remove", status: 204},
@@ -223,7 +223,7 @@ func (s *Server) routeTable() []route {
 
 		// Operations.
 		{method: get, path: "/healthz", access: accessPublic, summary: "Liveness: the process answers", handler: s.getHealth, response: healthDTO{}, operational: true},
-		{method: get, path: "/readyz", access: accessPublic, summary: "Readiness: this node knows a leader of the replicated store", handler: s.getReady, response: healthDTO{}, operational: true},
+		{method: get, path: "/readyz", access: accessPublic, summary: "Readiness: this node knows a leader of the replicated store and has applied SVC_ADMIN_PASSWORD, if set", handler: s.getReady, response: healthDTO{}, operational: true},
 		{method: get, path: "/metrics", access: accessPublic, summary: "Prometheus metrics", handler: echo.WrapHandler(s.d.MetricsHandler), operational: true},
 		{method: get, path: "/.well-known/jwks.json", access: accessPublic, summary: "The public keys that verify the X-Svc-Assertion header (JWKS of OKP Ed25519 keys, alg EdDSA, by kid); Cache-Control: public, max-age=60", handler: s.getJWKS, response: edge.JWKS{}, operational: true},
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/svchost/svc/internal/clientip"
 	"github.com/svchost/svc/internal/config"
 	"github.com/svchost/svc/internal/idempotency"
 	"github.com/svchost/svc/internal/operator"
@@ -153,9 +154,10 @@ func New(d Deps) (*Server, error) {
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	// Throttling is keyed by the connection's address: a client cannot
-	// choose its own X-Forwarded-For.
-	e.IPExtractor = echo.ExtractIPDirect()
+	// Throttling is keyed by the client's address: the connection's peer,
+	// or what a trusted proxy says in X-Forwarded-For (internal/clientip);
+	// a client cannot choose its own.
+	e.IPExtractor = clientip.New(d.Config.Server.TrustedProxies).ClientIP
 	e.Use(s.requestID, s.observe, s.recoverPanic, s.authenticate)
 	for _, r := range s.routeTable() {
 		if err := s.register(r); err != nil {

@@ -126,9 +126,11 @@ func (h *harness) open() {
 	pol := policy.NewService(store, cfg.Policy, now)
 	ident := identity.New(identity.Deps{
 		Store: store, Hasher: hasher, Policy: pol,
-		AccountLimit: throttle.New(10, 15*time.Minute, now, 1000),
-		ClientLimit:  throttle.New(50, 15*time.Minute, now, 1000),
-		Now:          now, Logger: log,
+		AccountLimit:    throttle.New(10, 15*time.Minute, now, 1000),
+		ClientLimit:     throttle.New(50, 15*time.Minute, now, 1000),
+		AccountAnyLimit: throttle.New(100, 15*time.Minute, now, 1000),
+		KnownClients:    throttle.NewRecent(30*24*time.Hour, now, 1000),
+		Now:             now, Logger: log,
 	})
 	w := wireStorage(h.t, store, h.dir, h.procs, now, log)
 	sharing := wireSharing(store, hasher, pol, w.ring, now, log)

@@ -146,9 +146,10 @@ func wireScheduler(store *raftstore.Store, cfg *config.Config, w wired, plans *p
 func wireSharing(store *raftstore.Store, hasher identity.Hasher, pol *policy.Service, ring *keyring.Ring, now func() time.Time, log *slog.Logger) *identity.Sharing {
 	sh := identity.NewSharing(identity.SharingDeps{
 		Store: store, Hasher: hasher, Policy: pol, Ring: ring, Apps: appFinder,
-		ClientLimit: throttle.New(10, 15*time.Minute, now, 1000),
-		AppLimit:    throttle.New(100, 15*time.Minute, now, 1000),
-		Now:         now, Logger: log,
+		ClientLimit:  throttle.New(10, 15*time.Minute, now, 1000),
+		AppLimit:     throttle.New(100, 15*time.Minute, now, 1000),
+		KnownClients: throttle.NewRecent(24*time.Hour, now, 1000),
+		Now:          now, Logger: log,
 	})
 	ring.OnRotate(sh)
 	return sh

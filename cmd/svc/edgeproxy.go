@@ -62,6 +62,8 @@ func buildEdgeProxy(ctx context.Context, rt *runtime, gen *generation, parts edg
 		ExternalURL:   cfg.Server.ExternalURL,
 		ConsolePort:   consolePort,
 		ProxyUpstream: cfg.Server.ProxyUpstream,
+		// The client addresses of XFF only from these.
+		TrustedProxies: cfg.Server.TrustedProxies,
 	}, edge.Deps{
 		Routes:    table,
 		Identity:  parts.ident,

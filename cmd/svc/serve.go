@@ -318,12 +318,16 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Store:  store,
 		Hasher: password.NewHasher(password.DefaultParams, 2*goruntime.GOMAXPROCS(0)),
 		Policy: pol,
-		// Ten wrong passwords per account, and fifty per client address,
-		// in fifteen minutes; then the caller waits.
-		AccountLimit: throttle.New(10, 15*time.Minute, now, 100_000),
-		ClientLimit:  throttle.New(50, 15*time.Minute, now, 100_000),
-		Now:          now,
-		Logger:       log,
+		// Ten wrong passwords per account and client address, fifty per
+		// client address, and a hundred per account from addresses that
+		// have not signed in to it in thirty days, in fifteen minutes;
+		// then the caller waits (see internal/throttle).
+		AccountLimit:    throttle.New(10, 15*time.Minute, now, 100_000),
+		ClientLimit:     throttle.New(50, 15*time.Minute, now, 100_000),
+		AccountAnyLimit: throttle.New(100, 15*time.Minute, now, 100_000),
+		KnownClients:    throttle.NewRecent(30*24*time.Hour, now, 100_000),
+		Now:             now,
+		Logger:          log,
 	})
 	storage, err := buildStorage(ctx, rt, gen, store, now)
 	if err != nil {
@@ -348,7 +352,10 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	sched := buildScheduler(gen, store, storage, specs, plans, sources, pol, now)
 	// Every node keeps copies of the builds a new leader would run.
 	go func() { _ = raftstore.Every(syncInterval, sched.SyncArtifacts)(ctx) }()
-	firstRun(ctx, ident, cfg.Admin.Password, log)
+	// Before the server exists: see firstRun.
+	if err := firstRun(ctx, ident, cfg.Admin.Password, len(store.Status().Servers) <= 1, log); err != nil {
+		return nil, err
+	}
 	sharing := buildSharing(store, pol, storage.ring, now, log)
 	proxy, err := buildEdgeProxy(ctx, rt, gen, edgeParts{store: store, ident: ident, pol: pol, sched: sched, adapters: storage.adapters, signer: signing.signer, passcodes: sharing})
 	if err != nil {
@@ -448,37 +455,69 @@ func (l generationListener) Close() error {
 	}
 }
 
-// firstRun creates the administrator "admin" with SVC_ADMIN_PASSWORD when no
-// account has ever existed; otherwise the installation waits for setup. The
-// variable is read on the first run only. It runs in the background, trying
-// again until the store has a leader, so that a cluster's nodes can start
-// one at a time.
-func firstRun(ctx context.Context, ident *identity.Service, pw string, log *slog.Logger) {
+// firstRun applies SVC_ADMIN_PASSWORD: it creates the administrator
+// "admin" when no account has ever existed; on any later run the variable
+// is not read. The installation must never be open for setup while the
+// password is set (identity.Service.ExpectAdmin), so:
+//
+//   - on a single node (the store's only voter) it runs before the server
+//     answers anything: build returns once the account exists, and
+//     connections wait in the listening socket's backlog meanwhile; a
+//     password the rules refuse stops the server from starting;
+//   - in a cluster it runs in the background (a leader may need the other
+//     nodes to start first); until it is done the node reports not ready
+//     (/readyz), answers GET /setup as set up and refuses POST /setup. The
+//     first leader's write wins (any node's write reaches it); a node whose
+//     password the rules refuse stays not ready, and says why in its log.
+//
+// Give every node of a cluster the same SVC_ADMIN_PASSWORD, or none: a node
+// started without it knows nothing of the account until it is written.
+func firstRun(ctx context.Context, ident *identity.Service, pw string, single bool, log *slog.Logger) error {
 	if pw == "" {
-		return
+		return nil
+	}
+	ident.ExpectAdmin()
+	if single {
+		err := applyAdminPassword(ctx, ident, pw, log)
+		if err != nil && ctx.Err() == nil {
+			return &exitError{code: 2, err: err}
+		}
+		return err // nil, or the process is stopping
 	}
 	go func() {
-		for attempt := 1; ; attempt++ {
-			created, err := ident.FirstRun(ctx, pw)
-			switch {
-			case err == nil && created:
-				log.Info("created the administrator account \"admin\" with the password in SVC_ADMIN_PASSWORD")
-				return
-			case err == nil:
-				return
-			case errcode.CodeOf(err) != errcode.StoreUnavailable:
-				log.Error("SVC_ADMIN_PASSWORD: the administrator account could not be created", "err", err)
-				return
-			case attempt%10 == 0:
-				log.Warn("waiting for a leader to create the administrator account", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second):
-			}
+		if err := applyAdminPassword(ctx, ident, pw, log); err != nil && ctx.Err() == nil {
+			log.Error("this node stays not ready and refuses setup until it is restarted with a usable SVC_ADMIN_PASSWORD", "err", err)
 		}
 	}()
+	return nil
+}
+
+// applyAdminPassword runs FirstRun until it is done, waiting for a leader
+// (each attempt waits up to adminAttempt) and saying so in the log.
+func applyAdminPassword(ctx context.Context, ident *identity.Service, pw string, log *slog.Logger) error {
+	const adminAttempt = 10 * time.Second
+	for {
+		actx, cancel := context.WithTimeout(ctx, adminAttempt)
+		created, err := ident.FirstRun(actx, pw)
+		cancel()
+		switch {
+		case err == nil:
+			if created {
+				log.Info("created the administrator account \"admin\" with the password in SVC_ADMIN_PASSWORD")
+			}
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errcode.CodeOf(err) != errcode.StoreUnavailable:
+			return fmt.Errorf("SVC_ADMIN_PASSWORD: the administrator account could not be created: %w", err)
+		}
+		log.Warn("SVC_ADMIN_PASSWORD: waiting for a leader of the store to create the administrator account", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func peers(ps []config.Peer) []raftstore.Peer {

@@ -28,21 +28,22 @@ var (
 
 // buildSharing wires app sharing: grants, principal searches, and the
 // passcode of the grant to everyone. Ten wrong passcodes per app and client
-// address, or a hundred per app from any address, in fifteen minutes make
-// the caller wait. Passcodes are checked by their own Argon2id hasher, so
+// address, or a hundred per app from addresses that have not entered the
+// right one in a day, in fifteen minutes make the caller wait. Passcodes are checked by their own Argon2id hasher, so
 // that a flood of guesses does not hold up sign-ins; admission keys are
 // sealed by the keyring and re-sealed when it rotates.
 func buildSharing(store *raftstore.Store, pol *policy.Service, ring *keyring.Ring, now func() time.Time, log *slog.Logger) *identity.Sharing {
 	sh := identity.NewSharing(identity.SharingDeps{
-		Store:       store,
-		Hasher:      password.NewHasher(password.DefaultParams, goruntime.GOMAXPROCS(0)),
-		Policy:      pol,
-		Ring:        ring,
-		Apps:        appFinder,
-		ClientLimit: throttle.New(10, 15*time.Minute, now, 100_000),
-		AppLimit:    throttle.New(100, 15*time.Minute, now, 10_000),
-		Now:         now,
-		Logger:      log,
+		Store:        store,
+		Hasher:       password.NewHasher(password.DefaultParams, goruntime.GOMAXPROCS(0)),
+		Policy:       pol,
+		Ring:         ring,
+		Apps:         appFinder,
+		ClientLimit:  throttle.New(10, 15*time.Minute, now, 100_000),
+		AppLimit:     throttle.New(100, 15*time.Minute, now, 10_000),
+		KnownClients: throttle.NewRecent(24*time.Hour, now, 100_000),
+		Now:          now,
+		Logger:       log,
 	})
 	ring.OnRotate(sh)
 	return sh

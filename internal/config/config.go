@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -64,6 +65,10 @@ type Config struct {
 		ProxyUpstream   string
 		WorkDir         string
 		ShutdownTimeout time.Duration
+		// TrustedProxies are the proxies whose X-Forwarded-For svc believes
+		// (see internal/clientip); empty: none, the client is always the
+		// connection's peer.
+		TrustedProxies []netip.Prefix
 	}
 	App struct {
 		PortStart, PortEnd int
@@ -149,7 +154,7 @@ type source struct {
 // turned into underscores; the file nests by the dots. An empty environment
 // value (or a null in the file) sets a setting only where empty means unset:
 // database.url, server.issuer, server.external_url, server.proxy_upstream,
-// admin.password, cluster.node_id, cluster.raft_addr, cluster.peers and
+// server.trusted_proxies, admin.password, cluster.node_id, cluster.raft_addr, cluster.peers and
 // cluster.secret. For
 // every other setting an empty value is an error. When several entries of
 // args.Env have the same name, the last one wins.
@@ -174,6 +179,7 @@ func Load(args LoadArgs) (*Config, error) {
 		return nil, errors.Join(l.errs...)
 	}
 	l.warnBackoff()
+	l.warnTrustEveryone()
 	l.c.Warnings = append(l.c.Warnings, l.unknownEnv...)
 	l.c.Settings = l.settings()
 	return l.c, nil
@@ -420,6 +426,20 @@ func (l *loader) warnBackoff() {
 	l.c.Warnings = append(l.c.Warnings, fmt.Sprintf(
 		"SVC_RECONCILER_BACKOFF (%s) is faster than the shipped schedule %s; a failing app will be retried more aggressively",
 		src.origin, formatBackoff(ShippedBackoff)))
+}
+
+// warnTrustEveryone warns when server.trusted_proxies trusts every address
+// of a family: any client reaching the listener directly can then choose
+// the address svc throttles and records it by.
+func (l *loader) warnTrustEveryone() {
+	for _, p := range l.c.Server.TrustedProxies {
+		if p.Bits() == 0 {
+			l.c.Warnings = append(l.c.Warnings, fmt.Sprintf(
+				"%s trusts every address (%s): a client that reaches svc without the proxy chooses the address it is throttled and audited by; list the proxies' addresses instead",
+				defByName("server.trusted_proxies").env(), p))
+			return
+		}
+	}
 }
 
 // fasterThanShipped reports whether any step is shorter than the shipped

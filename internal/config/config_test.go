@@ -122,6 +122,7 @@ func TestDefaults(t *testing.T) {
 		{Name: "server.proxy_upstream", Env: "SVC_SERVER_PROXY_UPSTREAM", Origin: "default"},
 		{Name: "server.routing_mode", Env: "SVC_SERVER_ROUTING_MODE", Value: "port", Origin: "default"},
 		{Name: "server.shutdown_timeout", Env: "SVC_SERVER_SHUTDOWN_TIMEOUT", Value: "30s", Origin: "default"},
+		{Name: "server.trusted_proxies", Env: "SVC_SERVER_TRUSTED_PROXIES", Origin: "default"},
 		{Name: "server.work_dir", Env: "SVC_SERVER_WORK_DIR", Value: "/var/lib/svc", Origin: "default"},
 	}
 	if diff := cmp.Diff(want, c.Settings); diff != "" {
@@ -360,7 +361,7 @@ func TestSeveralErrorsReportedTogether(t *testing.T) {
 		t.Fatal("Load() succeeded, want errors")
 	}
 	want := []string{
-		"config file " + file + ": server.bogus: unknown key (known keys under server: addr, base_domain, routing_mode, issuer, external_url, proxy_upstream, work_dir, shutdown_timeout)",
+		"config file " + file + ": server.bogus: unknown key (known keys under server: addr, base_domain, routing_mode, issuer, external_url, proxy_upstream, work_dir, shutdown_timeout, trusted_proxies)",
 		"config file " + file + `: server.routing_mode: "host" is not a routing mode (accepted: port, subdomain, path)`,
 		`SVC_APP_PORT_START: "abc" is not a port number (1-65535)`,
 		`SVC_LOG_LEVEL: "loud" is not a log level (accepted: debug, info, warn, error)`,
@@ -635,6 +636,7 @@ func TestEmptyValues(t *testing.T) {
 		"SVC_DATABASE_URL", "SVC_SERVER_ISSUER", "SVC_SERVER_EXTERNAL_URL", "SVC_SERVER_PROXY_UPSTREAM",
 		"SVC_ADMIN_PASSWORD", "SVC_CLUSTER_NODE_ID", "SVC_CLUSTER_RAFT_ADDR", "SVC_CLUSTER_PEERS", "SVC_CLUSTER_SECRET",
 		"SVC_RUNTIME_ADVERTISE_HOST", "SVC_RUNTIME_SANDBOX_HOST_PORTS", "SVC_RUNTIME_GO_CACHE_SEED",
+		"SVC_SERVER_TRUSTED_PROXIES",
 	}
 	for _, d := range defs {
 		t.Run(d.env(), func(t *testing.T) {

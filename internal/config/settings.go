@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/svchost/svc/internal/clientip"
 )
 
 // def describes one startup setting.
@@ -133,6 +135,18 @@ var defs = [...]def{
 			return nil
 		},
 		format: func(c *Config) string { return c.Server.ShutdownTimeout.String() },
+	},
+	{
+		name: "server.trusted_proxies", list: true, emptyUnset: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			ps, err := clientip.ParseList(v)
+			if err != nil {
+				return err
+			}
+			c.Server.TrustedProxies = ps
+			return nil
+		},
+		format: func(c *Config) string { return clientip.FormatList(c.Server.TrustedProxies) },
 	},
 	{
 		name: "app.port_start",

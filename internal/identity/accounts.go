@@ -117,13 +117,15 @@ func (s *Service) userCreatedOps(ctx context.Context, u *User, via string) []raf
 
 // CreateUser creates a local account; it holds no installation role. Without
 // a password one is generated, returned once, and must be changed at first
-// sign-in.
+// sign-in. Its email, set by whoever may create accounts, is verified; an
+// address another account has is refused (STATE_INVALID, field email).
 func (s *Service) CreateUser(ctx context.Context, n NewUser) (User, string, error) {
 	n.RoleID = nil
 	u, generated, err := s.buildUser(ctx, n)
 	if err != nil {
 		return User{}, "", err
 	}
+	u.EmailVerified = u.Email != ""
 	if err := s.apply(ctx, s.userCreatedOps(ctx, &u, "api")...); err != nil {
 		return User{}, "", err
 	}
@@ -167,6 +169,12 @@ type UserPatch struct {
 // username and email exist only on local accounts. Suspension keeps the
 // account and ends its sessions; it is refused when nobody would remain able
 // to manage accounts.
+//
+// An email is unique among accounts (STATE_INVALID, field email, when
+// another has it). It is verified when a caller holding
+// install.users.manage sets it, even to the address it already has (so an
+// administrator vouches for an address set before verification existed);
+// a person setting their own address makes it unverified.
 func (s *Service) UpdateUser(ctx context.Context, c authz.Caller, id string, p UserPatch) (User, error) {
 	r := s.d.Store.Read()
 	u, meta, ok := Users.Get(r, id)
@@ -197,15 +205,18 @@ func (s *Service) UpdateUser(ctx context.Context, c authz.Caller, id string, p U
 		changed["display_name"] = true
 		u.DisplayName = *p.DisplayName
 	}
-	if p.Email != nil && *p.Email != u.Email {
+	if p.Email != nil && (*p.Email != u.Email || (manage && *p.Email != "" && !u.EmailVerified)) {
 		if u.Source != SourceLocal {
 			return User{}, errcode.Invalid("email", "the email of an account from an identity adapter is set by the adapter")
 		}
 		if err := checkEmail(*p.Email); err != nil {
 			return User{}, err
 		}
-		changed["email"] = true
-		u.Email = *p.Email
+		if *p.Email != u.Email {
+			changed["email"] = true
+		}
+		u.Email, u.EmailVerified = *p.Email, manage && *p.Email != ""
+		changed["email_verified"] = u.EmailVerified
 	}
 	var endSessions []raftstore.Op
 	if p.Status != nil && *p.Status != u.Status {
@@ -327,8 +338,9 @@ func (s *Service) ResetPassword(ctx context.Context, id, pw string, mustChange b
 
 // ChangeOwnPassword changes the caller's own password after checking the
 // current one, clears must_change_password and ends every other session of
-// the account.
-func (s *Service) ChangeOwnPassword(ctx context.Context, c authz.Caller, currentSession, current, next string) error {
+// the account. Guesses of the current password count like failed sign-ins
+// from client, so that a stolen session cannot try passwords without end.
+func (s *Service) ChangeOwnPassword(ctx context.Context, c authz.Caller, client Client, currentSession, current, next string) error {
 	id := c.Principal.UserID
 	r := s.d.Store.Read()
 	u, meta, ok := Users.Get(r, id)
@@ -338,19 +350,18 @@ func (s *Service) ChangeOwnPassword(ctx context.Context, c authz.Caller, current
 	if u.Source != SourceLocal {
 		return errcode.New(errcode.StateInvalid, "the password of an account from an identity adapter is kept by the adapter")
 	}
-	// Guesses of the current password count like failed sign-ins, so a
-	// stolen session cannot try passwords without end.
-	key := "account:" + strings.ToLower(u.Username)
-	if ok, wait := s.d.AccountLimit.Allow(key); !ok {
-		e := errcode.New(errcode.RateLimited, "too many wrong passwords; wait before trying again")
-		e.RetryAfter = max(1, int(wait.Round(time.Second)/time.Second))
-		return e
+	pair, limits := s.passwordLimits(u.Username, client.IP)
+	try, err := reserve("too many wrong passwords; wait before trying again", limits...)
+	if err != nil {
+		return err
 	}
 	good, _, err := s.d.Hasher.Verify(ctx, u.PasswordHash, current)
 	if err != nil || !good {
-		s.d.AccountLimit.Fail(key)
+		try.failed()
 		return errcode.New(errcode.PermDenied, "the current password is wrong")
 	}
+	try.release()
+	s.passwordProved(pair)
 	if err := checkPassword(next, u.Username); err != nil {
 		return err
 	}

@@ -52,8 +52,11 @@ type SharingDeps struct {
 	Apps   AppFinder
 	// ClientLimit counts wrong passcodes per app and client address;
 	// AppLimit per app whatever the address, so that many addresses
-	// cannot guess together without end.
+	// cannot guess together without end, except from the addresses
+	// KnownClients remembers entering the right passcode. All three are
+	// required.
 	ClientLimit, AppLimit Limiter
+	KnownClients          KnownClients
 	Now                   func() time.Time
 	Logger                *slog.Logger
 }
@@ -82,8 +85,12 @@ type Sharing struct {
 	keys sync.Map
 }
 
-// NewSharing returns the sharing service.
+// NewSharing returns the sharing service. It panics without the
+// limiters, which nothing may run without.
 func NewSharing(d SharingDeps) *Sharing {
+	if d.ClientLimit == nil || d.AppLimit == nil || d.KnownClients == nil {
+		panic("identity: SharingDeps needs ClientLimit, AppLimit and KnownClients")
+	}
 	if d.Now == nil {
 		d.Now = func() time.Time { return time.Now().UTC() }
 	}

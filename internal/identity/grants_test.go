@@ -84,9 +84,11 @@ func newShareEnvWith(t *testing.T, clientLimit, appLimit Limiter) *shareEnv {
 	clock := func() time.Time { return e.now }
 	e.svc = New(Deps{
 		Store: e.store, Hasher: cheapHasher, Policy: e.pol,
-		AccountLimit: throttle.New(10, 15*time.Minute, clock, 1000),
-		ClientLimit:  throttle.New(50, 15*time.Minute, clock, 1000),
-		Now:          clock,
+		AccountLimit:    throttle.New(10, 15*time.Minute, clock, 1000),
+		ClientLimit:     throttle.New(50, 15*time.Minute, clock, 1000),
+		AccountAnyLimit: throttle.New(100, 15*time.Minute, clock, 1000),
+		KnownClients:    throttle.NewRecent(30*24*time.Hour, clock, 1000),
+		Now:             clock,
 	})
 	t.Cleanup(func() { waitBackground(t, e.svc) })
 	kek, err := keyring.LoadKEK(filepath.Join(t.TempDir(), "kek"))
@@ -101,7 +103,7 @@ func newShareEnvWith(t *testing.T, clientLimit, appLimit Limiter) *shareEnv {
 	}
 	se.sh = NewSharing(SharingDeps{
 		Store: e.store, Hasher: se.hasher, Policy: e.pol, Ring: se.ring, Apps: se.apps,
-		ClientLimit: clientLimit, AppLimit: appLimit, Now: clock,
+		ClientLimit: clientLimit, AppLimit: appLimit, KnownClients: throttle.NewRecent(24*time.Hour, clock, 1000), Now: clock,
 		Logger: slog.New(slog.NewTextHandler(se.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	se.admin, _ = e.setup(t)

@@ -33,15 +33,15 @@ func TestWrongCurrentPasswordsAreThrottled(t *testing.T) {
 	admin, si := e.setup(t)
 	c := e.userCaller(admin.ID)
 	for i := range 10 {
-		err := e.svc.ChangeOwnPassword(bg, c, si.Cookie, "not-the-password-"+string(rune('a'+i)), "a-brand-new-password")
+		err := e.svc.ChangeOwnPassword(bg, c, Client{IP: "192.0.2.1"}, si.Cookie, "not-the-password-"+string(rune('a'+i)), "a-brand-new-password")
 		wantCode(t, "wrong current password", err, errcode.PermDenied)
 	}
-	err := e.svc.ChangeOwnPassword(bg, c, si.Cookie, testPW, "a-brand-new-password")
+	err := e.svc.ChangeOwnPassword(bg, c, Client{IP: "192.0.2.1"}, si.Cookie, testPW, "a-brand-new-password")
 	if e := wantCode(t, "the right password while throttled", err, errcode.RateLimited); e != nil && e.RetryAfter < 1 {
 		t.Errorf("RetryAfter = %d", e.RetryAfter)
 	}
 	e.now = e.now.Add(16 * time.Minute)
-	must(t, "after the window", e.svc.ChangeOwnPassword(bg, c, si.Cookie, testPW, "a-brand-new-password"))
+	must(t, "after the window", e.svc.ChangeOwnPassword(bg, c, Client{IP: "192.0.2.1"}, si.Cookie, testPW, "a-brand-new-password"))
 }
 
 func TestRemovalsEmitGrantDeleted(t *testing.T) {

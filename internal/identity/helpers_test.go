@@ -104,6 +104,12 @@ func (e *env) withService(t *testing.T, d Deps) *Service {
 	if d.ClientLimit == nil {
 		d.ClientLimit = throttle.New(50, 15*time.Minute, clock, 1000)
 	}
+	if d.AccountAnyLimit == nil {
+		d.AccountAnyLimit = throttle.New(100, 15*time.Minute, clock, 1000)
+	}
+	if d.KnownClients == nil {
+		d.KnownClients = throttle.NewRecent(30*24*time.Hour, clock, 1000)
+	}
 	if d.Now == nil {
 		d.Now = clock
 	}

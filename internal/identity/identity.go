@@ -2,9 +2,19 @@
 // accounts (with Argon2id password hashes), browser sessions, API tokens,
 // groups, custom roles and the grants that share apps (managing and
 // opening them, with the grant to everyone's passcode and the admissions it
-// gives); the first administrator (setup or SVC_ADMIN_PASSWORD); sign-in
-// with throttling; and the rule that someone must always remain able to
-// manage accounts, which the store's FSM enforces.
+// gives); the first administrator (setup or SVC_ADMIN_PASSWORD, which
+// closes setup from before the account exists: ExpectAdmin); sign-in with
+// throttling; and the rules the store's FSM enforces: someone must always
+// remain able to manage accounts, and no two accounts share an email
+// address.
+//
+// Every guess at a secret (a password at sign-in or when changing it, a
+// passcode) reserves an attempt before the Argon2id check and settles it
+// after (attempts.go, internal/throttle), so that no more than the limit is
+// ever checked however many requests arrive at once; tokens and session
+// and admission cookies carry 256 bits of randomness or a MAC and are not
+// throttled (a guess cannot succeed, and a lockout would only let an
+// attacker shut their owners out).
 //
 // It must not touch HTTP or adapters: the server authenticates requests and
 // calls this package's services with the authenticated principal. Secrets
@@ -32,11 +42,19 @@ const (
 // User is an account as the store keeps it. PasswordHash is an Argon2id PHC
 // string and never leaves this package's callers' control: API answers are
 // built from User without it.
+//
+// Email is unique among accounts, case-insensitively (validateUser, in the
+// FSM). EmailVerified says whether svc vouches for it: true when someone
+// holding install.users.manage set the address (or an identity adapter
+// verified it), false when the person set their own, and back to false
+// whenever the address changes otherwise. Rows written before the field
+// existed read as false: no record says who set those addresses.
 type User struct {
 	ID                 string    `json:"id"`
 	Username           string    `json:"username"`
 	DisplayName        string    `json:"display_name"`
 	Email              string    `json:"email"`
+	EmailVerified      bool      `json:"email_verified,omitempty"`
 	Status             string    `json:"status"`
 	MustChangePassword bool      `json:"must_change_password"`
 	RoleID             *string   `json:"role_id"`
@@ -138,6 +156,9 @@ var (
 		Indexes: []raftstore.Index[User]{
 			{Name: "username", Unique: true, Key: func(u *User) (string, bool) { return lower(u.Username) }},
 			{Name: "role", Key: func(u *User) (string, bool) { return deref(u.RoleID) }},
+			// Not Unique: accounts written before addresses had to be
+			// unique may share one; validateUser refuses new sharing.
+			{Name: "email", Key: func(u *User) (string, bool) { return lower(u.Email) }},
 		},
 	}
 	Sessions = &raftstore.Table[Session]{
@@ -212,7 +233,7 @@ func init() {
 	Groups.Invariant = accountsManageable
 	Roles.Invariant = accountsManageable
 	Roles.Validate = validateRole
-	Users.Validate = validateUserRole
+	Users.Validate = validateUser
 	Groups.Validate = validateGroupRole
 }
 
@@ -282,11 +303,29 @@ func checkInstallRole(r *raftstore.Reader, id *string) error {
 	return nil
 }
 
-func validateUserRole(r *raftstore.Reader, _, u *User) error {
+// validateUser checks an account's installation role, and that an address
+// it is given (on creation, or changed other than in case) is no other
+// account's, case-insensitively: in the FSM, so that two writers racing for
+// one address cannot both win. Addresses shared before this rule existed
+// stay until one of them changes.
+func validateUser(r *raftstore.Reader, old, u *User) error {
 	if u == nil {
 		return nil
 	}
-	return checkInstallRole(r, u.RoleID)
+	if err := checkInstallRole(r, u.RoleID); err != nil {
+		return err
+	}
+	key, ok := lower(u.Email)
+	if !ok || (old != nil && strings.EqualFold(old.Email, u.Email)) {
+		return nil
+	}
+	items, _ := Users.List(r, raftstore.Query{Index: "email", Key: key, Limit: 2})
+	for _, it := range items {
+		if it.Value.ID != u.ID {
+			return taken("email", "another account has that email address")
+		}
+	}
+	return nil
 }
 
 func validateGroupRole(r *raftstore.Reader, _, g *Group) error {

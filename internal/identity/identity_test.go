@@ -38,9 +38,11 @@ func newEnv(t *testing.T) *env {
 	clock := func() time.Time { return e.now }
 	e.svc = New(Deps{
 		Store: e.store, Hasher: cheapHasher, Policy: e.pol,
-		AccountLimit: throttle.New(10, 15*time.Minute, clock, 1000),
-		ClientLimit:  throttle.New(50, 15*time.Minute, clock, 1000),
-		Now:          clock,
+		AccountLimit:    throttle.New(10, 15*time.Minute, clock, 1000),
+		ClientLimit:     throttle.New(50, 15*time.Minute, clock, 1000),
+		AccountAnyLimit: throttle.New(100, 15*time.Minute, clock, 1000),
+		KnownClients:    throttle.NewRecent(30*24*time.Hour, clock, 1000),
+		Now:             clock,
 	})
 	return e
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/svchost/svc/internal/audit"
 	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/clientip"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/ids"
 	"github.com/svchost/svc/internal/policy"
@@ -148,9 +149,12 @@ type Admission struct {
 
 // EnterPasscode checks a passcode entered for an app. Correct: an
 // admission for AdmissionTTL, audited once (passcode.admit). Wrong:
-// PERM_PASSCODE_REQUIRED, counted per app and client address and per app;
-// too many wrong tries make the caller wait (RATE_LIMITED, with the wait),
-// the right passcode included. Wrong tries are logged, not audited.
+// PERM_PASSCODE_REQUIRED, counted per app and client address and per app
+// (an address that entered the right passcode recently is exempt from the
+// latter). The try is reserved before the passcode is checked: once the
+// wrong tries and the tries in flight reach a limit, the caller waits
+// (RATE_LIMITED, with the wait), the right passcode included, and nothing
+// is checked. Wrong tries are logged, not audited.
 func (s *Sharing) EnterPasscode(ctx context.Context, appID, code string, c Client) (Admission, error) {
 	if code == "" {
 		return Admission{}, errcode.Invalid("passcode", "passcode is required")
@@ -163,32 +167,28 @@ func (s *Sharing) EnterPasscode(ctx context.Context, appID, code string, c Clien
 	if !ok {
 		return Admission{}, noPasscode(appID)
 	}
-	clientKey, appKey := "passcode:"+appID+":"+c.IP, "passcode:"+appID
-	wait := time.Duration(0)
-	for _, lim := range []struct {
-		l   Limiter
-		key string
-	}{{s.d.ClientLimit, clientKey}, {s.d.AppLimit, appKey}} {
-		if ok, w := lim.l.Allow(lim.key); !ok {
-			wait = max(wait, w)
-		}
+	clientKey := "passcode:" + appID + "\x00client:" + clientip.Key(c.IP)
+	limits := []limit{{s.d.ClientLimit, clientKey}}
+	if !s.d.KnownClients.Has(clientKey) {
+		limits = append(limits, limit{s.d.AppLimit, "passcode:" + appID})
 	}
-	if wait > 0 {
-		e := errcode.New(errcode.RateLimited, "too many wrong passcodes; wait before trying again")
-		e.RetryAfter = max(1, int(wait.Round(time.Second)/time.Second))
-		return Admission{}, e
+	try, err := reserve("too many wrong passcodes; wait before trying again", limits...)
+	if err != nil {
+		return Admission{}, err
 	}
 	good, _, err := s.d.Hasher.Verify(ctx, g.PasscodeHash, code)
 	if err != nil {
+		try.release()
 		return Admission{}, fmt.Errorf("verify the passcode of grant %s: %w", g.ID, err)
 	}
 	if !good {
-		s.d.ClientLimit.Fail(clientKey)
-		s.d.AppLimit.Fail(appKey)
+		try.failed()
 		s.d.Logger.Info("wrong passcode", "app_id", appID, "grant_id", g.ID, "client_ip", c.IP)
 		return Admission{}, errcode.New(errcode.PermPasscodeRequired, "wrong passcode")
 	}
+	try.release()
 	s.d.ClientLimit.Reset(clientKey)
+	s.d.KnownClients.Add(clientKey)
 	key, err := s.admissionKey(g)
 	if err != nil {
 		return Admission{}, err

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/svchost/svc/internal/errcode"
@@ -35,13 +36,6 @@ type Hasher interface {
 	Dummy(ctx context.Context, password string)
 }
 
-// Limiter counts failed attempts per key in a sliding window.
-type Limiter interface {
-	Allow(key string) (ok bool, retryAfter time.Duration)
-	Fail(key string)
-	Reset(key string)
-}
-
 // PolicySource returns the host policy in force.
 type PolicySource interface {
 	Current() policy.Policy
@@ -52,11 +46,15 @@ type Deps struct {
 	Store  Store
 	Hasher Hasher
 	Policy PolicySource
-	// AccountLimit throttles failed sign-ins per account, ClientLimit per
-	// client address.
-	AccountLimit, ClientLimit Limiter
-	Now                       func() time.Time
-	Logger                    *slog.Logger
+	// Guesses at a password (sign-in, the current password of a change)
+	// are throttled per account and client address (AccountLimit), per
+	// client address (ClientLimit), and per account from any address
+	// (AccountAnyLimit) except from the addresses KnownClients remembers
+	// signing in to it. All four are required.
+	AccountLimit, ClientLimit, AccountAnyLimit Limiter
+	KnownClients                               KnownClients
+	Now                                        func() time.Time
+	Logger                                     *slog.Logger
 }
 
 // Session lifetimes: a session ends after SessionIdle without use and at the
@@ -75,10 +73,17 @@ type Service struct {
 	// inflight holds the sessions and tokens whose background refresh is
 	// under way, so that a burst of requests writes once.
 	inflight sync.Map
+	// adminPending: this node is to create the administrator from
+	// SVC_ADMIN_PASSWORD and has not yet (see ExpectAdmin).
+	adminPending atomic.Bool
 }
 
-// New returns the identity service.
+// New returns the identity service. It panics without the limiters, which
+// nothing may run without.
 func New(d Deps) *Service {
+	if d.AccountLimit == nil || d.ClientLimit == nil || d.AccountAnyLimit == nil || d.KnownClients == nil {
+		panic("identity: Deps needs AccountLimit, ClientLimit, AccountAnyLimit and KnownClients")
+	}
 	if d.Now == nil {
 		d.Now = func() time.Time { return time.Now().UTC() }
 	}

@@ -39,19 +39,15 @@ func badCredentials() *errcode.Error {
 
 // SignIn checks a username and password and opens a session. A wrong
 // username, a wrong password and a suspended account answer the same
-// AUTH_INVALID in the same time; repeated failures per account and per
-// client address make the caller wait (RATE_LIMITED).
+// AUTH_INVALID in the same time. The attempt is reserved before the
+// password is checked (see passwordLimits): once the failures and the
+// attempts in flight reach a limit, the caller waits (RATE_LIMITED, right
+// password or not) and nothing is checked.
 func (s *Service) SignIn(ctx context.Context, username, pw string, c Client) (SignedIn, error) {
-	accountKey, clientKey := "account:"+strings.ToLower(username), "client:"+c.IP
-	for _, lim := range []struct {
-		l   Limiter
-		key string
-	}{{s.d.AccountLimit, accountKey}, {s.d.ClientLimit, clientKey}} {
-		if ok, wait := lim.l.Allow(lim.key); !ok {
-			e := errcode.New(errcode.RateLimited, "too many failed sign-ins; wait before trying again")
-			e.RetryAfter = max(1, int(wait.Round(time.Second)/time.Second))
-			return SignedIn{}, e
-		}
+	pair, limits := s.passwordLimits(username, c.IP)
+	try, err := reserve("too many failed sign-ins; wait before trying again", limits...)
+	if err != nil {
+		return SignedIn{}, err
 	}
 	r := s.d.Store.Read()
 	u, meta, found := Users.First(r, "username", strings.ToLower(username))
@@ -82,12 +78,12 @@ func (s *Service) SignIn(ctx context.Context, username, pw string, c Client) (Si
 		}
 	}
 	if reason != "" {
-		s.d.AccountLimit.Fail(accountKey)
-		s.d.ClientLimit.Fail(clientKey)
+		try.failed()
 		s.recordFailure(ctx, u.ID, reason)
 		return SignedIn{}, badCredentials()
 	}
-	s.d.AccountLimit.Reset(accountKey)
+	try.release()
+	s.passwordProved(pair)
 
 	ctx = actor.With(ctx, actor.Actor{Kind: authz.KindUser, ID: u.ID, RequestID: actor.From(ctx).RequestID})
 	in, ops := s.openSession(ctx, u, c)

@@ -126,7 +126,9 @@ func TestSignInFailuresLookAlike(t *testing.T) {
 	}
 }
 
-func TestSignInThrottlesPerAccount(t *testing.T) {
+// TestSignInThrottlesPerAccountAndAddress: ten failures lock the account
+// for that address only; the rightful user elsewhere still signs in.
+func TestSignInThrottlesPerAccountAndAddress(t *testing.T) {
 	e := newTestEnv(t)
 	h := &countingHasher{inner: cheapHasher}
 	e.svc.d.Hasher = h
@@ -144,11 +146,20 @@ func TestSignInThrottlesPerAccount(t *testing.T) {
 			t.Errorf("RetryAfter = %d, want 1 to 900 seconds", ce.RetryAfter)
 		}
 	}
-	_, err := e.svc.SignIn(bg, "admin", testPW, Client{IP: "198.51.100.99"})
-	wantCode(t, "throttled account from another address", err, errcode.RateLimited)
 	if h.verify.Load()+h.dummy.Load() != 0 {
 		t.Error("a throttled attempt checked the password")
 	}
+	if _, err := e.svc.SignIn(bg, "admin", testPW, Client{IP: "198.51.100.99"}); err != nil {
+		t.Errorf("the account from another address: %v", err)
+	}
+	// An IPv6 client is one /64: another address in it is the same client.
+	v6 := Client{IP: "2001:db8:7:7::1"}
+	for i := range 10 {
+		_, err := e.svc.SignIn(bg, "bob", fmt.Sprintf("wrong-password-%02d", i), v6)
+		wantCode(t, fmt.Sprintf("v6 failure %d", i+1), err, errcode.AuthInvalid)
+	}
+	_, err := e.svc.SignIn(bg, "bob", testPW, Client{IP: "2001:db8:7:7:ffff::2"})
+	wantCode(t, "another address of the same /64", err, errcode.RateLimited)
 	// Another account is not throttled.
 	if _, err := e.svc.SignIn(bg, "bob", testPW, c); err != nil {
 		t.Errorf("another account from the same address: %v", err)
@@ -172,6 +183,35 @@ func TestSignInThrottlesPerAccount(t *testing.T) {
 		if _, err := e.svc.SignIn(bg, "admin", testPW, c); err != nil {
 			t.Fatalf("round %d: success after 9 failures: %v", round, err)
 		}
+	}
+}
+
+// TestSignInThrottlesPerAccountFromAnyAddress: many addresses together
+// reach the account's looser limit (a hundred), after which a new address
+// waits, but one that signed in to the account recently does not.
+func TestSignInThrottlesPerAccountFromAnyAddress(t *testing.T) {
+	e := newTestEnv(t)
+	e.setup(t)
+	home := Client{IP: "192.0.2.10"}
+	if _, err := e.svc.SignIn(bg, "admin", testPW, home); err != nil {
+		t.Fatal(err)
+	}
+	for a := range 10 {
+		for i := range 10 {
+			_, err := e.svc.SignIn(bg, "admin", fmt.Sprintf("wrong-password-%02d", i), Client{IP: fmt.Sprintf("203.0.113.%d", a)})
+			wantCode(t, fmt.Sprintf("address %d failure %d", a, i+1), err, errcode.AuthInvalid)
+		}
+	}
+	_, err := e.svc.SignIn(bg, "admin", testPW, Client{IP: "198.51.100.50"})
+	if ce := wantCode(t, "a new address once the account is at its limit", err, errcode.RateLimited); ce != nil && ce.RetryAfter < 1 {
+		t.Errorf("RetryAfter = %d", ce.RetryAfter)
+	}
+	if _, err := e.svc.SignIn(bg, "admin", testPW, home); err != nil {
+		t.Errorf("the address the account signed in from: %v", err)
+	}
+	e.now = e.now.Add(15 * time.Minute)
+	if _, err := e.svc.SignIn(bg, "admin", testPW, Client{IP: "198.51.100.50"}); err != nil {
+		t.Errorf("a new address after the window: %v", err)
 	}
 }
 
@@ -418,19 +458,19 @@ func TestChangeOwnPassword(t *testing.T) {
 	c := e.userCaller(bob.ID)
 	newPW := "a-brand-new-password"
 
-	wantCode(t, "wrong current password", e.svc.ChangeOwnPassword(bg, c, cur, "wrong-password-xyz", newPW), errcode.PermDenied)
-	wantCode(t, "weak new password", e.svc.ChangeOwnPassword(bg, c, cur, generated, "short"), errcode.ValidInvalid)
-	wantCode(t, "new password is the username", e.svc.ChangeOwnPassword(bg, c, cur, generated, "BOB"), errcode.ValidInvalid)
-	wantCode(t, "new password too long", e.svc.ChangeOwnPassword(bg, c, cur, generated, strings.Repeat("z", 257)), errcode.ValidInvalid)
-	wantCode(t, "new password same as current", e.svc.ChangeOwnPassword(bg, c, cur, generated, generated), errcode.ValidInvalid)
+	wantCode(t, "wrong current password", e.svc.ChangeOwnPassword(bg, c, Client{IP: "192.0.2.1"}, cur, "wrong-password-xyz", newPW), errcode.PermDenied)
+	wantCode(t, "weak new password", e.svc.ChangeOwnPassword(bg, c, Client{IP: "192.0.2.1"}, cur, generated, "short"), errcode.ValidInvalid)
+	wantCode(t, "new password is the username", e.svc.ChangeOwnPassword(bg, c, Client{IP: "192.0.2.1"}, cur, generated, "BOB"), errcode.ValidInvalid)
+	wantCode(t, "new password too long", e.svc.ChangeOwnPassword(bg, c, Client{IP: "192.0.2.1"}, cur, generated, strings.Repeat("z", 257)), errcode.ValidInvalid)
+	wantCode(t, "new password same as current", e.svc.ChangeOwnPassword(bg, c, Client{IP: "192.0.2.1"}, cur, generated, generated), errcode.ValidInvalid)
 	if n := len(e.sessionsOf(bob.ID)); n != 3 {
 		t.Fatalf("refused changes ended sessions: %d left", n)
 	}
 	svcTok := e.caller(authz.Principal{Kind: authz.KindToken, ID: ids.New(ids.Token)})
-	wantCode(t, "a service token", e.svc.ChangeOwnPassword(bg, svcTok, "", generated, newPW), errcode.PermDenied)
+	wantCode(t, "a service token", e.svc.ChangeOwnPassword(bg, svcTok, Client{IP: "192.0.2.1"}, "", generated, newPW), errcode.PermDenied)
 
 	m := e.mark()
-	must(t, "change own password", e.svc.ChangeOwnPassword(bg, c, cur, generated, newPW))
+	must(t, "change own password", e.svc.ChangeOwnPassword(bg, c, Client{IP: "192.0.2.1"}, cur, generated, newPW))
 	if _, err := e.svc.Authenticate(bg, "", sess[0].Cookie); err != nil {
 		t.Errorf("the current session ended: %v", err)
 	}
@@ -628,7 +668,7 @@ func TestAdapterAccountsHaveNoLocalPassword(t *testing.T) {
 		t.Errorf("hasher Verify %d Dummy %d, want a dummy verification", h.verify.Load(), h.dummy.Load())
 	}
 	wantCode(t, "reset", e.svc.ResetPassword(bg, ext.ID, "a-fine-new-password", true), errcode.StateInvalid)
-	wantCode(t, "change own", e.svc.ChangeOwnPassword(bg, e.userCaller(ext.ID), "", testPW, "a-fine-new-password"), errcode.StateInvalid)
+	wantCode(t, "change own", e.svc.ChangeOwnPassword(bg, e.userCaller(ext.ID), Client{}, "", testPW, "a-fine-new-password"), errcode.StateInvalid)
 	ac := e.userCaller(admin.ID)
 	for name, p := range map[string]UserPatch{"username": {Username: ptr("ext2")}, "email": {Email: ptr("e@example.com")}} {
 		_, err := e.svc.UpdateUser(bg, ac, ext.ID, p)

@@ -2,7 +2,9 @@ package identity
 
 import (
 	"fmt"
+	"log/slog"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
@@ -279,5 +281,48 @@ func TestFirstRunRefusesAWeakPassword(t *testing.T) {
 		if !e.svc.SetupRequired() {
 			t.Errorf("FirstRun(%q) left an account", pw)
 		}
+	}
+}
+
+// TestExpectAdminClosesSetupUntilApplied: a node started with
+// SVC_ADMIN_PASSWORD answers as set up and refuses setup from before the
+// account is written; a refused password keeps it so (fail closed), and
+// FirstRun opens nothing once done.
+func TestExpectAdminClosesSetupUntilApplied(t *testing.T) {
+	e := newTestEnv(t)
+	logs := &lockedBuffer{}
+	e.svc.d.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	e.svc.ExpectAdmin()
+	if e.svc.SetupRequired() || !e.svc.AdminPending() {
+		t.Fatalf("before FirstRun: SetupRequired %v, AdminPending %v; want false, true", e.svc.SetupRequired(), e.svc.AdminPending())
+	}
+	m := e.mark()
+	_, err := e.svc.Setup(bg, "claimer", "", testPW, Client{IP: "203.0.113.66"})
+	wantCode(t, "setup before the administrator is written", err, errcode.StateInvalid)
+	if e.mark() != m {
+		t.Error("a refused setup wrote something")
+	}
+	if !strings.Contains(logs.String(), "setup refused") || !strings.Contains(logs.String(), "203.0.113.66") {
+		t.Errorf("the refused setup is not logged with the client's address: %s", logs)
+	}
+
+	_, err = e.svc.FirstRun(bg, "short")
+	wantCode(t, "a password the rules refuse", err, errcode.ValidInvalid)
+	if e.svc.SetupRequired() || !e.svc.AdminPending() {
+		t.Error("a refused SVC_ADMIN_PASSWORD opened setup")
+	}
+	created, err := e.svc.FirstRun(bg, testPW)
+	if err != nil || !created || e.svc.AdminPending() || e.svc.SetupRequired() {
+		t.Fatalf("FirstRun = %v, %v; AdminPending %v, SetupRequired %v", created, err, e.svc.AdminPending(), e.svc.SetupRequired())
+	}
+	if _, err := e.svc.SignIn(bg, "admin", testPW, Client{IP: "192.0.2.1"}); err != nil {
+		t.Errorf("admin signs in once FirstRun returned: %v", err)
+	}
+
+	// A later run: this node's copy already says the installation is set
+	// up, and FirstRun answers at once.
+	e.svc.ExpectAdmin()
+	if created, err := e.svc.FirstRun(bg, "another-long-password"); created || err != nil || e.svc.AdminPending() {
+		t.Errorf("FirstRun on a later run = %v, %v, AdminPending %v", created, err, e.svc.AdminPending())
 	}
 }

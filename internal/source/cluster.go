@@ -414,9 +414,10 @@ func (s *Service) reclone(ctx context.Context, appID, dir string, src apps.Sourc
 		return gone(nil, "")
 	}
 	return s.install(ctx, appID, dir, src.CheckoutID, func(dest string, src apps.Source) error {
-		err := CheckAllowed(src.Repository, s.d.Policy.Current().SourceAllowlist)
+		allowlist := s.d.Policy.Current().SourceAllowlist
+		err := CheckAllowed(src.Repository, allowlist)
 		if err == nil {
-			_, err = s.d.Git.Clone(ctx, src.Repository, src.Commit, src.Subdir, dest, s.d.Limits)
+			_, err = s.d.Git.Clone(ctx, src.Repository, src.Commit, src.Subdir, dest, s.d.Limits, allowlist)
 		}
 		if _, coded := errcode.As(err); coded {
 			return gone(err, ", and cloning %s again at %s failed: %s", Redact(src.Repository), src.Commit, errcode.MessageOf(err))

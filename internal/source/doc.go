@@ -5,6 +5,17 @@
 // outside the checkout or exhaust the host, and host policy's
 // source_allowlist.
 //
+// A repository address is a URL chosen by anyone who may create an app, so
+// a clone is kept from probing svc's own network (reach.go): it never
+// connects to a loopback or link-local address, and to a private one only
+// when source_allowlist names the host; the rule holds for the address
+// actually connected to (http(s) through a proxy svc runs for the clone,
+// redirects included; ssh pinned to a checked address). A repository that
+// could not be fetched has one answer whatever the reason (Unfetchable),
+// so that answers do not tell a closed port from an open one or from one
+// asking for credentials; errors the API or an app's record shows name no
+// server path, and the cause goes to the log with the request id.
+//
 // It also keeps every server of a cluster holding every app's checkout:
 // the app's record names its checkout, the server that made it serves it
 // packed to the others (OpenBlob), and a server that lacks it fetches it

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,9 @@ import (
 // Fetcher clones repositories with the git binary, in a clean environment:
 // no system or global configuration, no terminal prompts, no hooks, no
 // submodules, and only the https, http and ssh protocols (and file, when
-// AllowFile says so).
+// AllowFile says so). A clone connects only to addresses the rule in
+// reach.go allows: never svc's own host, private networks only when host
+// policy's source_allowlist names the host.
 type Fetcher struct {
 	// Git is the git binary; "git" on PATH when empty.
 	Git string
@@ -27,6 +30,8 @@ type Fetcher struct {
 	// default: a local path would let any app creator read repositories on
 	// the host. Tests use local bare repositories.
 	AllowFile bool
+	// addrs replaces the address rule (tests reach servers on loopback).
+	addrs addrPolicy
 }
 
 var (
@@ -37,16 +42,28 @@ var (
 // Clone checks out repo at ref (a branch or tag, shallowly; a full commit
 // SHA, from a full clone; the default branch when empty) into dest, which
 // must not exist, and returns the commit checked out. The checkout has no
-// .git directory. It is refused, as VALID_INVALID, for a bad address, ref
-// or subdir, a repository or ref that does not exist, one that needs
-// credentials, a checkout over the limits (size, entries, names) or with a
-// link leading outside it, a subdir that is not a directory of it, and a
-// clone that outlasts lim.CloneTimeout. Credentials in the address never
-// appear in an error.
-func (f *Fetcher) Clone(ctx context.Context, repo, ref, subdir, dest string, lim Limits) (string, error) {
+// .git directory. allowlist is host policy's source_allowlist, which says
+// which private addresses the clone may connect to (reach.go); an address
+// the rule refuses is POLICY_SOURCE_NOT_ALLOWED.
+//
+// It is refused, as VALID_INVALID, for a bad address, ref or subdir, a ref
+// the repository lacks, a checkout over the limits (size, entries, names)
+// or with a link leading outside it, a subdir that is not a directory of
+// it, and a clone that outlasts lim.CloneTimeout. A repository that could
+// not be fetched (unreachable, refused, not found, not git, asking for
+// credentials) has one answer whatever the reason, naming only the address
+// given (Unfetchable): the reason, which would tell an open port from a
+// closed one, is in the error's cause for the log, never in its message.
+// Neither are server paths. Credentials in the address never appear in an
+// error.
+func (f *Fetcher) Clone(ctx context.Context, repo, ref, subdir, dest string, lim Limits, allowlist []string) (string, error) {
 	lim = lim.withDefaults()
 	rem, err := parseRepository(repo, f.AllowFile)
 	if err != nil {
+		return "", err
+	}
+	policy := f.policy(allowlist)
+	if err := checkLiteralHost(rem, policy); err != nil {
 		return "", err
 	}
 	if err := checkRef(ref); err != nil {
@@ -75,6 +92,22 @@ func (f *Fetcher) Clone(ctx context.Context, repo, ref, subdir, dest string, lim
 	stopWatch := watchSize(ctx, work, 2*lim.MaxTotalBytes, func() { cancel(errCloneSize) })
 	defer stopWatch()
 	g := &gitRun{git: f.git(), home: home, dir: work, file: f.AllowFile, rem: rem, repo: repo, ref: ref, lim: lim}
+	switch rem.scheme {
+	case "http", "https":
+		if g.guard, err = startGuard(policy); err != nil {
+			return "", err
+		}
+		defer g.guard.close()
+	case "ssh":
+		a, err := pick(ctx, rem.host, policy)
+		if _, coded := errcode.As(err); coded {
+			return "", err
+		}
+		if err != nil {
+			return "", g.unfetchable(err)
+		}
+		g.sshAddr = a.String()
+	}
 
 	target := repo
 	if rem.scheme == "file" && !strings.Contains(repo, "://") {
@@ -104,7 +137,7 @@ func (f *Fetcher) Clone(ctx context.Context, repo, ref, subdir, dest string, lim
 	}
 	commit := strings.TrimSpace(out)
 	if !isCommit(commit) {
-		return "", fmt.Errorf("clone: git rev-parse answered %q", shorten(commit))
+		return "", g.unfetchable(fmt.Errorf("clone: git rev-parse answered %q", shorten(commit)))
 	}
 	if isCommit(ref) && !strings.EqualFold(commit, ref) {
 		return "", errcode.Invalid(fieldRef, "source.ref %s is not a commit of the repository", ref)
@@ -134,6 +167,14 @@ func (f *Fetcher) Clone(ctx context.Context, repo, ref, subdir, dest string, lim
 	return commit, nil
 }
 
+// policy is the address rule under allowlist.
+func (f *Fetcher) policy(allowlist []string) addrPolicy {
+	if f.addrs != nil {
+		return f.addrs
+	}
+	return defaultAddrPolicy(allowlist)
+}
+
 func (f *Fetcher) git() string {
 	if f.Git != "" {
 		return f.Git
@@ -148,6 +189,8 @@ type gitRun struct {
 	rem            remote
 	repo, ref      string
 	lim            Limits
+	guard          *guard // the proxy of a clone over http(s)
+	sshAddr        string // the checked address an ssh clone connects to
 }
 
 // run runs one git command and returns its standard output, or the error
@@ -173,6 +216,12 @@ func (g *gitRun) run(ctx context.Context, stage string, args ...string) (string,
 	)
 	cmd := exec.CommandContext(ctx, g.git, append(cfg, args...)...)
 	cmd.Dir = g.dir
+	ssh := "ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new"
+	if g.sshAddr != "" {
+		// Connect to the address checked, keep the host's name for its
+		// key (checkHost admits no shell metacharacters in either).
+		ssh += " -o HostName=" + g.sshAddr + " -o HostKeyAlias=" + g.rem.host
+	}
 	cmd.Env = []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + g.home,
@@ -181,9 +230,16 @@ func (g *gitRun) run(ctx context.Context, stage string, args ...string) (string,
 		"GIT_CONFIG_NOSYSTEM=1",
 		"GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_PROTOCOL_FROM_USER=0",
-		"GIT_SSH_COMMAND=ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new",
+		"GIT_SSH_COMMAND=" + ssh,
 		"LC_ALL=C",
 		"LANG=C",
+	}
+	if g.guard != nil {
+		// In the environment, not the command line that anyone on the
+		// host can read: the proxy's password.
+		cmd.Env = append(cmd.Env, "GIT_CONFIG_COUNT=2",
+			"GIT_CONFIG_KEY_0=http.proxy", "GIT_CONFIG_VALUE_0="+g.guard.proxyURL(),
+			"GIT_CONFIG_KEY_1=http.proxyAuthMethod", "GIT_CONFIG_VALUE_1=basic")
 	}
 	// git starts helpers (git-remote-https, ssh): a timeout ends them all.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -213,34 +269,59 @@ func (g *gitRun) limitError(cause error) error {
 	return cause
 }
 
-// failure maps what git said to an error: a repository or ref that does
-// not exist and a repository that needs credentials are the caller's to
-// fix (VALID_INVALID); anything else is ours (uncoded, INTERNAL), with
-// git's words, credentials redacted, for the log.
+// failure maps what git said to an error. An address the rule refused is
+// that refusal; a ref the repository lacks is the caller's to fix, once
+// the repository was reached; any other failure of git is Unfetchable, one
+// answer whatever git said (so that the answers to a closed port, an open
+// one that is not git and one asking for credentials are the same: an
+// HTML page cloned "successfully" as an empty repository fails at
+// rev-parse, for one); git that did not run is ours (uncoded, INTERNAL).
+// git's words, credentials redacted, are the cause, for the log only.
 func (g *gitRun) failure(stage string, err error, stderr string) error {
-	s := strings.ToLower(stderr)
-	has := func(words ...string) bool {
-		for _, w := range words {
-			if strings.Contains(s, w) {
-				return true
-			}
-		}
-		return false
-	}
 	repo := Redact(g.repo)
-	switch {
-	case has("authentication failed", "could not read username", "could not read password", "terminal prompts disabled",
-		"permission denied", "host key verification failed", "invalid username or password", "requested url returned error: 401", "requested url returned error: 403"):
-		return errcode.Invalid(fieldRepository, "the repository %s needs credentials, or refuses them", repo)
-	case has("remote branch", "couldn't find remote ref", "not found in upstream", "reference is not a tree",
-		"did not match any", "unknown revision", "not a valid object name", "invalid reference"):
-		return errcode.Invalid(fieldRef, "source.ref %q was not found in %s", shorten(g.ref), repo)
-	case has("repository not found", "does not appear to be a git repository", "not found", "could not read from remote repository", "no such file or directory"):
-		return errcode.Invalid(fieldRepository, "the repository %s was not found or is not reachable", repo)
-	case has("could not resolve host", "name or service not known", "could not resolve hostname"):
-		return errcode.Invalid(fieldRepository, "the host of %s could not be resolved", repo)
+	detail := fmt.Errorf("git %s of %s: %w: %s", stage, repo, err, strings.TrimSpace(redactText(strings.ReplaceAll(stderr, g.repo, repo))))
+	if g.guard != nil {
+		if refused := g.guard.refused(); refused != nil {
+			return refused
+		}
 	}
-	return fmt.Errorf("git %s of %s: %w: %s", stage, repo, err, strings.TrimSpace(redactText(strings.ReplaceAll(stderr, g.repo, repo))))
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return detail // git did not run
+	}
+	s := strings.ToLower(stderr)
+	for _, w := range []string{"remote branch", "couldn't find remote ref", "not found in upstream", "reference is not a tree",
+		"did not match any", "unknown revision", "not a valid object name", "invalid reference"} {
+		if strings.Contains(s, w) {
+			return errcode.Wrap(detail, errcode.ValidInvalid, "source.ref %q was not found in %s", shorten(g.ref), repo).WithDetail("field", fieldRef)
+		}
+	}
+	return g.unfetchable(detail)
+}
+
+// unfetchable is Unfetchable for this clone's address, with its cause.
+func (g *gitRun) unfetchable(cause error) error { return Unfetchable(g.repo, cause) }
+
+// Unfetchable is the one answer to a repository that could not be fetched,
+// whatever the reason: VALID_INVALID naming the address as given
+// (credentials redacted) and nothing the server learned; cause, kept for
+// the log, says why.
+func Unfetchable(repo string, cause error) *errcode.Error {
+	return errcode.Wrap(cause, errcode.ValidInvalid, "the repository %s could not be fetched: check the URL, that it is reachable from the server, and that it is public", Redact(repo)).
+		WithDetail("field", fieldRepository)
+}
+
+// checkLiteralHost applies the address rule at once to a repository whose
+// host is an address (no name to resolve).
+func checkLiteralHost(rem remote, policy addrPolicy) error {
+	if rem.scheme == "file" {
+		return nil
+	}
+	a, err := netip.ParseAddr(strings.Trim(rem.host, "[]"))
+	if err != nil {
+		return nil
+	}
+	return policy(rem.host, a)
 }
 
 // capped keeps the first 64 KiB written to it.

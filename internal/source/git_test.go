@@ -128,7 +128,7 @@ func TestCloneBranchesTagsAndCommits(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dest := cloneDest(t)
-			commit, err := f.Clone(t.Context(), c.repo, c.ref, c.subdir, dest, Limits{})
+			commit, err := f.Clone(t.Context(), c.repo, c.ref, c.subdir, dest, Limits{}, nil)
 			if err != nil {
 				t.Fatalf("Clone: %v", err)
 			}
@@ -154,6 +154,12 @@ func TestCloneBranchesTagsAndCommits(t *testing.T) {
 
 func TestCloneRefusals(t *testing.T) {
 	r := newTestRepo(t)
+	// The checks of a finished checkout are under test here, not the
+	// watch of a clone that grows (TestCloneStopsWhenItGrowsTooLarge): on
+	// a slow machine the watch would stop the "too large" clone first.
+	old := watchInterval
+	watchInterval = time.Hour
+	t.Cleanup(func() { watchInterval = old })
 	cases := []struct {
 		name, repo, ref, subdir string
 		allowFile               bool
@@ -162,7 +168,7 @@ func TestCloneRefusals(t *testing.T) {
 	}{
 		{"unknown branch", r.bare, "nope", "", true, Limits{}, fieldRef, `source.ref "nope" was not found`},
 		{"unknown commit", r.bare, strings.Repeat("ab", 20), "", true, Limits{}, fieldRef, "was not found"},
-		{"unknown repository", filepath.Join(filepath.Dir(r.bare), "missing.git"), "", "", true, Limits{}, fieldRepository, "was not found or is not reachable"},
+		{"unknown repository", filepath.Join(filepath.Dir(r.bare), "missing.git"), "", "", true, Limits{}, fieldRepository, "could not be fetched: check the URL"},
 		{"local path not allowed", r.bare, "", "", false, Limits{}, fieldRepository, "is a local path"},
 		{"file URL not allowed", "file://" + r.bare, "", "", false, Limits{}, fieldRepository, "uses file://"},
 		{"link out of the checkout", r.bare, r.escaping, "", true, Limits{}, "", "points outside the checkout"},
@@ -181,7 +187,7 @@ func TestCloneRefusals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dest := cloneDest(t)
-			_, err := (&Fetcher{AllowFile: c.allowFile}).Clone(t.Context(), c.repo, c.ref, c.subdir, dest, c.lim)
+			_, err := (&Fetcher{AllowFile: c.allowFile}).Clone(t.Context(), c.repo, c.ref, c.subdir, dest, c.lim, nil)
 			e, ok := errcode.As(err)
 			if !ok || e.Code != errcode.ValidInvalid {
 				t.Fatalf("Clone = %v, want VALID_INVALID", err)
@@ -199,21 +205,24 @@ func TestCloneRefusals(t *testing.T) {
 	}
 }
 
-// Credentials in the address never reach an error.
+// Credentials in the address never reach an error, whether the address
+// is refused or git tries it.
 func TestCloneNeverEchoesCredentials(t *testing.T) {
 	needGit(t)
 	const secret = "s3cret-t0ken"
-	for _, repo := range []string{
-		"https://user:" + secret + "@127.0.0.1:1/acme/app.git",
-		"https://" + secret + "@127.0.0.1:1/acme/app.git",
-		"http://user:" + secret + "@127.0.0.1:1/acme/app.git",
-	} {
-		_, err := (&Fetcher{}).Clone(t.Context(), repo, "", "", cloneDest(t), Limits{CloneTimeout: 20 * time.Second})
-		if err == nil {
-			t.Fatalf("%s: cloned from a closed port", Redact(repo))
-		}
-		if strings.Contains(err.Error(), secret) {
-			t.Errorf("the error shows the credentials: %v", err)
+	for _, f := range []*Fetcher{{}, {addrs: allowAll}} {
+		for _, repo := range []string{
+			"https://user:" + secret + "@127.0.0.1:1/acme/app.git",
+			"https://" + secret + "@127.0.0.1:1/acme/app.git",
+			"http://user:" + secret + "@127.0.0.1:1/acme/app.git",
+		} {
+			_, err := f.Clone(t.Context(), repo, "", "", cloneDest(t), Limits{CloneTimeout: 20 * time.Second}, nil)
+			if err == nil {
+				t.Fatalf("%s: cloned from a closed port", Redact(repo))
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("the error shows the credentials: %v", err)
+			}
 		}
 	}
 }
@@ -231,7 +240,7 @@ func TestCloneStopsWhenItGrowsTooLarge(t *testing.T) {
 	old := watchInterval
 	watchInterval = time.Millisecond
 	t.Cleanup(func() { watchInterval = old })
-	_, err := (&Fetcher{AllowFile: true}).Clone(t.Context(), r.bare, "", "", cloneDest(t), Limits{MaxTotalBytes: 64 << 10})
+	_, err := (&Fetcher{AllowFile: true}).Clone(t.Context(), r.bare, "", "", cloneDest(t), Limits{MaxTotalBytes: 64 << 10}, nil)
 	e, ok := errcode.As(err)
 	if !ok || !strings.Contains(e.Message, "grew past the limit of 131072 bytes") || e.Details["limit"] != int64(128<<10) {
 		t.Fatalf("Clone = %v, want the clone stopped at 131072 bytes", err)

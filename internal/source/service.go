@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svchost/svc/internal/actor"
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/ids"
@@ -221,7 +222,7 @@ func (s *Service) FromRepository(ctx context.Context, appID string, src apps.Sou
 		return Checkout{}, err
 	}
 	return s.checkout(ctx, appID, KindRepository, func(dest string) (apps.Source, error) {
-		commit, err := s.d.Git.Clone(ctx, src.Repository, src.Ref, subdir, dest, s.d.Limits)
+		commit, err := s.d.Git.Clone(ctx, src.Repository, src.Ref, subdir, dest, s.d.Limits, s.d.Policy.Current().SourceAllowlist)
 		if err != nil {
 			return apps.Source{}, err
 		}
@@ -230,19 +231,25 @@ func (s *Service) FromRepository(ctx context.Context, appID string, src apps.Sou
 }
 
 // Check says whether a repository source can be fetched, as far as can
-// be told without fetching it: the address, host policy's allowlist
+// be told without fetching it: the address, host policy's allowlist and
+// an address as host that svc never fetches from
 // (POLICY_SOURCE_NOT_ALLOWED), the ref and the subdir.
 func (s *Service) Check(src apps.Source) error {
-	if _, err := parseRepository(src.Repository, s.d.Git.AllowFile); err != nil {
+	rem, err := parseRepository(src.Repository, s.d.Git.AllowFile)
+	if err != nil {
 		return err
 	}
-	if err := CheckAllowed(src.Repository, s.d.Policy.Current().SourceAllowlist); err != nil {
+	allowlist := s.d.Policy.Current().SourceAllowlist
+	if err := CheckAllowed(src.Repository, allowlist); err != nil {
+		return err
+	}
+	if err := checkLiteralHost(rem, s.d.Git.policy(allowlist)); err != nil {
 		return err
 	}
 	if err := checkRef(src.Ref); err != nil {
 		return err
 	}
-	_, err := cleanSubdir(src.Subdir)
+	_, err = cleanSubdir(src.Subdir)
 	return err
 }
 
@@ -274,16 +281,28 @@ func (s *Service) Fetch(ctx context.Context, appID string, src apps.Source) erro
 		defer cancel()
 		c, err := s.FromRepository(bctx, appID, src)
 		if err != nil {
-			msg := redactText(errcode.MessageOf(err))
-			s.d.Logger.Warn("fetching the app's repository failed", "app_id", appID, "repository", Redact(src.Repository), "err", redactText(err.Error()))
+			reqID := actor.From(bctx).RequestID
+			s.d.Logger.Warn("fetching the app's repository failed", "app_id", appID, "repository", Redact(src.Repository),
+				"request_id", reqID, "err", redactText(err.Error()))
 			if s.d.OnFetchFailed != nil {
-				s.d.OnFetchFailed(bctx, appID, msg)
+				s.d.OnFetchFailed(bctx, appID, publicMessage(err, reqID))
 			}
 			return
 		}
 		s.d.Logger.Info("fetched the app's repository", "app_id", appID, "checkout_id", c.ID, "commit", c.Commit)
 	}()
 	return nil
+}
+
+// publicMessage is what the app's record may say about a failed fetch: a
+// coded error's code and message (which name no server path nor anything
+// the server learned: see Clone), credentials redacted; anything else only
+// that it failed, and where the log has it.
+func publicMessage(err error, requestID string) string {
+	if _, ok := errcode.As(err); ok {
+		return redactText(errcode.MessageOf(err))
+	}
+	return fmt.Sprintf("%s: an unexpected failure on the server; its log has the cause (request %s)", errcode.Internal, requestID)
 }
 
 // checkout runs fetch into a fresh checkout directory of the app, records

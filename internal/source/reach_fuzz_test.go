@@ -1,0 +1,45 @@
+package source
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+)
+
+// FuzzProxyAuth: any Proxy-Authorization header is read without panicking,
+// and what Basic encodes reads back.
+func FuzzProxyAuth(f *testing.F) {
+	f.Add("svc", "pass:word")
+	f.Add("", "")
+	f.Add("a:b", "c")
+	f.Fuzz(func(t *testing.T, user, pass string) {
+		_, _, _ = parseProxyAuth(user + " " + pass) // anything at all
+		if strings.Contains(user, ":") {
+			return
+		}
+		h := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+		u, p, ok := parseProxyAuth(h)
+		if !ok || u != user || p != pass {
+			t.Fatalf("parseProxyAuth(%q) = %q, %q, %v; want %q, %q", h, u, p, ok, user, pass)
+		}
+	})
+}
+
+// FuzzNamedByAllowlist: any entry and host are read without panicking; a
+// bare "*" names nothing, and an entry that is the host names it.
+func FuzzNamedByAllowlist(f *testing.F) {
+	f.Add("git.corp", "git.corp")
+	f.Add("*.corp", "a.corp")
+	f.Add("[fd00::5]:22", "fd00::5")
+	f.Add("https://git.corp:8443/team/", "git.corp")
+	f.Fuzz(func(t *testing.T, entry, host string) {
+		named := namedByAllowlist(host, []string{entry})
+		if entry == "*" && named {
+			t.Fatalf("a bare * names %q", host)
+		}
+		if h := strings.ToLower(host); h != "" && h != "*" && !strings.ContainsAny(h, ":/[]") && !strings.HasSuffix(h, ".") && !strings.HasPrefix(h, "*.") &&
+			h == asciiLower(host) && !namedByAllowlist(host, []string{host}) {
+			t.Fatalf("the entry %q does not name its own host", host)
+		}
+	})
+}
