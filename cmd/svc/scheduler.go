@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -28,10 +29,35 @@ func processRuntime(cfg *config.Config) (*process.Runtime, error) {
 		BuildTimeout:  cfg.Runtime.BuildTimeout,
 		StartTimeout:  cfg.Runtime.StartTimeout,
 		AdvertiseHost: cfg.Runtime.AdvertiseHost,
+		Isolation:     cfg.Runtime.Isolation,
+		HostPorts:     cfg.Runtime.SandboxHostPorts,
+		GoCacheSeed:   cfg.Runtime.GoCacheSeed,
+		// The apps' users pass through the work directory to their own
+		// files, and nothing else of it is open to them.
+		TraverseFrom: cfg.Server.WorkDir,
 		// A sandboxed workload never sees the store, the key-encryption
 		// key, other apps' sources or the config file.
 		SandboxHide: sandboxHidden(cfg),
 	})
+}
+
+// reportIsolation says at start how the process runtime isolates apps:
+// an error when it is to sandbox them and the host cannot (no app runs
+// until that is mended, or runtime.isolation: none is set), a warning when
+// an operator chose no isolation, and the toolchains sandboxes cannot use.
+func reportIsolation(log *slog.Logger, cfg *config.Config, procs *process.Runtime) {
+	err := procs.SandboxError()
+	switch {
+	case cfg.Runtime.Isolation == policy.IsolationNone:
+		log.Warn("runtime.isolation is none: apps run as svc's own user, on the host's network, and can read svc's files and each other's")
+	case err != nil:
+		log.Error("the process runtime cannot sandbox apps on this host, so it will run none: install bubblewrap and passt (apt-get install bubblewrap passt) on a kernel with user namespaces, or set runtime.isolation: none to run apps without isolation",
+			"reason", err.Error())
+	default:
+		for _, tc := range procs.Toolchains() {
+			log.Warn("a toolchain is not visible in the sandbox: builds that need it fail", "toolchain", tc)
+		}
+	}
 }
 
 // sandboxHidden lists what of the server's own files a sandbox hides.

@@ -92,6 +92,7 @@ func serve(ctx context.Context, cfg *config.Config, reload func() (*config.Confi
 		return &exitError{code: 1, err: err}
 	}
 	defer procs.Close()
+	reportIsolation(newLogger(cfg, logw), cfg, procs)
 	var prev *generation
 	var applied uint64 // the store's applied index when the previous generation ended
 	for {

@@ -57,6 +57,18 @@ func TestPlan(t *testing.T) {
 		}, []errcode.Code{errcode.PlanCapabilityUnsupp}},
 		{"policy needs isolation no runtime offers", func(in *plan.Input) { in.Policy.MinRuntimeIsolation = policy.IsolationSandbox }, []errcode.Code{errcode.PlanNoAdapterPolicy}},
 		{"a runtime that did not open", func(in *plan.Input) { rt := process; rt.Loaded = false; in.Runtimes = []plan.Runtime{rt} }, []errcode.Code{errcode.PlanNoAdapterPolicy}},
+		{"an egress list the runtime cannot enforce", func(in *plan.Input) { in.Policy.EgressAllowlist = []string{"api.example.com"} }, []errcode.Code{errcode.PlanCapabilityUnsupp}},
+		{"an egress list the runtime enforces", func(in *plan.Input) {
+			rt := process
+			rt.Egress = true
+			in.Runtimes = []plan.Runtime{rt}
+			in.Policy.EgressAllowlist = []string{"api.example.com"}
+		}, nil},
+		{"a sandboxing runtime on a host without the sandbox", func(in *plan.Input) {
+			rt := process
+			rt.Unavailable = "no bubblewrap"
+			in.Runtimes = []plan.Runtime{rt}
+		}, []errcode.Code{errcode.PlanCapabilityUnsupp}},
 		{"security below the minimum, stop", func(in *plan.Input) {
 			in.Policy.MinSecurityScore, in.Policy.InsecureAction, in.SecurityScore = 70, policy.InsecureStop, &score
 		}, []errcode.Code{errcode.PlanSecurityBelow}},

@@ -133,7 +133,7 @@ func (s *Service) runtimes() []Runtime {
 		rt := Runtime{ID: l.Adapter.ID, Kind: l.Adapter.Kind, Primary: l.Primary, Loaded: l.Instance != nil, Isolation: policy.IsolationNone}
 		if l.Instance != nil {
 			caps := l.Instance.Capabilities()
-			if iso, ok := caps["isolation"].(string); ok {
+			if iso, ok := caps["isolation"].(string); ok && iso != "" {
 				rt.Isolation = iso
 			}
 			if builds, ok := caps["builds"].([]string); ok {

@@ -41,6 +41,9 @@ const sourceSuffix = ".src"
 // Build runs the build: as a Nomad batch job (BuildsOnNomad), or on the
 // controller (BuildsOnController).
 func (r *Runtime) Build(ctx context.Context, req scheduler.BuildRequest) (scheduler.Artifact, error) {
+	if len(req.Egress) > 0 && r.cfg.Builds != BuildsOnController {
+		return scheduler.Artifact{}, egressUnsupported()
+	}
 	if r.cfg.Builds == BuildsOnController {
 		art, err := r.cfg.Builder.Build(ctx, req)
 		if err != nil {

@@ -192,6 +192,7 @@ func (r *Runtime) Capabilities() map[string]any {
 	return map[string]any{
 		"isolation":        r.Isolation(),
 		"isolation_levels": slices.Clone(levels),
+		"egress_allowlist": false, // left to the cluster's network: refused, not ignored
 		"driver":           r.cfg.Driver,
 		"builds":           slices.Clone(buildKinds),
 		"build_location":   "controller",

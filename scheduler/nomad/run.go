@@ -171,8 +171,20 @@ func (r *Runtime) checkJob(jb scheduler.Job) ([]string, error) {
 			return nil, errcode.New(errcode.PlanCapabilityUnsupp, "the nomad runtime's %s driver isolates at %q, below the %q workload %s needs",
 				r.cfg.Driver, r.Isolation(), t.Isolation, name).WithDetail("workload", name)
 		}
+		if len(t.Egress) > 0 {
+			return nil, egressUnsupported().WithDetail("workload", name)
+		}
 	}
 	return jb.StartOrder()
+}
+
+// egressUnsupported refuses a host policy egress_allowlist: the Nomad
+// runtime does not enforce one (that takes the cluster's own network
+// policy), and letting a workload out regardless would fail open.
+func egressUnsupported() *errcode.Error {
+	return errcode.New(errcode.PlanCapabilityUnsupp, "host policy restricts egress (egress_allowlist), which the nomad runtime does not enforce").
+		WithDetail("capability", "egress_allowlist").
+		WithRemedy("enforce egress in the cluster's network (Consul service mesh, firewall rules) and empty egress_allowlist, or deploy on the process runtime")
 }
 
 // register plans the job, refuses it if a group cannot be placed, and
