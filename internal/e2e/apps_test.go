@@ -13,7 +13,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,19 +30,38 @@ import (
 type appServer struct {
 	p    *proc
 	work string
+	// as is the token the API calls carry; empty means the
+	// administrator's (the process's).
+	as string
+}
+
+// asToken is a view of the server whose API calls carry another token
+// (another person's).
+func (s *appServer) asToken(token string) *appServer {
+	return &appServer{p: s.p, work: s.work, as: token}
+}
+
+// token is the token the view's calls carry.
+func (s *appServer) token() string {
+	if s.as != "" {
+		return s.as
+	}
+	s.p.mu.Lock()
+	defer s.p.mu.Unlock()
+	return s.p.token
 }
 
 // startAppServer starts a server on a fresh work directory with a short
 // reconciler schedule, signed in as admin. env adds SVC_ variables.
 func startAppServer(t testing.TB, name string, env ...string) *appServer {
 	t.Helper()
-	work := filepath.Join(t.TempDir(), "work")
-	shareGoBuildCache(t, work)
+	work := filepath.Join(passableDir(t), "work")
 	s := &appServer{work: work}
 	s.p = newProc(t, name, append([]string{
 		"SVC_SERVER_ADDR=127.0.0.1:0",
 		"SVC_SERVER_WORK_DIR=" + work,
 		"SVC_RECONCILER_BACKOFF=200ms,200ms",
+		"SVC_RUNTIME_GO_CACHE_SEED=" + goCacheSeed(),
 	}, env...))
 	// Registered after newProc's, so it runs first: the server is stopped
 	// cleanly (stopping the apps' workloads) before newProc's cleanup would
@@ -176,30 +194,32 @@ func (w recordedProcess) alive() bool {
 	return err == nil && start == w.StartTime
 }
 
-// shareGoBuildCache points the process runtime's Go build cache
-// (<work>/runtime/cache/go-build: the runtime's CacheDir defaults to
-// WorkDir/cache, and the server's runtime WorkDir is <work>/runtime) at
-// this machine's, so that a Go sample compiles the standard library once
-// per machine rather than once per test. The runtime has no setting for
-// its cache directory and passes builds a clean environment, so a link is
-// the only way in. Without a Go cache here nothing is linked.
-func shareGoBuildCache(t testing.TB, work string) {
+// passableDir is a fresh directory for a server's work directory that the
+// sandboxes' users can pass through (t.TempDir() and the directory above
+// it are 0700; the server, as root, gives each app a user of its own and
+// makes its own directories passable, not those above them).
+func passableDir(t testing.TB) string {
 	t.Helper()
-	out, err := exec.Command("go", "env", "GOCACHE").Output()
-	cache := strings.TrimSpace(string(out))
-	if err != nil || cache == "" || cache == "off" {
-		return
+	d := t.TempDir()
+	for p := d; p != filepath.Clean(os.TempDir()) && p != "/"; p = filepath.Dir(p) {
+		if err := os.Chmod(p, 0o711); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return
+	return d
+}
+
+// goCacheSeed is the Go build cache seed the test servers of this machine
+// share (runtime.go_cache_seed): the first Go build anywhere warms it, with
+// the standard library packages web apps use, and every app's own cache
+// starts from it, so that a Go sample does not compile the standard
+// library in every test.
+func goCacheSeed() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
 	}
-	dir := filepath.Join(work, "runtime", "cache")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(cache, filepath.Join(dir, "go-build")); err != nil {
-		t.Fatal(err)
-	}
+	return filepath.Join(dir, "svc-tests", "go-seed")
 }
 
 // call sends one API request (path under /api/v1) with the admin token
@@ -213,7 +233,7 @@ func (s *appServer) call(t testing.TB, method, path string, body any) reply {
 		var r reply
 		switch b := body.(type) {
 		case nil:
-			r = send(s.p, method, s.p.Base()+"/api/v1"+path, nil)
+			r = sendToken(s.token(), method, s.p.Base()+"/api/v1"+path, nil)
 		case archive:
 			r = s.upload(path, b)
 		default:
@@ -221,7 +241,7 @@ func (s *appServer) call(t testing.TB, method, path string, body any) reply {
 			if err != nil {
 				t.Fatalf("%s %s: encode the body: %v", method, path, err)
 			}
-			r = send(s.p, method, s.p.Base()+"/api/v1"+path, bytes.NewReader(raw))
+			r = sendToken(s.token(), method, s.p.Base()+"/api/v1"+path, bytes.NewReader(raw))
 		}
 		if r.err == nil && strings.Contains(string(r.body), "not loaded yet") && time.Now().Before(deadline) {
 			time.Sleep(100 * time.Millisecond)
@@ -240,9 +260,7 @@ func (s *appServer) upload(path string, a archive) reply {
 	if err != nil {
 		return reply{err: err}
 	}
-	s.p.mu.Lock()
-	req.Header.Set("Authorization", "Bearer "+s.p.token)
-	s.p.mu.Unlock()
+	req.Header.Set("Authorization", "Bearer "+s.token())
 	req.Header.Set("Content-Type", "application/gzip")
 	resp, err := (&http.Client{Timeout: scaled(60 * time.Second)}).Do(req)
 	if err != nil {

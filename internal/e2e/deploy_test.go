@@ -212,8 +212,10 @@ func TestDeployLifecycle(t *testing.T) {
 }
 
 // TestDeployRecoversAfterServerKill kills the server with SIGKILL while an
-// app runs: the app's workload lives on, orphaned; the next start on the
-// same work directory kills it, and the reconciler runs the app again.
+// app runs: the app's workload lives on, orphaned, with its sandbox's
+// network (the pod: a namespace holder and pasta); the next start on the
+// same work directory kills all of them, and the reconciler runs the app
+// again.
 func TestDeployRecoversAfterServerKill(t *testing.T) {
 	srv := startAppServer(t, "killed")
 	sm := samples[2]
@@ -223,10 +225,19 @@ func TestDeployRecoversAfterServerKill(t *testing.T) {
 	addr := srv.waitDeployed(t, id)
 	checkHello(t, sm, addr, greeting)
 	recs := srv.records()
-	if len(recs) != 1 || !recs[0].alive() {
-		t.Fatalf("the runtime's job records: %+v; want the app's one running workload", recs)
+	var workloads []recordedProcess
+	for _, r := range recs {
+		if !r.alive() {
+			t.Fatalf("the runtime's job records name %+v, which does not run", r)
+		}
+		if !strings.HasPrefix(r.Workload, "_pod-") {
+			workloads = append(workloads, r)
+		}
 	}
-	old := recs[0]
+	if len(workloads) != 1 || len(recs) != 3 {
+		t.Fatalf("the runtime's job records: %+v; want the app's one running workload and its pod's two processes", recs)
+	}
+	old := workloads[0]
 
 	srv.p.kill()
 	if old.alive() {
@@ -236,9 +247,11 @@ func TestDeployRecoversAfterServerKill(t *testing.T) {
 	}
 	srv.p.restart()
 	srv.p.waitReady(scaled(15 * time.Second))
-	for deadline := time.Now().Add(scaled(30 * time.Second)); old.alive(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the orphaned workload (pid %d) still runs %s after the server started again", old.PID, scaled(30*time.Second))
+	for _, r := range recs {
+		for deadline := time.Now().Add(scaled(30 * time.Second)); r.alive(); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the orphaned %s (pid %d) still runs %s after the server started again", r.Workload, r.PID, scaled(30*time.Second))
+			}
 		}
 	}
 	addr = srv.waitRunning(t, id)

@@ -18,7 +18,7 @@ import (
 // do. After a restart everything is still there and the secret still
 // reads back.
 func TestOnboardAnAppFromAnArchive(t *testing.T) {
-	dir := t.TempDir()
+	dir := passableDir(t)
 	p := newProc(t, "onboard", []string{
 		"SVC_SERVER_ADDR=127.0.0.1:0",
 		"SVC_SERVER_WORK_DIR=" + filepath.Join(dir, "work"),

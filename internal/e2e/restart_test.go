@@ -192,13 +192,19 @@ type reply struct {
 // send sends one request with the process's token, on a connection of its
 // own (a kept-alive one may have been closed by a restart).
 func send(p *proc, method, url string, body io.Reader) reply {
+	p.mu.Lock()
+	token := p.token
+	p.mu.Unlock()
+	return sendToken(token, method, url, body)
+}
+
+// sendToken sends one request with a token.
+func sendToken(token, method, url string, body io.Reader) reply {
 	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		return reply{err: err}
 	}
-	p.mu.Lock()
-	req.Header.Set("Authorization", "Bearer "+p.token)
-	p.mu.Unlock()
+	req.Header.Set("Authorization", "Bearer "+token)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

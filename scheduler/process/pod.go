@@ -131,6 +131,7 @@ func (r *Runtime) startPodWith(ctx context.Context, id string, sp podSpec, tools
 
 	p.holder = exec.Command(tools.unshare, "--user", "--map-root-user", "--net", "--", tools.sleep, "infinity")
 	p.holder.Env = []string{"PATH=/usr/bin:/bin"}
+	p.holder.Dir = p.dir // where to look for what a job left behind
 	p.holder.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: sp.owner.credential()}
 	if err := p.holder.Start(); err != nil {
 		return nil, fmt.Errorf("pod %s: start the namespace holder: %w", id, err)
@@ -181,6 +182,7 @@ func (r *Runtime) startPodWith(ctx context.Context, id string, sp podSpec, tools
 	args = append(args, strconv.Itoa(hpid))
 	p.pasta = exec.Command(tools.pasta, args...)
 	p.pasta.Env = []string{"PATH=/usr/bin:/bin"}
+	p.pasta.Dir = p.dir
 	p.pasta.Stdout, p.pasta.Stderr = p.pastaOut, p.pastaOut
 	p.pasta.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: sp.owner.credential()}
 	if err := p.pasta.Start(); err != nil {
