@@ -88,7 +88,7 @@ func TestSandboxHostile(t *testing.T) {
 	probe := scheduler.Artifact{ID: "probe", Kind: "command", Dir: probeArtifact(t)}
 	victimJob := scheduler.Job{ID: "job-victim", AppID: "app-victim", Workloads: map[string]scheduler.Task{"web": {
 		Artifact: probe, Command: []string{"./probe"},
-		Env:      map[string]string{helperEnv: "listen", "VICTIM_SECRET": canary},
+		Env: map[string]string{helperEnv: "listen", "VICTIM_SECRET": canary},
 	}}}
 	victim, err := rt.Run(ctx, victimJob)
 	if err != nil {
