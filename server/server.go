@@ -204,7 +204,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	// a moment to send their request, which then finishes like any other.
 	_ = ln.Close()
 	fresh.wait(sctx, time.Second)
-	if err := srv.Shutdown(sctx); err != nil {
+	// Shutdown closes the listeners Serve still tracks; the one closed
+	// above may still be among them (Serve has not noticed yet), and
+	// closing it again is no failure.
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, net.ErrClosed) {
 		_ = srv.Close()
 		return fmt.Errorf("shutdown: %w", err)
 	}
