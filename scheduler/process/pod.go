@@ -31,6 +31,10 @@ import (
 //     connections from inside to the host's own loopback are not carried
 //     (--no-map-gw, no -T forwards but Config.HostPorts), so a workload
 //     reaches neither svc's ports nor another app's but through the edge;
+//   - with egress open, the link-local block (169.254.0.0/16, where clouds
+//     answer with the instance's credentials) and AWS's IPv6 metadata
+//     address are blackholed inside: an app reaches the host's neighbours
+//     and the world, never the cloud's metadata service;
 //   - when host policy's egress_allowlist names destinations, the namespace
 //     gets no route at all: only loopback, where one port is forwarded to
 //     an egress proxy (package egress) of this pod in the server, which
@@ -46,7 +50,7 @@ import (
 
 // podTools are the host programs a pod needs, found on PATH.
 type podTools struct {
-	unshare, nsenter, pasta, sleep string
+	unshare, nsenter, pasta, sleep, ip string
 }
 
 func findPodTools(pasta string) (podTools, error) {
@@ -58,7 +62,7 @@ func findPodTools(pasta string) (podTools, error) {
 		dst  *string
 		name string
 		pkg  string
-	}{{&t.pasta, pasta, "passt"}, {&t.unshare, "unshare", "util-linux"}, {&t.nsenter, "nsenter", "util-linux"}, {&t.sleep, "sleep", "coreutils"}} {
+	}{{&t.pasta, pasta, "passt"}, {&t.unshare, "unshare", "util-linux"}, {&t.nsenter, "nsenter", "util-linux"}, {&t.sleep, "sleep", "coreutils"}, {&t.ip, "ip", "iproute2"}} {
 		p, err := exec.LookPath(x.name)
 		if err != nil {
 			return podTools{}, fmt.Errorf("no %s (Debian package %s): %w", x.name, x.pkg, err)
@@ -217,7 +221,24 @@ func (r *Runtime) startPodWith(ctx context.Context, id string, sp podSpec, tools
 		return nil, fmt.Errorf("pod %s: pasta exited: %s", id, p.pastaOutput())
 	default:
 	}
+	if sp.allow == nil {
+		for _, route := range metadataRoutes {
+			cmd := exec.CommandContext(ctx, p.enter[0], append(append(p.enter[1:len(p.enter):len(p.enter)], tools.ip), route...)...)
+			cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: sp.owner.credential()}
+			if out, err := cmd.CombinedOutput(); err != nil && route[0] != "-6" {
+				return nil, fmt.Errorf("pod %s: %s: %w: %s", id, strings.Join(route, " "), err, strings.TrimSpace(string(out)))
+			}
+		}
+	}
 	return p, nil
+}
+
+// metadataRoutes are the blackhole routes of a pod with open egress (ip's
+// arguments); an IPv6 one may fail where the host has no IPv6.
+var metadataRoutes = [][]string{
+	{"route", "add", "blackhole", "169.254.0.0/16"},
+	{"-6", "route", "add", "blackhole", "fd00:ec2::254/128"},
 }
 
 func (p *pod) pastaOutput() string {

@@ -360,7 +360,8 @@ func details(err error) map[string]any {
 // list, the sandbox reaches the world (checked where this host does).
 func TestSandboxEgress(t *testing.T) {
 	needSandbox(t)
-	rt := newRuntime(t, sandboxConfig(t))
+	cfg := sandboxConfig(t)
+	rt := newRuntime(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	up := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "upstream") })}
@@ -416,6 +417,21 @@ func TestSandboxEgress(t *testing.T) {
 		want["dial "+world] = "ok"
 	}
 	wantReport(t, got, want)
+	// The cloud's metadata service (link-local) is blackholed inside.
+	var holder int
+	b, err := os.ReadFile(filepath.Join(cfg.WorkDir, "jobs", "job-open.json"))
+	if err == nil {
+		var rec struct {
+			Workloads map[string]struct{ PID int } `json:"workloads"`
+		}
+		if json.Unmarshal(b, &rec) == nil {
+			holder = rec.Workloads["_pod-holder"].PID
+		}
+	}
+	routes, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/route", holder))
+	if err != nil || !strings.Contains(string(routes), "0000FEA9") {
+		t.Errorf("the pod's routes (%v) do not blackhole 169.254.0.0/16:\n%s", err, routes)
+	}
 }
 
 // TestSandboxEgressNeedsSandbox: an egress list cannot be enforced without
