@@ -41,6 +41,17 @@ type referenceDTO struct {
 	Events    []events.Kind   `json:"events"`
 	CLI       []CommandRef    `json:"cli"`
 	Tools     []ToolRef       `json:"tools"`
+	// Security states what the verbs do not say (docs/security.md).
+	Security []string `json:"security"`
+}
+
+// securityNotes are the reference's statements of what holding a verb
+// effectively allows, beyond what the verb's name says.
+var securityNotes = []string{
+	"Whoever may change an app's spec and deploy it (app.spec.edit and app.deploy) can read every secret and slot credential the app receives, through the code they deploy; app.secrets.read guards reading values through the API only.",
+	"Every build and workload of the process runtime runs in a sandbox (its own namespaces, an unprivileged user, a network reached only through the edge, host policy's egress_allowlist enforced) unless the operator set runtime.isolation: none, which GET /api/v1/config shows.",
+	"An app's pages run in the browsers of those who open it: apps are served apart from the console (another host or port, or a sandboxed origin in path mode) so that they never act with the console's authority; the session cookie is the API's alone.",
+	"app.create lets a person run code of their choosing on the installation's hosts, inside the sandbox; CPU, memory and disk use is measured, not limited, on the process runtime.",
 }
 
 // reference describes the running binary: every route of the table that
@@ -53,6 +64,7 @@ func (s *Server) reference() referenceDTO {
 		Events:   events.Catalogue(),
 		CLI:      append([]CommandRef{}, s.d.Commands...),
 		Tools:    []ToolRef{},
+		Security: securityNotes,
 	}
 	for _, r := range s.routes {
 		e := endpointRef{Method: r.method, Path: r.path, Access: r.access.String(), Verb: string(r.verb), Summary: r.summary, Idempotent: r.idempotent, AuditAction: r.action}

@@ -623,6 +623,11 @@ func TestReferenceListsEveryRouteAndCode(t *testing.T) {
 			t.Errorf("RATE_LIMITED answers %d", e.HTTPStatus)
 		}
 	}
+	// The reference says what a verb does not: deploying reads secrets.
+	if !strings.Contains(strings.Join(ref.Security, "\n"), "can read every secret") ||
+		!strings.Contains(inRef["GET /api/v1/apps/:appID/secrets/:key/value"].Summary, "app.spec.edit, app.deploy") {
+		t.Errorf("the reference does not say that whoever may deploy can read the app's secrets: %q", ref.Security)
+	}
 }
 
 func TestOpenAPIDocument(t *testing.T) {
