@@ -50,7 +50,9 @@ fmt:
 # a 64 MiB blob fetched by one node from another (MB/s); the API's hot
 # paths; sealing; a secret set and read through builtin and (when `make
 # tools` built it) a real Vault dev server; the edge's assertions: cached,
-# signed, and verified by the app-side verifier.
+# signed, and verified by the app-side verifier; the sandbox's cost: a
+# workload run to ready, a build, requests to a workload, and a deploy and
+# wrk through the edge with and without it.
 bench:
 	@mkdir -p .bench
 	SVC_BENCH_DIR=$(CURDIR)/.bench $(GO) test -run '^$$' -bench . -skip FetchBlob -benchtime $(BENCHTIME) -count 1 ./raftstore/
@@ -58,8 +60,10 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./server/
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 ./internal/keyring/ ./vaultsecrets/ ./internal/throttle/ ./internal/clientip/
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./edge/ ./assertion/ ./edge/consul/ ./edge/nomadsd/ ./jobs-templates/
-	$(GO) test -run '^$$' -bench . -benchtime 200x -count 1 ./scheduler/ ./scheduler/process/ ./scheduler/nomad/
-	$(GO) test -run '^$$' -bench EdgeWrk -benchtime 1x -count 1 ./internal/e2e/
+	$(GO) test -run '^$$' -bench . -benchtime 200x -count 1 ./scheduler/ ./scheduler/nomad/
+	$(GO) test -run '^$$' -bench . -skip 'RunToReady|BuildCommand' -benchtime 200x -count 1 ./scheduler/process/
+	$(GO) test -run '^$$' -bench 'RunToReady|BuildCommand' -benchtime 20x -count 1 ./scheduler/process/
+	$(GO) test -run '^$$' -bench 'EdgeWrk|SandboxEdge' -benchtime 1x -count 1 ./internal/e2e/
 
 # Three svc serve processes; the leader is killed with SIGKILL again and
 # again for $(SOAK) while clients write; every acknowledged write must be on
