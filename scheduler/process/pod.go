@@ -133,22 +133,44 @@ func (r *Runtime) startPodWith(ctx context.Context, id string, sp podSpec, tools
 	ctx, cancel := context.WithTimeout(ctx, podStartTimeout)
 	defer cancel()
 
-	p.holder = exec.Command(tools.unshare, "--user", "--map-root-user", "--net", "--", tools.sleep, "infinity")
+	// With egress open, the holder blackholes the metadata routes in its
+	// new namespace before it becomes sleep: no process of the pod ever
+	// runs without them.
+	holder := []string{tools.unshare, "--user", "--map-root-user", "--net", "--"}
+	if sp.allow == nil {
+		holder = append(holder, "/bin/sh", "-c", metadataScript(tools.ip)+"exec "+tools.sleep+" infinity")
+	} else {
+		holder = append(holder, tools.sleep, "infinity")
+	}
+	p.holder = exec.Command(holder[0], holder[1:]...)
 	p.holder.Env = []string{"PATH=/usr/bin:/bin"}
 	p.holder.Dir = p.dir // where to look for what a job left behind
+	holderOut := &lockedWriter{}
+	p.holder.Stdout, p.holder.Stderr = holderOut, holderOut
 	p.holder.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: sp.owner.credential()}
 	if err := p.holder.Start(); err != nil {
 		return nil, fmt.Errorf("pod %s: start the namespace holder: %w", id, err)
 	}
 	hpid := p.holder.Process.Pid
-	go func() { _ = p.holder.Wait() }()
-	// The holder is ready once unshare has written its maps and become
-	// sleep.
+	holderDone := make(chan struct{})
+	go func() { _ = p.holder.Wait(); close(holderDone) }()
+	// The holder is ready once unshare has written its maps (and the
+	// routes are in) and it has become sleep.
 	if err := waitFor(ctx, func() bool {
+		select {
+		case <-holderDone:
+			return true
+		default:
+		}
 		exe, err := os.Readlink("/proc/" + strconv.Itoa(hpid) + "/exe")
 		return err == nil && exe == tools.sleep
 	}); err != nil {
 		return nil, fmt.Errorf("pod %s: the namespace holder did not start (user namespaces may be off on this host): %w", id, err)
+	}
+	select {
+	case <-holderDone:
+		return nil, fmt.Errorf("pod %s: the namespace holder failed (user namespaces may be off on this host): %s", id, strings.TrimSpace(holderOut.String()))
+	default:
 	}
 	p.enter = []string{tools.nsenter, "--target", strconv.Itoa(hpid), "--user", "--net", "--preserve-credentials", "--"}
 
@@ -221,24 +243,14 @@ func (r *Runtime) startPodWith(ctx context.Context, id string, sp podSpec, tools
 		return nil, fmt.Errorf("pod %s: pasta exited: %s", id, p.pastaOutput())
 	default:
 	}
-	if sp.allow == nil {
-		for _, route := range metadataRoutes {
-			cmd := exec.CommandContext(ctx, p.enter[0], append(append(p.enter[1:len(p.enter):len(p.enter)], tools.ip), route...)...)
-			cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: sp.owner.credential()}
-			if out, err := cmd.CombinedOutput(); err != nil && route[0] != "-6" {
-				return nil, fmt.Errorf("pod %s: %s: %w: %s", id, strings.Join(route, " "), err, strings.TrimSpace(string(out)))
-			}
-		}
-	}
 	return p, nil
 }
 
-// metadataRoutes are the blackhole routes of a pod with open egress (ip's
-// arguments); an IPv6 one may fail where the host has no IPv6.
-var metadataRoutes = [][]string{
-	{"route", "add", "blackhole", "169.254.0.0/16"},
-	{"-6", "route", "add", "blackhole", "fd00:ec2::254/128"},
+// metadataScript adds the blackhole routes of a pod with open egress, as
+// the start of a shell script: the link-local block, and AWS's IPv6
+// metadata address (which may fail where the host has no IPv6).
+func metadataScript(ip string) string {
+	return ip + " route add blackhole 169.254.0.0/16 && { " + ip + " -6 route add blackhole fd00:ec2::254/128 2>/dev/null || true; } && "
 }
 
 func (p *pod) pastaOutput() string {
