@@ -194,8 +194,8 @@ func (r *Runtime) startPodWith(ctx context.Context, id string, sp podSpec, tools
 		insidePorts = append(insidePorts, p.proxyPort)
 	} else {
 		args = append(args, "--config-net")
-		if fwd := r.dnsForward(); fwd != "" {
-			args = append(args, "--dns-forward", fwd)
+		if r.view.resolv.loopbackOnly() {
+			args = append(args, "--dns-forward", dnsStub)
 		}
 	}
 	for _, hp := range r.cfg.HostPorts {
@@ -325,7 +325,7 @@ func (r *Runtime) writePodFiles(dir string, sp podSpec) error {
 			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 		"group":       "root:x:0:\napp:x:1000:\nnogroup:x:65534:\n",
 		"hosts":       "127.0.0.1\t" + names + "\n::1\t" + names + " ip6-localhost ip6-loopback\n",
-		"resolv.conf": r.resolvConf(sp.allow != nil),
+		"resolv.conf": r.view.resolv.conf(sp.allow != nil),
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
@@ -338,61 +338,60 @@ func (r *Runtime) writePodFiles(dir string, sp podSpec) error {
 // dnsStub is the address a pod's resolver is told when the host's own
 // resolver is on its loopback (systemd-resolved's 127.0.0.53, say), which
 // the pod cannot reach: pasta forwards DNS sent there to the host's.
-const dnsStub = "169.254.1.53"
+// (An address of the benchmarking block 198.18.0.0/15: routed to pasta,
+// used by no real resolver, and outside the blackholed link-local block.)
+const dnsStub = "198.18.0.53"
 
-// hostNameservers reads the nameserver lines of the host's resolv.conf.
-func hostNameservers() (servers []string, rest []string) {
-	b, err := os.ReadFile("/etc/resolv.conf")
-	if err != nil {
-		return nil, nil
-	}
+// hostResolv is what a pod's resolv.conf is made from: the host's
+// nameservers, and its search, domain and options lines.
+type hostResolv struct {
+	servers, rest []string
+}
+
+// parseResolv reads a resolv.conf.
+func parseResolv(b []byte) hostResolv {
+	var h hostResolv
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
-		if len(f) >= 2 && f[0] == "nameserver" {
-			servers = append(servers, f[1])
-		} else if len(f) > 0 && (f[0] == "search" || f[0] == "domain" || f[0] == "options") {
-			rest = append(rest, line)
+		switch {
+		case len(f) >= 2 && f[0] == "nameserver":
+			h.servers = append(h.servers, f[1])
+		case len(f) > 0 && (f[0] == "search" || f[0] == "domain" || f[0] == "options"):
+			h.rest = append(h.rest, strings.Join(f, " "))
 		}
 	}
-	return servers, rest
+	return h
 }
 
-// dnsForward is pasta's --dns-forward address when the host's resolver is
-// on loopback, else "".
-func (r *Runtime) dnsForward() string {
-	servers, _ := hostNameservers()
-	for _, s := range servers {
-		if a, err := netip.ParseAddr(s); err == nil && !a.IsLoopback() {
-			return ""
+// loopbackOnly says whether every nameserver is on the host's loopback
+// (and there is one): then pasta must forward DNS to it (dnsStub).
+func (h hostResolv) loopbackOnly() bool {
+	for _, s := range h.servers {
+		if a, err := netip.ParseAddr(s); err != nil || !a.IsLoopback() {
+			return false
 		}
 	}
-	if len(servers) == 0 {
-		return ""
-	}
-	return dnsStub
+	return len(h.servers) > 0
 }
 
-// resolvConf is the pod's resolv.conf: the host's servers, with the stub
-// in place of loopback ones; none when egress goes through the proxy
-// (which resolves names itself).
-func (r *Runtime) resolvConf(proxied bool) string {
+// conf is a pod's resolv.conf: the host's servers but those on loopback,
+// or the stub when those are all it has; a note and nothing else when
+// egress goes through the proxy (which resolves names itself).
+func (h hostResolv) conf(proxied bool) string {
 	if proxied {
-		return "# egress goes through the proxy in HTTP_PROXY; names are resolved there\n"
+		return "# egress goes through the proxy in HTTP_PROXY; it resolves names\n"
 	}
-	servers, rest := hostNameservers()
 	var b strings.Builder
-	stub := false
-	for _, s := range servers {
+	if h.loopbackOnly() {
+		b.WriteString("nameserver " + dnsStub + "\n")
+	}
+	for _, s := range h.servers {
 		if a, err := netip.ParseAddr(s); err == nil && a.IsLoopback() {
-			if !stub && r.dnsForward() != "" {
-				b.WriteString("nameserver " + dnsStub + "\n")
-				stub = true
-			}
 			continue
 		}
 		b.WriteString("nameserver " + s + "\n")
 	}
-	for _, l := range rest {
+	for _, l := range h.rest {
 		b.WriteString(l + "\n")
 	}
 	return b.String()

@@ -68,6 +68,8 @@ type hostView struct {
 	path string
 	// skipped names the toolchains a sandbox cannot see, and why.
 	skipped []string
+	// resolv is the host's resolver, for the pods' resolv.conf.
+	resolv hostResolv
 }
 
 // sandboxFor says whether a task runs in a sandbox: at the stronger of the
@@ -170,6 +172,9 @@ func (r *Runtime) probeSandbox() error {
 		return err
 	}
 	v := hostView{bwrap: bin, pod: tools}
+	if b, err := os.ReadFile("/etc/resolv.conf"); err == nil {
+		v.resolv = parseResolv(b)
+	}
 	v.args, v.trees = rootArgs()
 	v.path, v.skipped = r.toolchainArgs(&v, own)
 	r.view = v
