@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -125,12 +126,13 @@ func TestProxy(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var refused []string
-	p := &Proxy{Allow: allow, Resolver: fakeResolver{
+	d := &Dialer{Allow: allow, Resolver: fakeResolver{
 		"allowed.test":     {upAddr.Addr()},
 		"x.wild.test":      {upAddr.Addr()}, // a wildcard name pointing at loopback
 		"unlisted.test":    {upAddr.Addr()},
 		"rebind.wild.test": {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("10.0.0.1")},
-	}, Refused: func(dest, reason string) {
+	}}
+	p := &Proxy{Dial: d.Dial, Failed: func(dest string, err error) {
 		mu.Lock()
 		refused = append(refused, dest)
 		mu.Unlock()
@@ -140,7 +142,7 @@ func TestProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { _ = p.Serve(ln) }()
-	defer ln.Close()
+	defer p.Close()
 	proxyURL, _ := url.Parse("http://" + ln.Addr().String())
 	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
 	port := fmt.Sprint(upAddr.Port())
@@ -214,6 +216,41 @@ func TestProxy(t *testing.T) {
 	}
 }
 
+// TestProxyPassword: a proxy with a password serves only clients that
+// give it.
+func TestProxyPassword(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer up.Close()
+	var d net.Dialer
+	p := &Proxy{Password: "s3cret", Dial: func(ctx context.Context, hostport string) (net.Conn, error) {
+		return d.DialContext(ctx, "tcp", hostport)
+	}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.Serve(ln) }()
+	defer p.Close()
+	for _, tc := range []struct {
+		user string
+		want int
+	}{{"", http.StatusProxyAuthRequired}, {"svc:wrong", http.StatusProxyAuthRequired}, {"svc:s3cret", http.StatusOK}, {"other:s3cret", http.StatusOK}} {
+		u := "http://" + ln.Addr().String()
+		if tc.user != "" {
+			u = "http://" + tc.user + "@" + ln.Addr().String()
+		}
+		proxy, _ := url.Parse(u)
+		resp, err := (&http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxy)}}).Get(up.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("with %q: %d, want %d", tc.user, resp.StatusCode, tc.want)
+		}
+	}
+}
+
 type bufConn struct {
 	net.Conn
 	r *bufio.Reader
@@ -238,6 +275,25 @@ func FuzzParse(f *testing.F) {
 		}
 		if how == wildcard && !strings.HasSuffix(normalName(host), strings.TrimPrefix(normalName(entry), "*")) {
 			t.Fatalf("%q matched wildcard %q", host, entry)
+		}
+	})
+}
+
+// FuzzProxyAuth: any Proxy-Authorization header is read without panicking,
+// and what Basic encodes reads back.
+func FuzzProxyAuth(f *testing.F) {
+	f.Add("svc", "pass:word")
+	f.Add("", "")
+	f.Add("a:b", "c")
+	f.Fuzz(func(t *testing.T, user, pass string) {
+		_, _, _ = parseProxyAuth(user + " " + pass) // anything at all
+		if strings.Contains(user, ":") {
+			return
+		}
+		h := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+		u, p, ok := parseProxyAuth(h)
+		if !ok || u != user || p != pass {
+			t.Fatalf("parseProxyAuth(%q) = %q, %q, %v; want %q, %q", h, u, p, ok, user, pass)
 		}
 	})
 }

@@ -2,11 +2,15 @@ package egress
 
 import (
 	"context"
+	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -21,38 +25,31 @@ type Resolver interface {
 
 var _ Resolver = (*net.Resolver)(nil)
 
-// Proxy is the forward proxy a sandbox's network reaches the world through
-// when its egress is restricted: CONNECT for any TCP (HTTPS, and whatever
-// else a client tunnels), and plain HTTP requests in absolute form. Every
-// destination is checked against Allow on the address actually dialled.
-type Proxy struct {
+// Refusal is a destination a proxy's rule refused; Err, when set, is the
+// rule's own error (a coded one, say).
+type Refusal struct {
+	Dest   string
+	Reason string
+	Err    error
+}
+
+func (r *Refusal) Error() string { return "egress to " + r.Dest + " refused: " + r.Reason }
+func (r *Refusal) Unwrap() error { return r.Err }
+
+// Dialer connects to destinations an Allowlist allows, at an address it
+// checked (the rules in the package doc).
+type Dialer struct {
 	// Allow is the list; nil allows nothing.
 	Allow *Allowlist
 	// Resolver looks names up; nil means net.DefaultResolver.
 	Resolver Resolver
-	// DialTimeout bounds a connection to a destination (10 s when 0).
-	DialTimeout time.Duration
-	// Refused, if set, is told of each refused destination (for the
-	// workload's log) with the reason.
-	Refused func(dest, reason string)
-
-	once      sync.Once
-	transport *http.Transport
+	// Timeout bounds a look-up and a connection (10 s when 0).
+	Timeout time.Duration
 }
 
-var _ http.Handler = (*Proxy)(nil)
-
-// Refusal is why a destination was refused.
-type Refusal struct {
-	Dest   string
-	Reason string
-}
-
-func (r *Refusal) Error() string { return "egress to " + r.Dest + " refused: " + r.Reason }
-
-// Dial connects to host:port if the allowlist lets it, to an address it
-// checked.
-func (p *Proxy) Dial(ctx context.Context, hostport string) (net.Conn, error) {
+// Dial connects to host:port if the list lets it, to an address it
+// checked; a *Refusal when it does not.
+func (d *Dialer) Dial(ctx context.Context, hostport string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
 		return nil, &Refusal{Dest: hostport, Reason: "not a host:port"}
@@ -60,13 +57,13 @@ func (p *Proxy) Dial(ctx context.Context, hostport string) (net.Conn, error) {
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return nil, &Refusal{Dest: hostport, Reason: "not a valid port"}
 	}
-	addrs, how, err := p.resolve(ctx, host)
+	addrs, how, err := d.resolve(ctx, host)
 	if err != nil {
 		return nil, err
 	}
 	var ok []netip.Addr
 	for _, a := range addrs {
-		if p.Allow.allowAddr(a, how) {
+		if d.Allow.allowAddr(a, how) {
 			ok = append(ok, a)
 		}
 	}
@@ -77,10 +74,10 @@ func (p *Proxy) Dial(ctx context.Context, hostport string) (net.Conn, error) {
 		}
 		return nil, &Refusal{Dest: hostport, Reason: reason}
 	}
-	d := net.Dialer{Timeout: p.dialTimeout()}
+	nd := net.Dialer{Timeout: d.timeout()}
 	var last error
 	for _, a := range ok {
-		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(a.String(), port))
+		c, err := nd.DialContext(ctx, "tcp", net.JoinHostPort(a.String(), port))
 		if err == nil {
 			return c, nil
 		}
@@ -89,16 +86,16 @@ func (p *Proxy) Dial(ctx context.Context, hostport string) (net.Conn, error) {
 	return nil, fmt.Errorf("egress to %s: %w", hostport, last)
 }
 
-func (p *Proxy) dialTimeout() time.Duration {
-	if p.DialTimeout > 0 {
-		return p.DialTimeout
+func (d *Dialer) timeout() time.Duration {
+	if d.Timeout > 0 {
+		return d.Timeout
 	}
 	return 10 * time.Second
 }
 
 // resolve returns the addresses a destination host stands for and how the
 // list matched it; a refusal when it cannot match.
-func (p *Proxy) resolve(ctx context.Context, host string) ([]netip.Addr, match, error) {
+func (d *Dialer) resolve(ctx context.Context, host string) ([]netip.Addr, match, error) {
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if ip.Zone() != "" {
@@ -106,15 +103,15 @@ func (p *Proxy) resolve(ctx context.Context, host string) ([]netip.Addr, match, 
 		}
 		return []netip.Addr{ip}, noMatch, nil
 	}
-	how := p.Allow.matchName(host)
+	how := d.Allow.matchName(host)
 	if how == noMatch {
 		return nil, noMatch, &Refusal{Dest: host, Reason: "not in host policy's egress_allowlist"}
 	}
-	r := p.Resolver
+	r := d.Resolver
 	if r == nil {
 		r = net.DefaultResolver
 	}
-	rctx, cancel := context.WithTimeout(ctx, p.dialTimeout())
+	rctx, cancel := context.WithTimeout(ctx, d.timeout())
 	defer cancel()
 	addrs, err := r.LookupNetIP(rctx, "ip", normalName(host))
 	if err != nil {
@@ -123,120 +120,201 @@ func (p *Proxy) resolve(ctx context.Context, host string) ([]netip.Addr, match, 
 	return addrs, how, nil
 }
 
-// ServeHTTP proxies one request: CONNECT, or an absolute-form HTTP request.
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodConnect {
-		p.connect(w, r)
-		return
-	}
-	if r.URL.Scheme != "http" || r.URL.Host == "" {
-		http.Error(w, "svc egress proxy: send absolute http:// requests, or CONNECT for anything else", http.StatusBadRequest)
-		return
-	}
+// Proxy is a forward proxy whose every connection goes through Dial, which
+// decides: CONNECT tunnels (HTTPS, and whatever else a client tunnels) and
+// plain HTTP requests in absolute form. A sandbox's egress under a list
+// uses it with a Dialer; a clone uses it with its own address rule
+// (package source). Serve it on a listener of its own; Close ends it and
+// every tunnel.
+type Proxy struct {
+	// Dial connects to host:port or refuses it (a *Refusal, answered 403;
+	// any other error is 502).
+	Dial func(ctx context.Context, hostport string) (net.Conn, error)
+	// Password, when set, must be given as Proxy-Authorization (Basic,
+	// any user name): only a client told of it may use the proxy.
+	Password string
+	// Failed, if set, is told of each destination Dial did not connect to.
+	Failed func(dest string, err error)
+
+	once    sync.Once
+	rp      *httputil.ReverseProxy
+	mu      sync.Mutex
+	srv     *http.Server
+	tunnels map[net.Conn]struct{}
+	closed  bool
+}
+
+var _ http.Handler = (*Proxy)(nil)
+
+func (p *Proxy) init() {
 	p.once.Do(func() {
-		p.transport = &http.Transport{
-			Proxy: nil,
-			DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-				return p.Dial(ctx, addr)
+		p.tunnels = map[net.Conn]struct{}{}
+		p.rp = &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.Out.Header.Del("Proxy-Authorization")
+				pr.Out.Header.Del("Proxy-Connection")
+				pr.Out.Host = pr.In.Host
 			},
-			MaxIdleConnsPerHost:   8,
-			IdleConnTimeout:       30 * time.Second,
-			ResponseHeaderTimeout: 5 * time.Minute,
-			DisableCompression:    true,
+			// No keep-alive: a server that talks first (a banner) must not
+			// be read as a later request's answer.
+			Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: false, DisableKeepAlives: true, DisableCompression: true,
+				ResponseHeaderTimeout: 5 * time.Minute,
+				DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+					return p.dial(ctx, addr)
+				}},
+			ErrorLog: log.New(io.Discard, "", 0),
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				p.fail(w, err)
+			},
 		}
 	})
-	out := r.Clone(r.Context())
-	out.RequestURI = ""
-	for _, h := range []string{"Proxy-Connection", "Proxy-Authorization", "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade"} {
-		out.Header.Del(h)
+}
+
+// dial is Dial, telling Failed of a failure.
+func (p *Proxy) dial(ctx context.Context, hostport string) (net.Conn, error) {
+	c, err := p.Dial(ctx, hostport)
+	if err != nil && p.Failed != nil {
+		p.Failed(hostport, err)
 	}
-	if out.URL.Port() == "" {
-		out.URL.Host = net.JoinHostPort(out.URL.Hostname(), "80")
-	}
-	resp, err := p.transport.RoundTrip(out)
-	if err != nil {
-		p.fail(w, out.URL.Host, err)
-		return
-	}
-	defer resp.Body.Close()
-	for k, vs := range resp.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, resp.Body)
+	return c, err
 }
 
 // fail answers a request the proxy could not carry: 403 for a refusal,
 // 502 otherwise.
-func (p *Proxy) fail(w http.ResponseWriter, dest string, err error) {
-	var ref *Refusal
-	if errors.As(err, &ref) {
-		if p.Refused != nil {
-			p.Refused(ref.Dest, ref.Reason)
+func (p *Proxy) fail(w http.ResponseWriter, err error) {
+	if ref := (*Refusal)(nil); errors.As(err, &ref) {
+		http.Error(w, "svc proxy: "+ref.Error(), http.StatusForbidden)
+		return
+	}
+	http.Error(w, "svc proxy: the destination could not be reached", http.StatusBadGateway)
+}
+
+// ServeHTTP proxies one request.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.init()
+	if p.Password != "" && !p.authorized(r) {
+		w.Header().Set("Proxy-Authenticate", `Basic realm="svc"`)
+		w.WriteHeader(http.StatusProxyAuthRequired)
+		return
+	}
+	if r.Method != http.MethodConnect {
+		if r.URL.Scheme != "http" || r.URL.Host == "" {
+			http.Error(w, "svc proxy: send absolute http:// requests, or CONNECT for anything else", http.StatusBadRequest)
+			return
 		}
-		http.Error(w, "svc egress proxy: "+ref.Error(), http.StatusForbidden)
+		if r.URL.Port() == "" {
+			r.URL.Host = net.JoinHostPort(r.URL.Hostname(), "80")
+		}
+		p.rp.ServeHTTP(w, r)
 		return
 	}
-	http.Error(w, "svc egress proxy: "+dest+": "+err.Error(), http.StatusBadGateway)
-}
-
-// connect tunnels a CONNECT request's connection to its destination.
-func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
-	dest := r.Host
-	up, err := p.Dial(r.Context(), dest)
+	up, err := p.dial(r.Context(), r.Host)
 	if err != nil {
-		p.fail(w, dest, err)
+		p.fail(w, err)
 		return
 	}
-	rc := http.NewResponseController(w)
-	w.WriteHeader(http.StatusOK)
-	if err := rc.Flush(); err != nil {
-		up.Close()
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		_ = up.Close()
+		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
-	down, buf, err := rc.Hijack()
+	down, buf, err := hj.Hijack()
 	if err != nil {
-		up.Close()
+		_ = up.Close()
 		return
 	}
-	go splice(down, buf, up)
+	if !p.track(up, down) {
+		return
+	}
+	defer p.untrack(up, down)
+	if _, err := io.WriteString(down, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, buf); closeWrite(up); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(down, up); closeWrite(down); done <- struct{}{} }()
+	<-done
+	<-done
 }
 
-// splice copies both ways until either side ends, then closes both.
-func splice(down net.Conn, buffered io.Reader, up net.Conn) {
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		_, _ = io.Copy(up, buffered)
-		closeWrite(up)
-	}()
-	go func() {
-		defer wg.Done()
-		_, _ = io.Copy(down, up)
-		closeWrite(down)
-	}()
-	wg.Wait()
-	down.Close()
-	up.Close()
+func (p *Proxy) authorized(r *http.Request) bool {
+	_, pass, ok := parseProxyAuth(r.Header.Get("Proxy-Authorization"))
+	return ok && subtle.ConstantTimeCompare([]byte(pass), []byte(p.Password)) == 1
 }
 
+// parseProxyAuth reads a Basic Proxy-Authorization header.
+func parseProxyAuth(h string) (user, pass string, ok bool) {
+	scheme, enc, found := strings.Cut(h, " ")
+	if !found || !strings.EqualFold(scheme, "Basic") {
+		return "", "", false
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc))
+	if err != nil {
+		return "", "", false
+	}
+	return strings.Cut(string(b), ":")
+}
+
+// closeWrite passes the end of one direction of a tunnel on.
 func closeWrite(c net.Conn) {
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
-		return
 	}
-	_ = c.Close()
 }
 
-// Serve runs the proxy on ln until it is closed.
-func (p *Proxy) Serve(ln net.Listener) error {
-	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
-	err := srv.Serve(ln)
-	if errors.Is(err, net.ErrClosed) {
-		return nil
+func (p *Proxy) track(cs ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		for _, c := range cs {
+			_ = c.Close()
+		}
+		return false
 	}
-	return err
+	for _, c := range cs {
+		p.tunnels[c] = struct{}{}
+	}
+	return true
+}
+
+func (p *Proxy) untrack(cs ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		delete(p.tunnels, c)
+		_ = c.Close()
+	}
+}
+
+// Serve runs the proxy on ln until Close.
+func (p *Proxy) Serve(ln net.Listener) error {
+	p.init()
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return ln.Close()
+	}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	srv := p.srv
+	p.mu.Unlock()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+// Close stops the proxy and ends its tunnels.
+func (p *Proxy) Close() error {
+	p.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for c := range p.tunnels {
+		_ = c.Close()
+	}
+	if p.srv != nil {
+		return p.srv.Close()
+	}
+	return nil
 }

@@ -3,19 +3,15 @@ package source
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
-	"io"
-	"log"
 	"net"
-	"net/http"
-	"net/http/httputil"
 	"net/netip"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/svchost/svc/internal/egress"
 	"github.com/svchost/svc/internal/errcode"
 )
 
@@ -134,23 +130,20 @@ func cmpRefusal(first, next error) error {
 	return next
 }
 
-// guard is the forward proxy a clone over http(s) goes through: CONNECT
-// tunnels (https) and absolute-form requests (http), each to an address
-// the policy allows, dialed as checked. Only the clone's git may use it: it
-// asks for a random password (Proxy-Authorization) that only that git is
-// given. The first refusal is kept for the clone's error.
+// guard is the forward proxy a clone over http(s) goes through (package
+// egress's): CONNECT tunnels (https) and absolute-form requests (http),
+// each to an address the policy allows, dialed as checked. Only the
+// clone's git may use it: it asks for a random password
+// (Proxy-Authorization) that only that git is given. The first refusal is
+// kept for the clone's error.
 type guard struct {
-	policy   addrPolicy
-	password string
-	ln       net.Listener
-	srv      *http.Server
-	rp       *httputil.ReverseProxy
-	dialer   net.Dialer
+	proxy  *egress.Proxy
+	ln     net.Listener
+	policy addrPolicy
+	dialer net.Dialer
 
 	mu      sync.Mutex
 	refusal error
-	tunnels map[net.Conn]struct{}
-	closed  bool
 }
 
 // startGuard starts a guard on a loopback port.
@@ -161,41 +154,19 @@ func startGuard(policy addrPolicy) (*guard, error) {
 	}
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
-	g := &guard{policy: policy, password: base64.RawURLEncoding.EncodeToString(b), ln: ln,
-		dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, tunnels: map[net.Conn]struct{}{}}
-	g.rp = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.Header.Del("Proxy-Authorization")
-			pr.Out.Host = pr.In.Host
-		},
-		// No keep-alive: a clone makes a few requests, and a server that
-		// talks first (a banner) must not be read as an answer later.
-		Transport: &http.Transport{Proxy: nil, DialContext: g.dial, ForceAttemptHTTP2: false, ResponseHeaderTimeout: time.Minute, DisableKeepAlives: true},
-		ErrorLog:  log.New(io.Discard, "", 0),
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
-			w.WriteHeader(http.StatusBadGateway)
-		},
-	}
-	g.srv = &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second}
-	go func() { _ = g.srv.Serve(ln) }()
+	g := &guard{policy: policy, ln: ln, dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}}
+	g.proxy = &egress.Proxy{Dial: g.dial, Password: base64.RawURLEncoding.EncodeToString(b)}
+	go func() { _ = g.proxy.Serve(ln) }()
 	return g, nil
 }
 
 // proxyURL is the proxy address git is given, password included.
 func (g *guard) proxyURL() string {
-	return "http://svc:" + g.password + "@" + g.ln.Addr().String()
+	return "http://svc:" + g.proxy.Password + "@" + g.ln.Addr().String()
 }
 
 // close stops the proxy and ends its tunnels.
-func (g *guard) close() {
-	_ = g.srv.Close()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.closed = true
-	for c := range g.tunnels {
-		_ = c.Close()
-	}
-}
+func (g *guard) close() { _ = g.proxy.Close() }
 
 // refused is the first refusal of the policy, nil if none.
 func (g *guard) refused() error {
@@ -204,8 +175,10 @@ func (g *guard) refused() error {
 	return g.refusal
 }
 
-// dial connects to addr (host:port) at an address the policy allows.
-func (g *guard) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+// dial connects to addr (host:port) at an address the policy allows; a
+// refusal is an egress.Refusal (the proxy answers 403) wrapping the
+// policy's coded error, which the clone's error reports.
+func (g *guard) dial(ctx context.Context, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -216,100 +189,9 @@ func (g *guard) dial(ctx context.Context, network, addr string) (net.Conn, error
 			g.mu.Lock()
 			g.refusal = cmpRefusal(g.refusal, err)
 			g.mu.Unlock()
+			return nil, &egress.Refusal{Dest: addr, Reason: err.Error(), Err: err}
 		}
 		return nil, err
 	}
 	return g.dialer.DialContext(ctx, "tcp", net.JoinHostPort(a.String(), port))
-}
-
-func (g *guard) authorized(r *http.Request) bool {
-	user, pass, ok := parseProxyAuth(r.Header.Get("Proxy-Authorization"))
-	return ok && user == "svc" && subtle.ConstantTimeCompare([]byte(pass), []byte(g.password)) == 1
-}
-
-func parseProxyAuth(h string) (user, pass string, ok bool) {
-	scheme, enc, found := strings.Cut(h, " ")
-	if !found || !strings.EqualFold(scheme, "Basic") {
-		return "", "", false
-	}
-	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc))
-	if err != nil {
-		return "", "", false
-	}
-	return strings.Cut(string(b), ":")
-}
-
-func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !g.authorized(r) {
-		w.Header().Set("Proxy-Authenticate", `Basic realm="svc clone"`)
-		w.WriteHeader(http.StatusProxyAuthRequired)
-		return
-	}
-	if r.Method != http.MethodConnect {
-		if r.URL.Scheme != "http" || r.URL.Host == "" {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		g.rp.ServeHTTP(w, r)
-		return
-	}
-	up, err := g.dial(r.Context(), "tcp", r.Host)
-	if err != nil {
-		w.WriteHeader(http.StatusForbidden)
-		return
-	}
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		_ = up.Close()
-		w.WriteHeader(http.StatusInternalServerError)
-		return
-	}
-	down, buf, err := hj.Hijack()
-	if err != nil {
-		_ = up.Close()
-		return
-	}
-	if !g.track(up, down) {
-		return
-	}
-	defer g.untrack(up, down)
-	if _, err := io.WriteString(down, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-		return
-	}
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, buf); closeWrite(up); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(down, up); closeWrite(down); done <- struct{}{} }()
-	<-done
-	<-done
-}
-
-// closeWrite passes the end of one direction of a tunnel on.
-func closeWrite(c net.Conn) {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
-	}
-}
-
-func (g *guard) track(cs ...net.Conn) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		for _, c := range cs {
-			_ = c.Close()
-		}
-		return false
-	}
-	for _, c := range cs {
-		g.tunnels[c] = struct{}{}
-	}
-	return true
-}
-
-func (g *guard) untrack(cs ...net.Conn) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, c := range cs {
-		delete(g.tunnels, c)
-		_ = c.Close()
-	}
 }

@@ -1,29 +1,9 @@
 package source
 
 import (
-	"encoding/base64"
 	"strings"
 	"testing"
 )
-
-// FuzzProxyAuth: any Proxy-Authorization header is read without panicking,
-// and what Basic encodes reads back.
-func FuzzProxyAuth(f *testing.F) {
-	f.Add("svc", "pass:word")
-	f.Add("", "")
-	f.Add("a:b", "c")
-	f.Fuzz(func(t *testing.T, user, pass string) {
-		_, _, _ = parseProxyAuth(user + " " + pass) // anything at all
-		if strings.Contains(user, ":") {
-			return
-		}
-		h := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
-		u, p, ok := parseProxyAuth(h)
-		if !ok || u != user || p != pass {
-			t.Fatalf("parseProxyAuth(%q) = %q, %q, %v; want %q, %q", h, u, p, ok, user, pass)
-		}
-	})
-}
 
 // FuzzNamedByAllowlist: any entry and host are read without panicking; a
 // bare "*" names nothing, and an entry that is the host names it.

@@ -200,9 +200,9 @@ func (r *Runtime) runBuild(ctx context.Context, req scheduler.BuildRequest, area
 		if req.Build.Kind == spec.BuildGo {
 			r.seedGoCache(ctx, r.seedDir(), filepath.Join(cache, "go-build"), own, req.Log)
 		}
-		if p, err = r.startPod(ctx, "build-"+filepath.Base(area), podSpec{owner: own, allow: allow, refused: func(dest, reason string) {
+		if p, err = r.startPod(ctx, "build-"+filepath.Base(area), podSpec{owner: own, allow: allow, refused: func(dest string, err error) {
 			if req.Log != nil {
-				req.Log(scheduler.StreamStderr, fmt.Sprintf("[svc] egress to %s refused: %s", dest, reason))
+				req.Log(scheduler.StreamStderr, "[svc] "+err.Error())
 			}
 		}}); err != nil {
 			return fmt.Errorf("build: %w", err)

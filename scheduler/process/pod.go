@@ -86,8 +86,8 @@ type podSpec struct {
 	// allow restricts egress to the list (through the pod's proxy); nil
 	// lets everything out.
 	allow *egress.Allowlist
-	// refused is told of each destination the proxy refuses.
-	refused func(dest, reason string)
+	// refused is told of each destination the proxy could not reach.
+	refused func(dest string, err error)
 	// names resolve to 127.0.0.1 inside (the job's workloads).
 	names []string
 }
@@ -101,7 +101,7 @@ type pod struct {
 	// proxyPort is the egress proxy's port, on loopback outside and inside
 	// alike; 0 when egress is open.
 	proxyPort int
-	proxy     net.Listener
+	proxy     *egress.Proxy
 	enter     []string // the nsenter command line that joins the namespaces
 	pastaOut  *lockedWriter
 
@@ -184,12 +184,14 @@ func (r *Runtime) startPodWith(ctx context.Context, id string, sp podSpec, tools
 	var insidePorts []int
 	if sp.allow != nil {
 		// No route out: loopback only, and the proxy.
-		if p.proxy, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
 			return nil, fmt.Errorf("pod %s: egress proxy: %w", id, err)
 		}
-		p.proxyPort = p.proxy.Addr().(*net.TCPAddr).Port
-		px := &egress.Proxy{Allow: sp.allow, Refused: sp.refused}
-		go func() { _ = px.Serve(p.proxy) }()
+		p.proxyPort = ln.Addr().(*net.TCPAddr).Port
+		d := &egress.Dialer{Allow: sp.allow}
+		p.proxy = &egress.Proxy{Dial: d.Dial, Failed: sp.refused}
+		go func() { _ = p.proxy.Serve(ln) }()
 		args = append(args, "-T", strconv.Itoa(p.proxyPort))
 		insidePorts = append(insidePorts, p.proxyPort)
 	} else {

@@ -221,9 +221,9 @@ func (r *Runtime) startJobPod(ctx context.Context, j *job, jb scheduler.Job, ord
 	if spec.owner, err = r.ownerFor(jb.AppID); err != nil {
 		return err
 	}
-	spec.refused = func(dest, reason string) {
+	spec.refused = func(dest string, err error) {
 		for _, w := range j.snapshot() {
-			w.log.Add(fmt.Sprintf("[svc] egress to %s refused: %s", dest, reason))
+			w.log.Add("[svc] " + err.Error())
 		}
 	}
 	if j.pod, err = r.startPod(ctx, jb.ID, spec); err != nil {
