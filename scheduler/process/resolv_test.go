@@ -1,6 +1,10 @@
 package process
 
-import "testing"
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
 
 // TestResolvConf: a pod's resolver is the host's, but a resolver on the
 // host's loopback (systemd-resolved's stub) is unreachable from the pod,
@@ -32,4 +36,22 @@ func TestResolvConf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseResolv: any resolv.conf is read without panicking, and what a
+// pod gets names no loopback server (unreachable from it).
+func FuzzParseResolv(f *testing.F) {
+	f.Add("nameserver 127.0.0.53\noptions edns0\n")
+	f.Add("nameserver 10.0.0.2\nsearch a b\n")
+	f.Add("nameserver\n\x00nameserver ::1 x\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		h := parseResolv([]byte(s))
+		for _, line := range strings.Split(h.conf(false), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == "nameserver" {
+				if a, err := netip.ParseAddr(f[1]); err == nil && a.IsLoopback() {
+					t.Fatalf("the pod is told of the loopback resolver %s", f[1])
+				}
+			}
+		}
+	})
 }
