@@ -54,7 +54,7 @@ func BenchmarkReconcile200Apps(b *testing.B) {
 // BenchmarkReconcile200AppsProcess is the same pass over 200 static sites
 // the real process runtime serves.
 func BenchmarkReconcile200AppsProcess(b *testing.B) {
-	rt, err := process.New(process.Config{WorkDir: b.TempDir(), StopGrace: time.Second})
+	rt, err := process.New(process.Config{WorkDir: b.TempDir(), StopGrace: time.Second, Isolation: "none"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -107,6 +107,9 @@ func newTestRuntime(t testing.TB, dir string) *process.Runtime {
 	rt, err := process.New(process.Config{
 		WorkDir: filepath.Join(dir, "runtime"), StartTimeout: 30 * time.Second, HealthInterval: 100 * time.Millisecond,
 		SettleTime: 200 * time.Millisecond, StopGrace: 2 * time.Second, RestartBackoff: 100 * time.Millisecond, MaxRestartBackoff: time.Second,
+		// The API's tests look at what the server does, not at the
+		// sandbox (scheduler/process and internal/e2e test that).
+		Isolation: "none",
 	})
 	if err != nil {
 		t.Fatal(err)

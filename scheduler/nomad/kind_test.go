@@ -22,7 +22,7 @@ import (
 
 func testKind(t *testing.T) adapters.Kind {
 	t.Helper()
-	builder, err := process.New(process.Config{WorkDir: t.TempDir()})
+	builder, err := process.New(process.Config{WorkDir: t.TempDir(), Isolation: "none"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ type options struct {
 // budget (2 restarts within a minute, 50ms apart) and short waits.
 func newEnv(t testing.TB, o options) *env {
 	t.Helper()
-	builder, err := process.New(process.Config{WorkDir: t.TempDir(), BuildEnv: hostGoCache()})
+	builder, err := process.New(process.Config{WorkDir: t.TempDir(), BuildEnv: hostGoCache(), Isolation: "none"})
 	if err != nil {
 		t.Fatalf("builder: %v", err)
 	}

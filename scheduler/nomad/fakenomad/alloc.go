@@ -211,6 +211,9 @@ func (a *alloc) run() {
 		MaxRestartBackoff: delay,
 		RestartAttempts:   attempts,
 		RestartInterval:   interval,
+		// The fake's tasks are plain processes, as Nomad's raw_exec
+		// driver runs them.
+		Isolation: "none",
 	})
 	if err != nil {
 		a.fail(fmt.Errorf("driver: %w", err))
