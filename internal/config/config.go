@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -54,8 +55,13 @@ type Config struct {
 		URL string
 	}
 	Server struct {
-		Addr            string
-		BaseDomain      string
+		Addr       string
+		BaseDomain string
+		// AppsDomain, when set, is the domain apps are served under,
+		// apart from the console: <slug>.<apps domain> in subdomain
+		// routing, the host of the apps' ports in port routing. Empty:
+		// the base domain (subdomain) or the console's host (port).
+		AppsDomain      string
 		RoutingMode     string // port, subdomain or path
 		Issuer          string // derived when not set, see Load
 		ExternalURL     string
@@ -133,7 +139,7 @@ type source struct {
 // Environment variables are SVC_ plus the setting name uppercased with dots
 // turned into underscores; the file nests by the dots. An empty environment
 // value (or a null in the file) sets a setting only where empty means unset:
-// database.url, server.issuer, server.external_url, server.proxy_upstream,
+// database.url, server.apps_domain, server.issuer, server.external_url, server.proxy_upstream,
 // admin.password, cluster.node_id, cluster.raft_addr, cluster.peers and
 // cluster.secret. For
 // every other setting an empty value is an error. When several entries of
@@ -344,8 +350,31 @@ func (l *loader) crossCheck() {
 	if ok("cluster.raft_addr", "cluster.secret", "cluster.peers", "cluster.node_id") {
 		l.checkCluster()
 	}
+	if ok("server.apps_domain", "server.external_url", "server.routing_mode") {
+		l.checkAppsDomain()
+	}
 	if _, set := l.sources["server.issuer"]; (!set || c.Server.Issuer == "") && ok("server.addr", "server.external_url") {
 		c.Server.Issuer = deriveIssuer(c.Server.ExternalURL, c.Server.Addr)
+	}
+}
+
+// checkAppsDomain refuses, in subdomain routing, a console (the external
+// URL's host) under the apps domain: an app whose slug is the console's
+// label would take its address, and every app could set cookies for it.
+func (l *loader) checkAppsDomain() {
+	c := l.c
+	if c.Server.AppsDomain == "" || c.Server.ExternalURL == "" || c.Server.RoutingMode != "subdomain" {
+		return
+	}
+	u, err := url.Parse(c.Server.ExternalURL)
+	if err != nil {
+		return
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	apps := strings.ToLower(strings.TrimSuffix(c.Server.AppsDomain, "."))
+	if strings.HasSuffix(host, "."+apps) {
+		l.errorf("%s puts the console at %s, under %s %s: apps are <slug>.%s, so an app could take the console's address and set its cookies; serve the console from another domain",
+			l.ref("server.external_url"), host, l.ref("server.apps_domain"), apps, apps)
 	}
 }
 
