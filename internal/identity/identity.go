@@ -2,7 +2,8 @@
 // accounts (with Argon2id password hashes), browser sessions, API tokens,
 // groups, custom roles and the grants that share apps (managing and
 // opening them, with the grant to everyone's passcode and the admissions it
-// gives); the first administrator (setup or SVC_ADMIN_PASSWORD); sign-in
+// gives); app sessions, the per-app credentials a handoff from the console
+// gives a browser on an app's own origin (appsessions.go); the first administrator (setup or SVC_ADMIN_PASSWORD); sign-in
 // with throttling; and the rule that someone must always remain able to
 // manage accounts, which the store's FSM enforces.
 //
@@ -185,7 +186,9 @@ var (
 )
 
 // Tables lists the tables this package declares.
-func Tables() []raftstore.Def { return []raftstore.Def{Users, Sessions, Tokens, Groups, Roles, Grants} }
+func Tables() []raftstore.Def {
+	return []raftstore.Def{Users, Sessions, Tokens, Groups, Roles, Grants, AppSessions}
+}
 
 // accountsManageable is the invariant that the installation is never left
 // with no active account able to manage accounts (holding
