@@ -150,7 +150,7 @@ func (w *world) edge(o edgeOpts) *Proxy {
 	if signer == nil {
 		signer = w.signer
 	}
-	d := Deps{Routes: w.table, Identity: w.ident, Store: w.store, Signer: signer, Policy: w.pol}
+	d := Deps{Routes: w.table, Identity: w.ident, AppSessions: w.ident, Store: w.store, Signer: signer, Policy: w.pol}
 	if !o.noPass {
 		d.Passcodes = w.sharing
 	}
@@ -414,7 +414,32 @@ func withCookie(name, value string) reqOpt {
 	return func(r *http.Request) { r.AddCookie(&http.Cookie{Name: name, Value: value}) }
 }
 
-func session(p *person) reqOpt { return withCookie("svc_session", p.cookie) }
+// consoleSession is the console's session cookie of p: the API's, which
+// the edge never takes.
+func consoleSession(p *person) reqOpt { return withCookie("svc_session", p.cookie) }
+
+// as is the app cookie p's browser holds for app a after a handoff from
+// p's console session: minted and redeemed as the handoff's two halves do.
+func (w *world) as(p *person, a *testApp) reqOpt {
+	w.t.Helper()
+	return withCookie(appCookie(a.id), w.appCookieFor(p, a.id))
+}
+
+// appCookieFor mints and redeems a handoff code for p's console session.
+func (w *world) appCookieFor(p *person, appID string) string {
+	w.t.Helper()
+	st := identity.NewHandoffState()
+	sessionID, _, _ := strings.Cut(p.cookie, ".")
+	code, err := w.ident.BeginAppSession(bg, identity.NewAppSession{AppID: appID, State: st, SessionID: sessionID})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	c, err := w.ident.RedeemAppSession(bg, appID, code, func(string) string { return st.Secret })
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return c.Value
+}
 
 func header(k, v string) reqOpt {
 	return func(r *http.Request) { r.Header[k] = append(r.Header[k], v) }

@@ -110,6 +110,9 @@ type Deps struct {
 	// AppURLs says where apps are served, for the App's url field; nil
 	// leaves it null.
 	AppURLs appAddresser
+	// Handoff signs browsers in to apps on the apps' own origins (the
+	// edge); nil: the handoff endpoint answers NOT_FOUND.
+	Handoff handoffService
 	// Restart asks the process to restart the server in place. It must
 	// return at once (the restart drains this server, the asking request
 	// included), and a call while a restart is pending must do nothing.
