@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/svchost/svc/internal/browsertest"
 	"github.com/svchost/svc/internal/testserver"
@@ -93,6 +95,20 @@ func (s *webServer) appOf(t *testing.T, name string, sm sample) webApp {
 	if got.App.URL == nil {
 		t.Fatalf("app %s has no url", id)
 	}
+	// The edge listens once its route table has the app (port mode).
+	port := mustPort(t, *got.App.URL)
+	deadline := time.Now().Add(scaled(30 * time.Second))
+	for {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens at %s: %v", *got.App.URL, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	return webApp{id: id, slug: got.App.Slug, url: *got.App.URL}
 }
 
@@ -144,11 +160,12 @@ func (s *webServer) signInTab(t *testing.T, tab *browsertest.Tab, username, pass
 	}
 }
 
-// whoAmI asks the console's API, from the console's own origin in tab,
-// who is signed in: the user's username, or the refusal's code.
+// whoAmI asks the console's API, from the console's own origin in tab (a
+// page outside /api/v1, where a tossed cookie would be sent), who is
+// signed in: the user's username, or the refusal's code.
 func (s *webServer) whoAmI(t *testing.T, tab *browsertest.Tab) (status int, who string) {
 	t.Helper()
-	tab.Go(s.console + "/api/v1/setup")
+	tab.Go(s.console + "/healthz")
 	var out struct {
 		Status int             `json:"status"`
 		Body   json.RawMessage `json:"body"`
@@ -309,14 +326,25 @@ func TestBrowserCookieTossing(t *testing.T) {
 			}
 			result(t, tab, &tossed)
 			t.Logf("the hostile page set %q (error %q; its document.cookie: %q)", tossed.Set, tossed.Error, tossed.Now)
+			for _, c := range tab.Cookies(s.console + "/api/v1/me") {
+				t.Logf("cookie for the console's /api/v1/me: %s=%.12s… domain %s path %s httpOnly %v", c.Name, c.Value, c.Domain, c.Path, c.HTTPOnly)
+			}
 			status, who := s.whoAmI(t, tab)
 			if who == "mallory" {
 				t.Fatalf("after the toss the victim's console acts as the attacker (%d)", status)
 			}
-			if status == http.StatusOK && who != "admin" {
-				t.Fatalf("after the toss: %d %s", status, who)
+			if status != http.StatusUnauthorized || who != "AUTH_INVALID" {
+				t.Errorf("after the toss the console answered %d %s; want 401 AUTH_INVALID (ambiguous)", status, who)
 			}
-			t.Logf("after the toss the console answered %d %s", status, who)
+			// The refusal cleared both copies; signing in again works, as
+			// oneself, and stays so.
+			for _, c := range tab.Cookies(s.console + "/api/v1/me") {
+				t.Errorf("a session cookie left after the refusal: %s path %s domain %s", c.Name, c.Path, c.Domain)
+			}
+			s.signInTab(t, tab, "admin", adminPassword)
+			if status, who := s.whoAmI(t, tab); status != http.StatusOK || who != "admin" {
+				t.Errorf("signed in again: %d %s", status, who)
+			}
 		})
 	}
 }
@@ -347,6 +375,183 @@ func TestBrowserCrossAppCSRF(t *testing.T) {
 			for _, h := range append(s.hostile.hits(notes.id, "/fetch"), s.hostile.hits(notes.id, "/form")...) {
 				if h.UserID != "" || h.Method == http.MethodPost && h.Assertion && h.UserID != "" {
 					t.Errorf("app B received %s %s as %s from app A's page", h.Method, h.Path, h.UserID)
+				}
+			}
+		})
+	}
+}
+
+// TestBrowserHandoff: how a real browser opens apps, in each routing mode.
+// Signed in on the console, opening a private app follows the handoff
+// (app, console, app's /.svc/handoff, app) and ends on the app with the
+// person's assertion and an app cookie of the app's own origin; not signed
+// in, it stops at the console's sign-in page, and signing in there and
+// following its next gets to the app; an app behind a passcode sends the
+// browser to its passcode page, and the admission given there reaches the
+// app's origin through the handoff; a handoff whose next is not one of
+// this installation's apps is refused, whatever state it carries.
+func TestBrowserHandoff(t *testing.T) {
+	for _, mode := range []string{"port", "subdomain", "path"} {
+		t.Run(mode, func(t *testing.T) {
+			s := startWebServer(t, mode)
+			notes := s.app(t, "notes")
+			guarded := s.app(t, "guarded")
+			s.must(t, "POST", "/apps/"+guarded.id+"/grants", map[string]any{"plane": "data", "principal_kind": "anonymous", "passcode": "open-sesame-42"}, http.StatusCreated, nil)
+			b := browse(t)
+			var me struct {
+				User struct{ ID string } `json:"user"`
+			}
+			s.must(t, "GET", "/me", nil, http.StatusOK, &me)
+
+			// Not signed in: to the console's sign-in page, then back.
+			tab := b.Tab()
+			hops := tab.Go(notes.url + "page?x=1")
+			login := tab.URL()
+			if !strings.HasPrefix(login, s.console+"/login?next=") || len(hops) < 3 || hops[0].Status != http.StatusSeeOther {
+				t.Fatalf("not signed in, opening the app ended at %s: %+v", login, hops)
+			}
+			u, _ := url.Parse(login)
+			next := u.Query().Get("next")
+			if !strings.HasPrefix(next, "/api/v1/edge/handoff?") {
+				t.Fatalf("the sign-in page's next is %q; want the handoff", next)
+			}
+			s.signInTab(t, tab, "admin", adminPassword)
+			hops = tab.Go(s.console + next)
+			if got := tab.URL(); got != notes.url+"page?x=1" {
+				t.Fatalf("after signing in the handoff ended at %s, want the app page: %+v", got, hops)
+			}
+			last := s.hostile.hits(notes.id, "/page")
+			if len(last) == 0 || last[len(last)-1].UserID != me.User.ID || !last[len(last)-1].Assertion {
+				t.Fatalf("the app got %+v; want the administrator's assertion", last)
+			}
+			for _, h := range last {
+				for _, c := range h.Cookies {
+					if strings.Contains(strings.ToLower(c), "svc_") {
+						t.Errorf("the app received svc's cookie %s", c)
+					}
+				}
+			}
+			var appCookie bool
+			for _, c := range tab.Cookies(notes.url) {
+				switch {
+				case c.Name == "svc_app_"+notes.id:
+					appCookie = true
+					wantPath := "/"
+					if mode == "path" {
+						wantPath = "/apps/" + notes.slug + "/"
+					}
+					if !c.HTTPOnly || c.SameSite != "Lax" || strings.HasPrefix(c.Domain, ".") || c.Path != wantPath {
+						t.Errorf("the app cookie: httpOnly %v sameSite %s domain %s path %s", c.HTTPOnly, c.SameSite, c.Domain, c.Path)
+					}
+				case strings.HasPrefix(c.Name, "svc_handoff_"):
+					t.Errorf("the handoff's state cookie is left: %s", c.Name)
+				case c.Name == "svc_session" && mode == "subdomain":
+					t.Errorf("the console's session cookie reaches the app's subdomain: domain %s", c.Domain)
+				}
+			}
+			if !appCookie {
+				t.Errorf("no app cookie for %s", notes.url)
+			}
+
+			// Signed in: straight through, four answers.
+			hops = tab.Go(notes.url + "again")
+			if tab.URL() != notes.url+"again" || len(hops) != 1 {
+				t.Errorf("with the app cookie: %+v", hops)
+			}
+			second := s.app(t, "second")
+			hops = tab.Go(second.url)
+			if tab.URL() != second.url || len(hops) != 4 {
+				t.Errorf("signed in, a second app: ended at %s after %+v; want the handoff's three redirects and the app", tab.URL(), hops)
+			}
+
+			// A passcode app: to its passcode page, then through.
+			pc := browse(t).Tab()
+			pc.Go(guarded.url)
+			page := pc.URL()
+			if !strings.HasPrefix(page, s.console+"/passcode/"+guarded.id+"?next=") {
+				t.Fatalf("a passcode app sent the browser to %s", page)
+			}
+			var status int
+			pc.MustEval(`fetch('/api/v1/apps/`+guarded.id+`/passcode', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: '{"passcode":"open-sesame-42"}'}).then(r => r.status)`, &status)
+			if status != http.StatusNoContent {
+				t.Fatalf("the passcode: %d", status)
+			}
+			u, _ = url.Parse(page)
+			pc.Go(s.console + u.Query().Get("next"))
+			if pc.URL() != guarded.url {
+				t.Fatalf("after the passcode the handoff ended at %s", pc.URL())
+			}
+			if h := s.hostile.hits(guarded.id, "/"); len(h) == 0 || h[len(h)-1].UserID != "anonymous" || !h[len(h)-1].Assertion {
+				t.Errorf("the passcode app got %+v; want an anonymous assertion", h)
+			}
+
+			// Open redirects: a handoff to anywhere but an app of this
+			// installation is refused, on the console.
+			state := "AAAAAAAAAAAAAAAA." + strings.Repeat("B", 43)
+			for _, evil := range []string{
+				"http://evil.localhost:" + mustPort(t, s.console) + "/",
+				"http://evil.example/",
+				"//evil.example/",
+				"javascript:alert(1)",
+				strings.Replace(notes.url, "http://", "http://user:pw@", 1),
+				s.console + "/api/v1/me",
+			} {
+				hops := tab.Go(s.console + "/api/v1/edge/handoff?next=" + url.QueryEscape(evil) + "&state=" + state)
+				// 400 (not an app's address), or 404 for the console's own
+				// host in port mode (an apps' port no app holds): never a
+				// redirect.
+				if len(hops) != 1 || hops[0].Status < 400 || hops[0].Status > 404 || !strings.HasPrefix(tab.URL(), s.console+"/api/v1/edge/handoff") {
+					t.Errorf("next=%s: %+v, ended at %s; want a refusal on the console", evil, hops, tab.URL())
+				}
+			}
+		})
+	}
+}
+
+// TestBrowserSeparateAppsDomain: with server.apps_domain on another site
+// (apps.localhost beside the console's svc.localhost), an app's script
+// cannot set any cookie the console receives, so a toss fails even for a
+// visitor who is not signed in (whom ambiguity cannot protect: their
+// console would hold only the attacker's cookie); the apps open through
+// the handoff across the two sites; and in port mode an app asked for on
+// the console's host is sent to the apps domain.
+func TestBrowserSeparateAppsDomain(t *testing.T) {
+	for _, mode := range []string{"port", "subdomain"} {
+		t.Run(mode, func(t *testing.T) {
+			s := startWebServer(t, mode, "SVC_SERVER_APPS_DOMAIN=apps.localhost")
+			evil := s.app(t, "evil")
+			notes := s.app(t, "notes")
+			s.shareWithEveryone(t, evil.id)
+			if u, _ := url.Parse(evil.url); !strings.HasSuffix(u.Hostname(), "apps.localhost") {
+				t.Fatalf("the app's url %s is not on the apps domain", evil.url)
+			}
+			_, malloryCookie := s.member(t, "mallory")
+			tab := browse(t).Tab()
+			for _, domain := range []string{"", "svc.localhost", "localhost"} {
+				tab.Go(evil.url + "toss?path=/&value=" + url.QueryEscape(malloryCookie) + "&domain=" + domain)
+				var tossed struct{ Set, Error string }
+				result(t, tab, &tossed)
+			}
+			for _, c := range tab.Cookies(s.console + "/api/v1/me") {
+				t.Errorf("the app set a cookie the console receives: %s domain %s", c.Name, c.Domain)
+			}
+			if status, who := s.whoAmI(t, tab); who == "mallory" || status != http.StatusUnauthorized {
+				t.Fatalf("a visitor not signed in, after the toss: %d %s", status, who)
+			}
+			s.signInTab(t, tab, "admin", adminPassword)
+			tab.Go(notes.url + "x")
+			if tab.URL() != notes.url+"x" {
+				t.Fatalf("opening the app across sites ended at %s", tab.URL())
+			}
+			if mode == "port" {
+				onConsoleHost := strings.Replace(notes.url, "apps.localhost", "svc.localhost", 1)
+				hops := tab.Go(onConsoleHost + "y")
+				if tab.URL() != notes.url+"y" || len(hops) == 0 || hops[0].Status != http.StatusPermanentRedirect {
+					t.Errorf("the app on the console's host: %+v, ended at %s; want 308 to the apps domain", hops, tab.URL())
+				}
+				hops = tab.Go(strings.Replace(s.console, "svc.localhost", "apps.localhost", 1) + "/api/v1/setup")
+				if len(hops) != 1 || hops[0].Status != http.StatusNotFound {
+					t.Errorf("the console on the apps domain: %+v; want 404", hops)
 				}
 			}
 		})
