@@ -557,3 +557,67 @@ func TestBrowserSeparateAppsDomain(t *testing.T) {
 		})
 	}
 }
+
+// TestBrowserWhatAnAppPageCanDo measures, in Chromium, what a private
+// app's page gets from the edge in each mode, as docs/security-routing.md
+// states it. Subdomain (and port) mode: everything a page does on its own
+// origin is authenticated (same-origin). Path mode: the page itself loads
+// with the person's assertion (a top-level navigation carries the
+// SameSite=Lax app cookie), and so does a link to another of its pages;
+// but the CSP sandbox gives the page an opaque origin, so the browser
+// sends its fetches, images and scripts as cross-site requests without
+// cookies, and its form posts without SameSite=Lax ones: the edge refuses
+// them all (401), and the page cannot use the origin's storage.
+func TestBrowserWhatAnAppPageCanDo(t *testing.T) {
+	for _, mode := range []string{"subdomain", "path"} {
+		t.Run(mode, func(t *testing.T) {
+			s := startWebServer(t, mode)
+			app := s.app(t, "private")
+			tab := browse(t).Tab()
+			s.signInTab(t, tab, "admin", adminPassword)
+			tab.Go(app.url + "probe")
+			if tab.URL() != app.url+"probe" {
+				t.Fatalf("the page did not open: %s", tab.URL())
+			}
+			var got map[string]any
+			result(t, tab, &got)
+			authed := func(path string) bool {
+				h := s.hostile.hits(app.id, path)
+				return len(h) > 0 && h[len(h)-1].UserID != "" && h[len(h)-1].UserID != "anonymous"
+			}
+			sub := map[string]bool{"fetch": authed("/probe-fetch"), "image": authed("/probe-image"), "script": authed("/probe-script")}
+			// A link the page follows (a navigation the page starts).
+			tab.MustEval(`location.href = 'linked'; 'ok'`, nil)
+			waitHit(t, s.hostile, app.id, "/linked")
+			tab.Go(app.url + "selfpost")
+			waitHit(t, s.hostile, "", "/submit")
+			t.Logf("%s mode: the page's own subresources authenticated: %v (page saw %v); its form post: %v; a link it follows: %v",
+				mode, sub, got, authed("/submit"), authed("/linked"))
+			want := mode != "path"
+			for what, ok := range sub {
+				if ok != want {
+					t.Errorf("%s mode: the page's %s authenticated %v, want %v", mode, what, ok, want)
+				}
+			}
+			if authed("/submit") != want {
+				t.Errorf("%s mode: the page's own form post authenticated %v, want %v", mode, authed("/submit"), want)
+			}
+			if !authed("/probe") || !authed("/linked") {
+				t.Errorf("%s mode: the page itself (%v) or a link it follows (%v) was not authenticated", mode, authed("/probe"), authed("/linked"))
+			}
+			if storage := got["storage"]; (storage == "ok") != want {
+				t.Errorf("%s mode: the page's storage: %v", mode, storage)
+			}
+		})
+	}
+}
+
+// waitHit waits a little for a request the browser is making to reach the
+// hostile app, or to be refused on the way (then it never does).
+func waitHit(t *testing.T, h *hostileApp, appID, path string) {
+	t.Helper()
+	deadline := time.Now().Add(scaled(3 * time.Second))
+	for len(h.hits(appID, path)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -24,6 +24,8 @@ import (
 //	/attack-api?ws=<exec websocket URL>   the console's API from the app's page
 //	/toss?value=&path=&domain=           document.cookie = "svc_session=…"
 //	/csrf?target=<URL>                    a form POST and a fetch POST to target
+//	/probe                                the app's own subresources: fetch, image, script
+//	/selfpost                             a form POST to the app's own /submit
 type hostileApp struct {
 	srv *httptest.Server
 
@@ -80,6 +82,10 @@ func (h *hostileApp) serve(w http.ResponseWriter, r *http.Request) {
 		script = tossScript
 	case "/csrf":
 		script = csrfScript
+	case "/probe":
+		script = probeScript
+	case "/selfpost":
+		script = selfPostScript
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(x)
@@ -166,4 +172,38 @@ window.__result = (async () => {
   await loaded;
   return {fetched, form: 'sent'};
 })();
+`
+
+// probeScript loads the app's own subresources, as any page does: a
+// fetch, an image, a script (relative addresses, under the page's prefix
+// in path mode), and tries the origin's storage.
+const probeScript = `
+const settle = (el, attr, url) => new Promise((resolve) => {
+  el.onload = () => resolve('loaded'); el.onerror = () => resolve('error'); el[attr] = url;
+  if (el.tagName === 'SCRIPT') document.head.appendChild(el);
+  setTimeout(() => resolve('timeout'), 10000);
+});
+window.__result = (async () => {
+  const out = {};
+  try { out.fetch = (await fetch('probe-fetch', {credentials: 'include'})).status; } catch (e) { out.fetch = String(e); }
+  out.image = await settle(new Image(), 'src', 'probe-image');
+  out.script = await settle(document.createElement('script'), 'src', 'probe-script');
+  try { localStorage.setItem('k', 'v'); out.storage = 'ok'; } catch (e) { out.storage = e.name; }
+  return out;
+})();
+`
+
+// selfPostScript submits a form to the app's own /submit, as a page of
+// the app would.
+const selfPostScript = `
+const form = document.createElement('form');
+form.method = 'POST';
+form.action = 'submit';
+const input = document.createElement('input');
+input.name = 'note';
+input.value = 'mine';
+form.appendChild(input);
+document.body.appendChild(form);
+window.__result = Promise.resolve('submitting');
+form.submit();
 `
