@@ -173,14 +173,14 @@ func (p *Proxy) addressed(r *http.Request, next string) (target, error) {
 	switch p.cfg.Mode {
 	case ModePort:
 		port, err := strconv.Atoi(portOf(u))
-		if err != nil || port < 1 || port > 65535 || u.Scheme != "http" || !strings.EqualFold(u.Hostname(), p.appsHost(r)) {
+		if err != nil || port < 1 || port > 65535 || strconv.Itoa(port) != portOf(u) || u.Scheme != "http" || !strings.EqualFold(u.Hostname(), p.appsHost(r)) {
 			return bad(fmt.Sprintf("apps are at http://%s:<port>/", p.appsHost(r)))
 		}
 		route, found := p.d.Routes.ByPort(port)
 		return target{route: route, found: found, port: port}, nil
 	case ModeSubdomain:
 		slug, ok := p.subdomainSlug(u.Host)
-		if !ok || u.Scheme != p.proto(r) || portOf(u) != p.subdomainPort(r) {
+		if !ok || strings.HasSuffix(u.Hostname(), ".") || u.Scheme != p.proto(r) || portOf(u) != p.subdomainPort(r) {
 			return bad(fmt.Sprintf("apps are at %s/", originOf(p.proto(r), "<slug>."+p.apps, p.subdomainPort(r))))
 		}
 		route, found := p.d.Routes.BySlug(slug)

@@ -341,10 +341,18 @@ func (w *world) appHandler(a *testApp) http.Handler {
 		}
 	})
 	mux.HandleFunc("/set-cookie", func(rw http.ResponseWriter, r *http.Request) {
-		for _, c := range []string{"svc_session=planted; Path=/", "SVC_passcode_x=1", "app_pref=dark; Path=/", "Svc_other=2"} {
+		for _, c := range []string{"svc_session=planted; Path=/", "SVC_passcode_x=1", "app_pref=dark; Path=/", "Svc_other=2",
+			"__Host-svc_session=planted; Path=/; Secure", "__Secure-SVC_app_x=planted; Secure"} {
 			rw.Header().Add("Set-Cookie", c)
 		}
 		rw.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("/own-headers", func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Security-Policy", "default-src 'self'")
+		rw.Header().Set("Service-Worker-Allowed", "/")
+		rw.Header().Set("Clear-Site-Data", `"*"`)
+		rw.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(rw, "<p>the app's page</p>")
 	})
 	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 		a.hits.Add(1)
