@@ -74,6 +74,9 @@ func TestWhoOpensWhat(t *testing.T) {
 		{"an unknown app cookie", notesURL, []reqOpt{withCookie(appCookie(notes.id), "aps_01JAAAAAAAAAAAAAAAAAAAAAAA.nope")}, want{status: 401, code: "AUTH_REQUIRED"}},
 		{"a POST from a browser is not redirected", notesURL, []reqOpt{browser()}, want{status: 401, code: "AUTH_REQUIRED"}},
 		{"everyone, anonymous", publicURL, nil, want{status: 200, sub: AnonymousSubject}},
+		{"everyone, a browser marked not signed in", publicURL, []reqOpt{browser(), withCookie(visitCookie(public.id), "anonymous")}, want{status: 200, sub: AnonymousSubject}},
+		{"everyone, in a frame: no handoff", publicURL, []reqOpt{browser(), header("Sec-Fetch-Site", "same-site"), header("Sec-Fetch-Mode", "navigate"), header("Sec-Fetch-Dest", "iframe")}, want{status: 200, sub: AnonymousSubject}},
+		{"a frame is not sent to sign in", notesURL, []reqOpt{browser(), header("Sec-Fetch-Site", "same-site"), header("Sec-Fetch-Mode", "navigate"), header("Sec-Fetch-Dest", "iframe")}, want{status: 401, code: "AUTH_REQUIRED"}},
 		{"everyone, signed in: as oneself", publicURL, []reqOpt{w.as(carol, public)}, want{status: 200, sub: carol.user.ID}},
 		{"everyone, a bad credential counts as none", publicURL, []reqOpt{bearer("tok_01JAAAAAAAAAAAAAAAAAAAAAAA.nope")}, want{status: 200, sub: AnonymousSubject}},
 	}
@@ -108,6 +111,11 @@ func TestWhoOpensWhat(t *testing.T) {
 		})
 	}
 
+	// A browser's first page of an app shared with everyone goes through
+	// the handoff (to be told as the person, if signed in).
+	if res, _ := do(t, "GET", publicURL+"/", browser()); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("a browser's first visit to everyone's app: %d", res.StatusCode)
+	}
 	// A browser without an app cookie is sent to the console's handoff,
 	// built from the configuration and the listener's address (the
 	// console's port; loopback is localhost), never from Host.

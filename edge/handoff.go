@@ -33,7 +33,12 @@ import (
 //     or admission, and the state) and a 303 to
 //     <app origin>[/apps/<slug>]/.svc/handoff?code=…&next=…; anyone else
 //     is sent to the console's /login or /passcode/<app ID> page, with the
-//     handoff as its next.
+//     handoff as its next. A browser not signed in on an app shared with
+//     everyone is sent back to /.svc/handoff without a code, which marks
+//     it (svc_visit_<app ID>, visitTTL) so that the edge lets it in
+//     anonymously without asking again (mayIdentify: the edge sends a
+//     browser's first page of such an app through the handoff, to tell
+//     the app who a signed-in person is).
 //  3. The edge redeems the code on the app's origin (redeem): only with
 //     the state's cookie, once, for this app. It sets the app cookie
 //     (svc_app_<app ID>: HttpOnly, SameSite=Lax, host-only; over TLS
@@ -197,6 +202,23 @@ func (p *Proxy) startHandoff(w http.ResponseWriter, r *http.Request, t target) {
 // stateCookie names the cookie of a handoff state.
 func stateCookie(id string) string { return "svc_handoff_" + id }
 
+// visitCookie marks a browser the handoff found not signed in, on an app
+// shared with everyone: it is not sent through the handoff again while the
+// mark lasts (visitTTL).
+func visitCookie(appID string) string { return "svc_visit_" + appID }
+
+// visitTTL is how long a visitor found not signed in stays anonymous to an
+// app shared with everyone before the edge asks the console again.
+const visitTTL = time.Hour
+
+// mayIdentify says whether a visitor admitted anonymously by the grant to
+// everyone is worth a handoff, which tells the app who they are if they
+// are signed in on the console: a top-level page navigation of a browser
+// the handoff has not found anonymous lately.
+func (p *Proxy) mayIdentify(r *http.Request, t target) bool {
+	return wantsPage(r) && websec.TopLevelNavigation(r) && websec.Lookup(r.Header, visitCookie(t.route.AppID)).Count == 0
+}
+
 // Handoff is the console's side of a handoff (GET /api/v1/edge/handoff):
 // r is the console's request, caller who its session cookie says it is
 // (the anonymous principal when none). It returns where to send the
@@ -262,8 +284,10 @@ func (p *Proxy) Handoff(r *http.Request, caller identity.Authenticated) (string,
 	case byPasscode:
 		n.Admission = ref
 	default:
-		// The grant to everyone lets anyone in: no code is needed.
-		return next, nil
+		// The grant to everyone lets anyone in: no code is needed; the
+		// app's origin notes that this browser is not signed in.
+		origin, prefix := p.appOrigin(r, t)
+		return origin + prefix + handoffPath + "?" + url.Values{"next": {next}}.Encode(), nil
 	}
 	code, err := p.d.AppSessions.BeginAppSession(r.Context(), n)
 	if err != nil {
@@ -296,6 +320,14 @@ func (p *Proxy) redeem(w http.ResponseWriter, r *http.Request, t target) {
 			err = errcode.Invalid("next", "next is not an address of this app")
 		}
 		writeError(w, r, asCoded(err))
+		return
+	}
+	if !q.Has("code") {
+		// A visitor the handoff found not signed in (an app shared with
+		// everyone): remember it for a while, and go on anonymously.
+		http.SetCookie(w, &http.Cookie{Name: visitCookie(t.route.AppID), Value: "anonymous", Path: t.cookiePath("/"),
+			MaxAge: int(visitTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: p.appSecure(r)})
+		redirectTo(w, next, http.StatusSeeOther)
 		return
 	}
 	ctx := r.Context()

@@ -166,6 +166,29 @@ func TestHandoffFlow(t *testing.T) {
 			if reached(t, res, readAll(res)); len(b.hops) != 0 {
 				t.Errorf("with the app cookie: redirected %q", b.hops)
 			}
+
+			// An app shared with everyone: a browser signed in on the
+			// console is told to it as the person; one that is not goes
+			// through once, and is then let in anonymously for a while.
+			public := w.addApp("public", 9002)
+			w.grant(public.id, authz.KindAnonymous, "")
+			if mode == ModePort {
+				routes["localhost:9002"] = hostOf(serve(t, p.PortHandler(9002)))
+			}
+			publicURL := strings.Replace(strings.Replace(appURL, "notes", "public", 1), "9001", "9002", 1)
+			res = b.page(t, publicURL)
+			if rep := reached(t, res, readAll(res)); rep.Claims["sub"] != alice.user.ID || len(b.hops) != 3 {
+				t.Errorf("signed in, everyone's app: %v after %q", rep.Claims["sub"], b.hops)
+			}
+			for range 2 {
+				res = anon.page(t, publicURL+"x")
+				if rep := reached(t, res, readAll(res)); rep.Claims["sub"] != AnonymousSubject {
+					t.Errorf("not signed in, everyone's app: %v after %q", rep.Claims["sub"], anon.hops)
+				}
+			}
+			if len(anon.hops) != 0 {
+				t.Errorf("the second anonymous visit went through the handoff again: %q", anon.hops)
+			}
 		})
 	}
 }
@@ -264,7 +287,7 @@ func TestHandoffDecisions(t *testing.T) {
 		{"signed in, no such app", q("http://localhost:9999/", st), []reqOpt{signIn(h.alice)}, 404, "NOT_FOUND", ""},
 		{"signed in, not shared", q(notes, st), []reqOpt{signIn(h.carol)}, 403, "PERM_DENIED", ""},
 		{"an administrator without a data-plane grant", q(notes, st), []reqOpt{signIn(h.admin)}, 403, "PERM_DENIED", ""},
-		{"everyone's app, anonymous: straight there", q(public, st), nil, 303, "", public},
+		{"everyone's app, anonymous: back, marked not signed in", q(public, st), nil, 303, "", "http://localhost:9002" + handoffPath + "?next=" + url.QueryEscape(public)},
 		{"everyone's app, signed in: a code (identified)", q(public, st), []reqOpt{signIn(h.carol)}, 303, "", "http://localhost:9002" + handoffPath + "?code="},
 		{"a passcode app: to its passcode page", q(guarded, st), nil, 303, "", "http://localhost:8080/passcode/" + h.guarded.id + "?next=" + url.QueryEscape(HandoffEndpoint+"?")},
 		{"a passcode app, admitted on the console", q(guarded, st), []reqOpt{withCookie(PasscodeCookie(h.guarded.id), h.admission)}, 303, "", "http://localhost:9003" + handoffPath + "?code="},

@@ -17,6 +17,7 @@ import (
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/internal/websec"
 	"github.com/svchost/svc/raftstore"
 )
 
@@ -351,8 +352,16 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, t target) {
 		a = identity.Authenticated{Principal: authz.Principal{Kind: authz.KindAnonymous}}
 	}
 	rd := p.d.Store.Read()
-	if v, _ := p.decide(rd, t, a.Principal, c.admitted); v != admit {
+	v, byPasscode := p.decide(rd, t, a.Principal, c.admitted)
+	if v != admit {
 		p.refuse(w, r, t, v, credErr)
+		return
+	}
+	if a.Principal.Kind == authz.KindAnonymous && !byPasscode && p.mayIdentify(r, t) {
+		// The grant to everyone lets the visitor in; a person signed in on
+		// the console is told to the app as themselves once the handoff
+		// has given their browser the app's cookie.
+		p.startHandoff(w, r, t)
 		return
 	}
 	if p.upstream == nil && t.route.Upstream == "" {
@@ -447,7 +456,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, t target, v verdi
 	var e *errcode.Error
 	switch v {
 	case needSignIn:
-		if wantsPage(r) {
+		if wantsPage(r) && websec.TopLevelNavigation(r) {
 			p.startHandoff(w, r, t)
 			return
 		}
@@ -457,7 +466,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, t target, v verdi
 			e = errcode.New(ce.Code, "%s", ce.Message).WithRemedy("%s", e.Remedy)
 		}
 	case needPasscode:
-		if wantsPage(r) {
+		if wantsPage(r) && websec.TopLevelNavigation(r) {
 			p.startHandoff(w, r, t)
 			return
 		}
