@@ -205,7 +205,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	// a moment to send their request, which then finishes like any other.
 	_ = ln.Close()
 	fresh.wait(sctx, time.Second)
-	if err := srv.Shutdown(sctx); err != nil {
+	// Shutdown closes the listener again if Serve has not returned yet: the
+	// listener being closed already (above) is no failure. It still waits
+	// for the requests in flight before it returns that error.
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, net.ErrClosed) {
 		_ = srv.Close()
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -81,11 +81,11 @@ func (h *hostileApp) serve(w http.ResponseWriter, r *http.Request) {
 	case "/toss":
 		script = tossScript
 	case "/csrf":
-		script = csrfScript
+		script = postFormJS + csrfScript
 	case "/probe":
 		script = probeScript
 	case "/selfpost":
-		script = selfPostScript
+		script = postFormJS + selfPostScript
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(x)
@@ -159,16 +159,7 @@ window.__result = (async () => {
   frame.name = 'sink';
   document.body.appendChild(frame);
   const loaded = new Promise((resolve) => { frame.onload = resolve; setTimeout(resolve, 10000); });
-  const form = document.createElement('form');
-  form.method = 'POST';
-  form.action = target + 'form';
-  form.target = 'sink';
-  const input = document.createElement('input');
-  input.name = 'note';
-  input.value = 'from-a-hostile-app';
-  form.appendChild(input);
-  document.body.appendChild(form);
-  form.submit();
+  postForm(target + 'form', 'sink');
   await loaded;
   return {fetched, form: 'sent'};
 })();
@@ -196,14 +187,23 @@ window.__result = (async () => {
 // selfPostScript submits a form to the app's own /submit, as a page of
 // the app would.
 const selfPostScript = `
-const form = document.createElement('form');
-form.method = 'POST';
-form.action = 'submit';
-const input = document.createElement('input');
-input.name = 'note';
-input.value = 'mine';
-form.appendChild(input);
-document.body.appendChild(form);
 window.__result = Promise.resolve('submitting');
-form.submit();
+postForm('submit', '');
+`
+
+// postFormJS defines postForm(action, target): a form POST of one field,
+// as a page submits it.
+const postFormJS = `
+const postForm = (action, target) => {
+  const form = document.createElement('form');
+  form.method = 'POST';
+  form.action = action;
+  if (target) form.target = target;
+  const input = document.createElement('input');
+  input.name = 'note';
+  input.value = 'from-the-page';
+  form.appendChild(input);
+  document.body.appendChild(form);
+  form.submit();
+};
 `
