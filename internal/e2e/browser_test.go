@@ -192,7 +192,9 @@ func result(t *testing.T, tab *browsertest.Tab, out any) {
 func (s *webServer) tokenNames(t *testing.T) []string { return s.names(t, "/tokens", "name") }
 
 // usernames lists every account.
-func (s *webServer) usernames(t *testing.T) []string { return s.names(t, "/users?limit=100", "username") }
+func (s *webServer) usernames(t *testing.T) []string {
+	return s.names(t, "/users?limit=100", "username")
+}
 
 // names reads one string field of every item of a list.
 func (s *webServer) names(t *testing.T, path, field string) []string {
