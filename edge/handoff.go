@@ -309,7 +309,7 @@ func (p *Proxy) signInPage(r *http.Request, page string) string {
 // the code (a reload, the back button).
 func (p *Proxy) redeem(w http.ResponseWriter, r *http.Request, t target) {
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	if !websec.TopLevelNavigation(r) {
+	if r.Method != http.MethodGet || !websec.TopLevelNavigation(r) {
 		writeError(w, r, errcode.New(errcode.PermDenied, "the handoff is a page: open it in the browser's tab"))
 		return
 	}

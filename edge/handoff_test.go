@@ -291,6 +291,8 @@ func TestHandoffDecisions(t *testing.T) {
 		{"everyone's app, signed in: a code (identified)", q(public, st), []reqOpt{signIn(h.carol)}, 303, "", "http://localhost:9002" + handoffPath + "?code="},
 		{"a passcode app: to its passcode page", q(guarded, st), nil, 303, "", "http://localhost:8080/passcode/" + h.guarded.id + "?next=" + url.QueryEscape(HandoffEndpoint+"?")},
 		{"a passcode app, admitted on the console", q(guarded, st), []reqOpt{withCookie(PasscodeCookie(h.guarded.id), h.admission)}, 303, "", "http://localhost:9003" + handoffPath + "?code="},
+		{"a passcode app, signed in without a grant: its passcode page", q(guarded, st), []reqOpt{signIn(h.carol)}, 303, "", "http://localhost:8080/passcode/" + h.guarded.id + "?next="},
+		{"a passcode app, signed in and admitted", q(guarded, st), []reqOpt{signIn(h.carol), withCookie(PasscodeCookie(h.guarded.id), h.admission)}, 303, "", "http://localhost:9003" + handoffPath + "?code="},
 		{"a passcode app, another app's admission", q(notes, st), []reqOpt{withCookie(PasscodeCookie(h.notes.id), h.admission)}, 303, "", "http://localhost:8080/login?next="},
 		{"no state: back to the app, which starts one", q(notes), []reqOpt{signIn(h.alice)}, 303, "", notes},
 		{"a malformed state", q(notes, "x.y"), []reqOpt{signIn(h.alice)}, 400, "VALID_INVALID", ""},
@@ -413,6 +415,17 @@ func TestRedeemChecks(t *testing.T) {
 	admitted := res.Cookies()[0]
 	if rep := open(t, h.guardedSrv+"/", withCookie(admitted.Name, admitted.Value)); rep.Claims["sub"] != AnonymousSubject {
 		t.Errorf("an admission's app cookie: sub %v", rep.Claims["sub"])
+	}
+	// A person signed in and admitted by the passcode is told as themselves.
+	res, _ = h.handoff(t, q("http://localhost:9003/", st.String()), consoleSession(h.carol), withCookie(PasscodeCookie(h.guarded.id), h.admission))
+	loc, _ = url.Parse(res.Header.Get("Location"))
+	res, body = redeem(h.guardedSrv, loc.Query().Get("code"), "http://localhost:9003/", withState)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("redeem a person's admission: %d %s", res.StatusCode, body)
+	}
+	both := res.Cookies()[0]
+	if rep := open(t, h.guardedSrv+"/", withCookie(both.Name, both.Value)); rep.Claims["sub"] != h.carol.user.ID {
+		t.Errorf("a person admitted by passcode: sub %v", rep.Claims["sub"])
 	}
 }
 

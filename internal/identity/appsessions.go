@@ -55,8 +55,8 @@ const handoffStateIDLen = 16
 type AppSession struct {
 	ID    string `json:"id"`
 	AppID string `json:"app_id"`
-	// Exactly one of SessionID (a console session, of UserID) and
-	// Admission is set.
+	// SessionID (a console session, of UserID), Admission, or both (a
+	// person signed in who opens an app by its passcode) is set.
 	SessionID string        `json:"session_id,omitempty"`
 	UserID    string        `json:"user_id,omitempty"`
 	Admission *AdmissionRef `json:"admission,omitempty"`
@@ -103,10 +103,12 @@ func validateAppSession(_ *raftstore.Reader, old, a *AppSession) error {
 		return nil
 	case !ids.Valid(ids.AppSession, a.ID) || !ids.Valid(ids.App, a.AppID):
 		return invalid("an app session needs its aps_ ID and an app")
-	case (a.SessionID == "") == (a.Admission == nil):
-		return invalid("an app session is bound to a console session or to an admission, exactly one")
+	case a.SessionID == "" && a.Admission == nil:
+		return invalid("an app session is bound to a console session, to an admission, or to both")
 	case a.SessionID != "" && (!ids.Valid(ids.Session, a.SessionID) || !ids.Valid(ids.User, a.UserID)):
 		return invalid("a session-bound app session names its session and account")
+	case a.Admission != nil && (!ids.Valid(ids.Grant, a.Admission.GrantID) || a.Admission.Generation == 0):
+		return invalid("an admission-bound app session names its grant and passcode generation")
 	case len(a.StateID) != handoffStateIDLen || len(a.StateHash) != sha256.Size:
 		return invalid("an app session carries its handoff state")
 	case old == nil && (a.RedeemedAt != nil || len(a.SecretHash) != 0 || len(a.CodeHash) != sha256.Size):
@@ -168,7 +170,8 @@ func hashOf(s string) []byte {
 
 // NewAppSession says what a handoff code is for: the app, the browser's
 // handoff state, and what admits the browser: a console session (by ID:
-// the caller authenticated it) or an admission.
+// the caller authenticated it), an admission, or both (a person signed in
+// who is let in by the app's passcode).
 type NewAppSession struct {
 	AppID     string
 	State     HandoffState
@@ -180,7 +183,7 @@ type NewAppSession struct {
 // once within HandoffCodeTTL by a browser holding the state's cookie. The
 // session or admission it is bound to must be alive now.
 func (s *Service) BeginAppSession(ctx context.Context, n NewAppSession) (string, error) {
-	if !ids.Valid(ids.App, n.AppID) || len(n.State.ID) != handoffStateIDLen || n.State.Secret == "" || (n.SessionID == "") == (n.Admission == nil) {
+	if !ids.Valid(ids.App, n.AppID) || len(n.State.ID) != handoffStateIDLen || n.State.Secret == "" || (n.SessionID == "" && n.Admission == nil) {
 		return "", errcode.New(errcode.ValidInvalid, "a handoff names an app, a state, and a session or an admission")
 	}
 	now := s.now()
@@ -188,19 +191,20 @@ func (s *Service) BeginAppSession(ctx context.Context, n NewAppSession) (string,
 	id, code, codeHash := newSecret(ids.AppSession)
 	a := AppSession{ID: id, AppID: n.AppID, StateID: n.State.ID, StateHash: hashOf(n.State.Secret), CodeHash: codeHash,
 		CodeExpiresAt: now.Add(HandoffCodeTTL), CreatedAt: now}
-	switch {
-	case n.SessionID != "":
-		sess, _, _, ok := s.liveSession(r, n.SessionID, now)
-		if !ok {
-			return "", errcode.New(errcode.AuthRequired, "the session has ended; sign in again")
-		}
-		a.SessionID, a.UserID, a.ExpiresAt = sess.ID, sess.UserID, sess.CreatedAt.Add(SessionMax)
-	default:
+	if n.Admission != nil {
 		if !admissionLive(r, s.d.Policy, n.AppID, *n.Admission, now) {
 			return "", errcode.New(errcode.PermPasscodeRequired, "the admission has ended; enter the passcode again")
 		}
 		ref := *n.Admission
 		a.Admission, a.ExpiresAt = &ref, ref.ExpiresAt
+	}
+	if n.SessionID != "" {
+		sess, _, _, ok := s.liveSession(r, n.SessionID, now)
+		if !ok {
+			return "", errcode.New(errcode.AuthRequired, "the session has ended; sign in again")
+		}
+		// A person's app cookie lasts as long as their session can.
+		a.SessionID, a.UserID, a.ExpiresAt = sess.ID, sess.UserID, sess.CreatedAt.Add(SessionMax)
 	}
 	if _, err := s.d.Store.Apply(ctx, AppSessions.Insert(&a)); err != nil {
 		return "", fmt.Errorf("begin an app session: %w", err)
@@ -271,8 +275,9 @@ func (s *Service) RedeemAppSession(ctx context.Context, appID, code string, stat
 }
 
 // AppAuth is what an app cookie authenticates: a person (through their
-// console session), or a browser admitted by passcode (the anonymous
-// principal, Admitted).
+// console session), a browser admitted by passcode (the anonymous
+// principal), or a person admitted by passcode; Admitted says the
+// admission still holds.
 type AppAuth struct {
 	Authenticated
 	Admitted bool
@@ -292,8 +297,9 @@ func (s *Service) AuthenticateApp(ctx context.Context, appID, cookie string) (Ap
 	if !found || a.RedeemedAt == nil || a.AppID != appID || !secretMatches(secret, a.SecretHash) || !now.Before(a.ExpiresAt) {
 		return AppAuth{}, ended
 	}
-	if a.Admission != nil {
-		if !admissionLive(r, s.d.Policy, a.AppID, *a.Admission, now) {
+	admitted := a.Admission != nil && admissionLive(r, s.d.Policy, a.AppID, *a.Admission, now)
+	if a.SessionID == "" {
+		if !admitted {
 			return AppAuth{}, ended
 		}
 		return AppAuth{Authenticated: Authenticated{Principal: authz.Principal{Kind: authz.KindAnonymous}}, Admitted: true}, nil
@@ -309,7 +315,7 @@ func (s *Service) AuthenticateApp(ctx context.Context, appID, cookie string) (Ap
 	return AppAuth{Authenticated: Authenticated{
 		Principal: authz.Principal{Kind: authz.KindUser, ID: u.ID, UserID: u.ID},
 		User:      &u, SessionID: sess.ID,
-	}}, nil
+	}, Admitted: admitted}, nil
 }
 
 // appSession reads an app session. A row this node has not seen yet may
@@ -335,13 +341,15 @@ func (s *Service) appSession(ctx context.Context, id string) (AppSession, raftst
 	return a, meta, cr, ok
 }
 
-// bindingAlive says whether what an app session is bound to still lives.
+// bindingAlive says whether what an app session is bound to still lives:
+// its session when it has one (an admission beside it may end and leave
+// the person signed in), else its admission.
 func (s *Service) bindingAlive(r *raftstore.Reader, a *AppSession, now time.Time) bool {
-	if a.Admission != nil {
-		return admissionLive(r, s.d.Policy, a.AppID, *a.Admission, now)
+	if a.SessionID != "" {
+		_, _, _, ok := s.liveSession(r, a.SessionID, now)
+		return ok
 	}
-	_, _, _, ok := s.liveSession(r, a.SessionID, now)
-	return ok
+	return admissionLive(r, s.d.Policy, a.AppID, *a.Admission, now)
 }
 
 // ExpireAppSessions deletes the app sessions that can no longer

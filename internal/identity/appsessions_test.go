@@ -213,6 +213,28 @@ func TestAppCookieByPasscode(t *testing.T) {
 	}
 	_, err = e.svc.BeginAppSession(bg, NewAppSession{AppID: app, State: NewHandoffState(), Admission: &ref})
 	wantCode(t, "begin for an ended admission", err, errcode.PermPasscodeRequired)
+
+	// A person signed in, let in by the passcode: the cookie says who they
+	// are, and that they are admitted while the admission holds.
+	u := e.mkUser(t, "frank")
+	in := e.signIn(t, "frank")
+	fresh := e.enter(t, app, secondCode)
+	ref, _ = e.sh.Admission(app, fresh.Cookie)
+	h := handoff{state: NewHandoffState()}
+	h.code, err = e.svc.BeginAppSession(bg, NewAppSession{AppID: app, State: h.state, SessionID: sessionIDOf(in.Cookie), Admission: &ref})
+	must(t, "begin for a person admitted by passcode", err)
+	both := e.redeem(t, app, h)
+	got, err = e.svc.AuthenticateApp(bg, app, both)
+	must(t, "authenticate", err)
+	if got.Principal.ID != u.ID || !got.Admitted {
+		t.Errorf("a person admitted by passcode: %+v", got)
+	}
+	third := "canary-passcode-three-5d2f"
+	_, err = e.sh.UpdateGrant(bg, e.adminCaller(), app, grant, GrantPatch{Passcode: &third})
+	must(t, "another passcode", err)
+	if got, err = e.svc.AuthenticateApp(bg, app, both); err != nil || got.Principal.ID != u.ID || got.Admitted {
+		t.Errorf("after a new passcode the person is still signed in, no longer admitted: %+v %v", got, err)
+	}
 }
 
 // TestHandoffRedeemedOnceUnderConcurrency: sixteen redemptions of one code
@@ -265,6 +287,8 @@ func TestAppSessionRowsAreKeptHonestByTheFSM(t *testing.T) {
 	now := e.now
 	for name, bad := range map[string]AppSession{
 		"bound to nothing": {ID: ids.New(ids.AppSession), AppID: app, StateID: h.state.ID, StateHash: hashOf("s"), CodeHash: hashOf("c")},
+		"bound to a malformed admission": {ID: ids.New(ids.AppSession), AppID: app, StateID: h.state.ID, StateHash: hashOf("s"), CodeHash: hashOf("c"),
+			Admission: &AdmissionRef{GrantID: "gr_x", Generation: 1, ExpiresAt: now}},
 		"pending with a cookie secret": {ID: ids.New(ids.AppSession), AppID: app, SessionID: row.SessionID, UserID: u.ID, StateID: h.state.ID,
 			StateHash: hashOf("s"), CodeHash: hashOf("c"), SecretHash: hashOf("x")},
 		"born redeemed": {ID: ids.New(ids.AppSession), AppID: app, SessionID: row.SessionID, UserID: u.ID, StateID: h.state.ID,
