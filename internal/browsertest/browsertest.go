@@ -57,6 +57,17 @@ func Binary() string {
 	return ""
 }
 
+// noBrowser skips the test for want of a browser, or fails it when
+// SVC_REQUIRE_BROWSER=1 (CI, where a skip would count as a pass).
+func noBrowser(t testing.TB) {
+	t.Helper()
+	msg := "no Chromium binary (set " + EnvBinary + ", or install Debian's chromium package)"
+	if os.Getenv(EnvRequire) == "1" {
+		t.Fatal(msg + "; " + EnvRequire + "=1 requires one")
+	}
+	t.Skip(msg)
+}
+
 // Options adjust the browser a test starts.
 type Options struct {
 	// HostRules are Chromium host resolver rules ("MAP *.test 127.0.0.1"),
@@ -79,11 +90,7 @@ func Start(t testing.TB, o Options) *Browser {
 	t.Helper()
 	bin := Binary()
 	if bin == "" {
-		msg := "no Chromium binary (set " + EnvBinary + ", or install Debian's chromium package)"
-		if os.Getenv(EnvRequire) == "1" {
-			t.Fatal(msg + "; " + EnvRequire + "=1 requires one")
-		}
-		t.Skip(msg)
+		noBrowser(t)
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(bin),

@@ -263,7 +263,11 @@ func TestBrowserPathModeAppsCannotUseTheConsole(t *testing.T) {
 		} `json:"exec"`
 	}
 	result(t, tab, &got)
-	t.Logf("the hostile page saw: origin %v, cookies %q, token %s, user %s, me %+v, exec %+v", got.Origin, got.Cookies, got.Token, got.User, got.Me, got.Exec)
+	origin := "(none)"
+	if got.Origin != nil {
+		origin = *got.Origin
+	}
+	t.Logf("the hostile page saw: origin %q, cookies %q, token %s, user %s, me %+v, exec %+v", origin, got.Cookies, got.Token, got.User, got.Me, got.Exec)
 
 	if slices.Contains(s.tokenNames(t), "minted-by-a-hostile-app") {
 		t.Error("the app's page minted a token as the administrator")
