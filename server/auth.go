@@ -217,6 +217,14 @@ func (s *Server) authorize(r route, next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return next(c)
 		}
+		if r.method == http.MethodGet && r.action != "" && a.cookie {
+			// A read with an audited effect (a secret's value): a link
+			// from another site must not make the browser do it.
+			if d := websec.SameOrigin(c.Request(), s.trustedOrigins()...); !d.Allowed {
+				return errcode.New(errcode.PermDenied, "cross-site request refused: %s", d.Reason).
+					WithRemedy("open it from the console's own pages, or authenticate with a bearer token")
+			}
+		}
 		if r.access != accessVerb {
 			return next(c)
 		}

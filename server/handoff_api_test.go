@@ -67,3 +67,21 @@ func TestHandoffEndpoint(t *testing.T) {
 	a := h.send("GET", path, "", "Authorization", "Bearer "+h.token)
 	wantError(t, "a token", a, http.StatusBadRequest, errcode.ValidInvalid)
 }
+
+// TestAuditedReadsAreSameOriginOnly: a read with an audited effect (a
+// secret's value) is not done for a link from another site, though a
+// navigation may otherwise carry the session cookie; from the console's own
+// pages, or with a token, it is.
+func TestAuditedReadsAreSameOriginOnly(t *testing.T) {
+	h := newHarness(t)
+	app := h.app(t, "vault")
+	wantStatus(t, "set", h.send("PUT", api+"/apps/"+app+"/secrets/K", `{"value":"v"}`), http.StatusOK)
+	_, cookie := h.signIn("admin", adminPassword)
+	path := api + "/apps/" + app + "/secrets/K/value"
+	link := []string{"Authorization", "", "Cookie", cookieSession + "=" + cookie, "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"}
+	wantError(t, "a link from another site", h.send("GET", path, "", link...), http.StatusForbidden, errcode.PermDenied)
+	wantStatus(t, "the console's own page", h.send("GET", path, "", withCookie(cookie)...), http.StatusOK)
+	wantStatus(t, "a token", h.send("GET", path, ""), http.StatusOK)
+	// A navigation to an unaudited read is the person's.
+	wantStatus(t, "a link to /me", h.send("GET", api+"/me", "", link...), http.StatusOK)
+}

@@ -42,14 +42,23 @@ type Decision struct {
 // that count as the request's own when a client sends Origin without
 // fetch metadata (the external URL, when a proxy rewrites Host).
 func CookieAllowed(r *http.Request, trusted ...string) Decision {
+	d := SameOrigin(r, trusted...)
+	if site := r.Header.Get("Sec-Fetch-Site"); !d.Allowed && site != "" && TopLevelNavigation(r) {
+		return Decision{true, "top-level navigation from " + site}
+	}
+	return d
+}
+
+// SameOrigin is CookieAllowed without the exception for navigations: the
+// request comes from the origin it is for (or from no browser). An effect
+// that a link from elsewhere must not trigger (reading a secret, which is
+// audited) asks for it.
+func SameOrigin(r *http.Request, trusted ...string) Decision {
 	switch site := r.Header.Get("Sec-Fetch-Site"); site {
 	case "same-origin", "none":
 		return Decision{true, "sec-fetch-site " + site}
 	case "":
 	default:
-		if TopLevelNavigation(r) {
-			return Decision{true, "top-level navigation from " + site}
-		}
 		return Decision{false, "a " + site + " request that is not a top-level navigation with a safe method"}
 	}
 	origin := r.Header.Get("Origin")

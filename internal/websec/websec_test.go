@@ -157,6 +157,24 @@ func TestCookieAllowed(t *testing.T) {
 	}
 }
 
+func TestSameOrigin(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    *http.Request
+		want bool
+	}{
+		{"same-origin", req("GET", "same-origin", "cors", "empty", ""), true},
+		{"typed", req("GET", "none", "navigate", "document", ""), true},
+		{"a link from another site", req("GET", "cross-site", "navigate", "document", ""), false},
+		{"not a browser", req("GET", "", "", "", ""), true},
+		{"another origin", req("GET", "", "", "", "http://evil.example"), false},
+	} {
+		if d := SameOrigin(tc.r); d.Allowed != tc.want {
+			t.Errorf("%s: %+v, want %v", tc.name, d, tc.want)
+		}
+	}
+}
+
 func TestTopLevelNavigation(t *testing.T) {
 	for _, tc := range []struct {
 		name string
