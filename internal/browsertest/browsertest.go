@@ -119,27 +119,33 @@ func Start(t testing.TB, o Options) *Browser {
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	// The first Do starts the browser; it must not carry a timeout (the
-	// browser lives as long as the context of its first run).
-	started := make(chan error, 1)
-	go func() { started <- chromedp.Do(ctx) }()
+	stop := func() {
+		cancel()
+		cancelAlloc()
+	}
+	firstRun(t, ctx, stop, "start "+bin)
+	t.Cleanup(stop)
+	return &Browser{t: t, ctx: ctx}
+}
+
+// firstRun starts what ctx stands for (the browser, a tab) with its first
+// run, which must not carry a timeout (it lives as long as the context of
+// that run): the wait for it is bounded here instead. On failure it calls
+// stop and fails the test.
+func firstRun(t testing.TB, ctx context.Context, stop func(), what string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(ctx) }()
 	select {
-	case err := <-started:
+	case err := <-done:
 		if err != nil {
-			cancel()
-			cancelAlloc()
-			t.Fatalf("start %s: %v", bin, err)
+			stop()
+			t.Fatalf("%s: %v", what, err)
 		}
 	case <-time.After(stepTimeout):
-		cancel()
-		cancelAlloc()
-		t.Fatalf("start %s: no answer within %s", bin, stepTimeout)
+		stop()
+		t.Fatalf("%s: no answer within %s", what, stepTimeout)
 	}
-	t.Cleanup(func() {
-		cancel()
-		cancelAlloc()
-	})
-	return &Browser{t: t, ctx: ctx}
 }
 
 // Tab is one browser tab. Its methods fail the test on a protocol error
@@ -165,18 +171,7 @@ func (b *Browser) Tab() *Tab {
 	tab := &Tab{t: b.t}
 	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithListener(tab.record))
 	tab.ctx = ctx
-	opened := make(chan error, 1)
-	go func() { opened <- chromedp.Do(ctx) }()
-	select {
-	case err := <-opened:
-		if err != nil {
-			cancel()
-			b.t.Fatalf("open a tab: %v", err)
-		}
-	case <-time.After(stepTimeout):
-		cancel()
-		b.t.Fatalf("open a tab: no answer within %s", stepTimeout)
-	}
+	firstRun(b.t, ctx, cancel, "open a tab")
 	b.t.Cleanup(cancel)
 	return tab
 }
