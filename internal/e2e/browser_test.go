@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -633,5 +636,85 @@ func waitHit(t *testing.T, h *hostileApp, appID, path string) {
 	deadline := time.Now().Add(scaled(3 * time.Second))
 	for len(h.hits(appID, path)) == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestBrowserTLSCookiePrefixes: served over TLS (an https external URL, a
+// TLS-terminating proxy in front), the session cookie is
+// __Host-svc_session, which no other host's script can plant (a browser
+// refuses a __Host- cookie with a Domain), and the plain svc_session an
+// app's script can still set for the parent domain is no credential: even
+// a visitor who is not signed in is not made the attacker. The apps'
+// cookies are __Host- too.
+func TestBrowserTLSCookiePrefixes(t *testing.T) {
+	var target atomic.Pointer[url.URL]
+	front := httptest.NewUnstartedServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target.Load())
+		pr.Out.Host = pr.In.Host
+	}})
+	front.StartTLS()
+	t.Cleanup(front.Close)
+	tlsPort := mustPort(t, front.URL)
+	console := "https://svc.localhost:" + tlsPort
+	hostile := startHostileApp(t)
+	srv := startAppServer(t, "web-tls", "SVC_SERVER_ROUTING_MODE=subdomain", "SVC_SERVER_EXTERNAL_URL="+console,
+		"SVC_SERVER_BASE_DOMAIN=svc.localhost", "SVC_SERVER_PROXY_UPSTREAM="+hostile.srv.URL)
+	u, _ := url.Parse(srv.p.Base())
+	target.Store(u)
+	s := &webServer{appServer: srv, mode: "subdomain", console: console, hostile: hostile}
+	evil := s.app(t, "evil")
+	notes := s.app(t, "notes")
+	s.shareWithEveryone(t, evil.id)
+	if !strings.HasPrefix(evil.url, "https://evil.svc.localhost:"+tlsPort+"/") {
+		t.Fatalf("the app's url %s", evil.url)
+	}
+	_, malloryCookie := s.member(t, "mallory")
+	tab := browsertest.Start(t, browsertest.Options{IgnoreCertErrors: true}).Tab()
+	for _, toss := range []string{
+		"name=svc_session&domain=svc.localhost",
+		"name=__Host-svc_session&domain=svc.localhost",
+		"name=__Host-svc_session",
+	} {
+		tab.Go(evil.url + "toss?path=/&value=" + url.QueryEscape(malloryCookie) + "&" + toss)
+		var tossed struct{ Set, Error string }
+		result(t, tab, &tossed)
+	}
+	for _, c := range tab.Cookies(console + "/api/v1/me") {
+		if c.Name == "__Host-svc_session" {
+			t.Errorf("an app's script planted %s for the console (domain %s)", c.Name, c.Domain)
+		}
+	}
+	if status, who := s.whoAmI(t, tab); who == "mallory" || status != http.StatusUnauthorized {
+		t.Fatalf("a visitor not signed in, after the toss: %d %s", status, who)
+	}
+	// Signing in: the __Host- cookie beside the tossed plain one is
+	// ambiguous; the console's next answer (whichever: here the page
+	// whoAmI loads first) refuses it and clears both; signing in again
+	// works.
+	s.signInTab(t, tab, "admin", adminPassword)
+	if status, who := s.whoAmI(t, tab); status != http.StatusUnauthorized || who == "mallory" || who == "admin" {
+		t.Errorf("signed in beside the tossed cookie: %d %s; want the ambiguity refused", status, who)
+	}
+	for _, c := range tab.Cookies(console + "/api/v1/me") {
+		if strings.HasSuffix(c.Name, "svc_session") {
+			t.Errorf("a session cookie left after the refusal: %s domain %s", c.Name, c.Domain)
+		}
+	}
+	s.signInTab(t, tab, "admin", adminPassword)
+	if status, who := s.whoAmI(t, tab); status != http.StatusOK || who != "admin" {
+		t.Fatalf("signed in again: %d %s", status, who)
+	}
+	tab.Go(notes.url + "x")
+	if tab.URL() != notes.url+"x" {
+		t.Fatalf("the app over TLS ended at %s", tab.URL())
+	}
+	var found bool
+	for _, c := range tab.Cookies(notes.url) {
+		if c.Name == "__Host-svc_app_"+notes.id {
+			found = c.Secure && c.HTTPOnly && c.Path == "/" && !strings.HasPrefix(c.Domain, ".")
+		}
+	}
+	if !found {
+		t.Errorf("no __Host- app cookie over TLS: %v", tab.Cookies(notes.url))
 	}
 }
