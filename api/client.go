@@ -26,8 +26,15 @@ type Client struct {
 	base    *url.URL
 	http    *http.Client
 	token   string
-	session string // the session cookie's value after SignIn
+	session string // the session cookie after SignIn: "<name>=<value>"
 }
+
+// Session cookie names: __Host-svc_session when the server is served over
+// TLS, svc_session otherwise.
+const (
+	sessionCookie     = "svc_session"
+	hostSessionCookie = "__Host-svc_session"
+)
 
 // Option configures a Client.
 type Option func(*Client)
@@ -118,8 +125,8 @@ func (c *Client) do(ctx context.Context, r request, out any) (Response, error) {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	if c.session != "" {
-		req.AddCookie(&http.Cookie{Name: "svc_session", Value: c.session})
+	if name, value, ok := strings.Cut(c.session, "="); ok {
+		req.AddCookie(&http.Cookie{Name: name, Value: value})
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -128,8 +135,8 @@ func (c *Client) do(ctx context.Context, r request, out any) (Response, error) {
 	defer resp.Body.Close()
 	meta := Response{Status: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id"), Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
 	for _, ck := range resp.Cookies() {
-		if ck.Name == "svc_session" {
-			meta.session = ck.Value
+		if (ck.Name == sessionCookie || ck.Name == hostSessionCookie) && ck.Value != "" {
+			meta.session = ck.Name + "=" + ck.Value
 		}
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))

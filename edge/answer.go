@@ -50,12 +50,13 @@ func writeError(w http.ResponseWriter, r *http.Request, e *errcode.Error) string
 	return id
 }
 
-// redirect sends a browser elsewhere (the console's sign-in or passcode
-// page) with a 302.
-func redirect(w http.ResponseWriter, to string) {
+// redirectTo sends a browser elsewhere (the console's handoff, an app's
+// own address) with status (a 303 after which the browser GETs, or a 308
+// that keeps the method).
+func redirectTo(w http.ResponseWriter, to string, status int) {
 	h := w.Header()
 	h.Set(headerRequestID, ids.New(ids.Request))
 	h.Set("Cache-Control", "no-store")
 	h.Set("Location", to)
-	w.WriteHeader(http.StatusFound)
+	w.WriteHeader(status)
 }

@@ -53,24 +53,31 @@ func TestWhoOpensWhat(t *testing.T) {
 		want want
 	}{
 		{"user grant, bearer token", notesURL, []reqOpt{bearer(alice.token)}, want{status: 200, sub: alice.user.ID, name: "Alice Example"}},
-		{"user grant, session", notesURL, []reqOpt{session(alice)}, want{status: 200, sub: alice.user.ID}},
-		{"group grant", notesURL, []reqOpt{session(bob)}, want{status: 200, sub: bob.user.ID, groups: []string{"eng", "ops"}}},
+		{"user grant, app cookie", notesURL, []reqOpt{w.as(alice, notes)}, want{status: 200, sub: alice.user.ID}},
+		{"group grant", notesURL, []reqOpt{w.as(bob, notes)}, want{status: 200, sub: bob.user.ID, groups: []string{"eng", "ops"}}},
 		{"service token grant", notesURL, []reqOpt{bearer(carol.service)}, want{status: 200, sub: carol.svcID, name: "carol-robot"}},
-		{"bearer wins over the cookie", notesURL, []reqOpt{bearer(alice.token), session(carol)}, want{status: 200, sub: alice.user.ID}},
+		{"bearer wins over the cookie", notesURL, []reqOpt{bearer(alice.token), w.as(carol, notes)}, want{status: 200, sub: alice.user.ID}},
 		{"a service token holds only what is shared with it", notesURL, []reqOpt{bearer(alice.service)}, want{status: 403, code: "PERM_DENIED"}},
-		{"no grant: refused", notesURL, []reqOpt{session(carol)}, want{status: 403, code: "PERM_DENIED"}},
-		{"no grant, browser: no redirect", notesURL, []reqOpt{session(carol), browser()}, want{status: 403, code: "PERM_DENIED"}},
-		{"no such app, signed in", nowhereURL, []reqOpt{session(carol)}, want{status: 404, code: "NOT_FOUND"}},
-		{"administrator without a data-plane grant", notesURL, []reqOpt{session(w.admin)}, want{status: 403, code: "PERM_DENIED"}},
-		{"administrator, no such app", nowhereURL, []reqOpt{session(w.admin)}, want{status: 404, code: "NOT_FOUND"}},
+		{"no grant: refused", notesURL, []reqOpt{w.as(carol, notes)}, want{status: 403, code: "PERM_DENIED"}},
+		{"no grant, browser: no redirect", notesURL, []reqOpt{w.as(carol, notes), browser()}, want{status: 403, code: "PERM_DENIED"}},
+		{"no such app, signed in", nowhereURL, []reqOpt{bearer(carol.token)}, want{status: 404, code: "NOT_FOUND"}},
+		{"administrator without a data-plane grant", notesURL, []reqOpt{w.as(w.admin, notes)}, want{status: 403, code: "PERM_DENIED"}},
+		{"administrator, no such app", nowhereURL, []reqOpt{bearer(w.admin.token)}, want{status: 404, code: "NOT_FOUND"}},
 		{"management grant only", notesURL, []reqOpt{bearer(viewer.token)}, want{status: 403, code: "PERM_DENIED"}},
 		{"anonymous", notesURL, nil, want{status: 401, code: "AUTH_REQUIRED"}},
 		{"anonymous, no such app: the same", nowhereURL, nil, want{status: 401, code: "AUTH_REQUIRED"}},
+		{"the console's session cookie is no credential", notesURL, []reqOpt{consoleSession(alice)}, want{status: 401, code: "AUTH_REQUIRED"}},
+		{"nor under its TLS name", notesURL, []reqOpt{withCookie("__Host-svc_session", alice.cookie)}, want{status: 401, code: "AUTH_REQUIRED"}},
+		{"an app cookie for another app", notesURL, []reqOpt{withCookie(appCookie(notes.id), w.appCookieFor(alice, public.id))}, want{status: 401, code: "AUTH_REQUIRED"}},
+		{"another app's cookie", notesURL, []reqOpt{withCookie(appCookie(public.id), w.appCookieFor(alice, public.id))}, want{status: 401, code: "AUTH_REQUIRED"}},
 		{"unknown token", notesURL, []reqOpt{bearer("tok_01JAAAAAAAAAAAAAAAAAAAAAAA.nope")}, want{status: 401, code: "AUTH_TOKEN_INVALID"}},
-		{"ended session", notesURL, []reqOpt{withCookie("svc_session", "ses_01JAAAAAAAAAAAAAAAAAAAAAAA.nope")}, want{status: 401, code: "AUTH_REQUIRED"}},
+		{"an unknown app cookie", notesURL, []reqOpt{withCookie(appCookie(notes.id), "aps_01JAAAAAAAAAAAAAAAAAAAAAAA.nope")}, want{status: 401, code: "AUTH_REQUIRED"}},
 		{"a POST from a browser is not redirected", notesURL, []reqOpt{browser()}, want{status: 401, code: "AUTH_REQUIRED"}},
 		{"everyone, anonymous", publicURL, nil, want{status: 200, sub: AnonymousSubject}},
-		{"everyone, signed in: as oneself", publicURL, []reqOpt{session(carol)}, want{status: 200, sub: carol.user.ID}},
+		{"everyone, a browser marked not signed in", publicURL, []reqOpt{browser(), withCookie(visitCookie(public.id), "anonymous")}, want{status: 200, sub: AnonymousSubject}},
+		{"everyone, in a frame: no handoff", publicURL, []reqOpt{browser(), header("Sec-Fetch-Site", "same-site"), header("Sec-Fetch-Mode", "navigate"), header("Sec-Fetch-Dest", "iframe")}, want{status: 200, sub: AnonymousSubject}},
+		{"a frame is not sent to sign in", notesURL, []reqOpt{browser(), header("Sec-Fetch-Site", "same-site"), header("Sec-Fetch-Mode", "navigate"), header("Sec-Fetch-Dest", "iframe")}, want{status: 401, code: "AUTH_REQUIRED"}},
+		{"everyone, signed in: as oneself", publicURL, []reqOpt{w.as(carol, public)}, want{status: 200, sub: carol.user.ID}},
 		{"everyone, a bad credential counts as none", publicURL, []reqOpt{bearer("tok_01JAAAAAAAAAAAAAAAAAAAAAAA.nope")}, want{status: 200, sub: AnonymousSubject}},
 	}
 	for _, tc := range cases {
@@ -104,23 +111,30 @@ func TestWhoOpensWhat(t *testing.T) {
 		})
 	}
 
-	// A browser that is not signed in is sent to sign in, and back.
-	res, _ := do(t, "GET", notesURL+"/page?q=1", browser())
-	next := notesURL + "/page?q=1"
-	host, _ := splitHost(strings.TrimPrefix(notesURL, "http://"))
-	if want := "http://" + host + ":8080/login?next=" + url.QueryEscape(next); res.StatusCode != http.StatusFound || res.Header.Get("Location") != want {
-		t.Errorf("browser, not signed in: %d Location %q; want 302 to %q", res.StatusCode, res.Header.Get("Location"), want)
+	// A browser's first page of an app shared with everyone goes through
+	// the handoff (to be told as the person, if signed in).
+	if res, _ := do(t, "GET", publicURL+"/", browser()); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("a browser's first visit to everyone's app: %d", res.StatusCode)
 	}
-	// So is one whose session ended.
-	res, _ = do(t, "GET", notesURL+"/", browser(), withCookie("svc_session", "ses_01JAAAAAAAAAAAAAAAAAAAAAAA.nope"))
-	if res.StatusCode != http.StatusFound || !strings.Contains(res.Header.Get("Location"), "/login?next=") {
-		t.Errorf("browser, session ended: %d %q; want a redirect to sign in", res.StatusCode, res.Header.Get("Location"))
+	// A browser without an app cookie is sent to the console's handoff,
+	// built from the configuration and the listener's address (the
+	// console's port; loopback is localhost), never from Host.
+	for _, opts := range [][]reqOpt{{browser()}, {browser(), hostHeader("evil.example:666")}, {browser(), consoleSession(alice)},
+		{browser(), withCookie(appCookie(notes.id), "aps_01JAAAAAAAAAAAAAAAAAAAAAAA.nope")}} {
+		res, _ := do(t, "GET", notesURL+"/page?q=1", opts...)
+		loc, state := handoffLocation(t, res)
+		if want := "http://localhost:8080" + HandoffEndpoint + "?next=" + url.QueryEscape("http://localhost:9001/page?q=1"); loc != want {
+			t.Errorf("browser without an app cookie: %d Location %q; want 303 to %q&state=…", res.StatusCode, loc, want)
+		}
+		if state == nil || state.Path != handoffPath || !state.HttpOnly || state.SameSite != http.SameSiteLaxMode || state.Secure || state.MaxAge <= 0 {
+			t.Errorf("the state cookie: %+v", state)
+		}
 	}
-	// Behind an external URL, the console is there.
+	// Behind an external URL, the console is there, and apps on its host.
 	pe := w.edge(edgeOpts{cfg: Config{ExternalURL: "https://svc.example.com/"}})
-	res, _ = do(t, "GET", serve(t, pe.PortHandler(9001))+"/", browser())
-	if loc := res.Header.Get("Location"); !strings.HasPrefix(loc, "https://svc.example.com/login?next=https%3A%2F%2F") {
-		t.Errorf("Location %q; want the external URL's sign-in page", loc)
+	res, _ := do(t, "GET", serve(t, pe.PortHandler(9001))+"/", browser())
+	if loc, _ := handoffLocation(t, res); loc != "https://svc.example.com"+HandoffEndpoint+"?next="+url.QueryEscape("http://svc.example.com:9001/") {
+		t.Errorf("Location %q; want the external URL's handoff", loc)
 	}
 }
 
@@ -157,17 +171,18 @@ func TestPasscodes(t *testing.T) {
 	cookieName := PasscodeCookie(app.id)
 
 	deny(t, srv+"/", 403, "PERM_PASSCODE_REQUIRED")
-	env := deny(t, srv+"/", 403, "PERM_PASSCODE_REQUIRED", session(carol))
+	env := deny(t, srv+"/", 403, "PERM_PASSCODE_REQUIRED", w.as(carol, app))
 	if env.Details["app_id"] != app.id {
 		t.Errorf("details %v, want the app's id for the passcode page", env.Details)
 	}
 	deny(t, srv+"/", 403, "PERM_PASSCODE_REQUIRED", withCookie(cookieName, otherAdmission))
 	deny(t, srv+"/", 403, "PERM_PASSCODE_REQUIRED", withCookie(cookieName, admission+"x"))
 	deny(t, srv+"/", 403, "PERM_PASSCODE_REQUIRED", withCookie(PasscodeCookie(other.id), otherAdmission))
+	// A browser without an admission on the app's origin is sent to the
+	// handoff, which carries it there.
 	res, _ := do(t, "GET", srv+"/a?b=c", browser())
-	host, _ := splitHost(strings.TrimPrefix(srv, "http://"))
-	if want := "http://" + host + ":8080/passcode/" + app.id + "?next=" + url.QueryEscape(srv+"/a?b=c"); res.StatusCode != http.StatusFound || res.Header.Get("Location") != want {
-		t.Errorf("browser without admission: %d %q; want 302 to %q", res.StatusCode, res.Header.Get("Location"), want)
+	if loc, _ := handoffLocation(t, res); !strings.HasPrefix(loc, "http://localhost:8080"+HandoffEndpoint+"?next=") {
+		t.Errorf("browser without admission: %d %q; want 303 to the handoff", res.StatusCode, loc)
 	}
 
 	rep := open(t, srv+"/", withCookie(cookieName, admission), withCookie("keep", "1"))
@@ -177,10 +192,10 @@ func TestPasscodes(t *testing.T) {
 	if !slices.Equal(rep.Cookies, []string{"keep=1"}) {
 		t.Errorf("cookies %q: the admission reached the app", rep.Cookies)
 	}
-	if rep = open(t, srv+"/", session(carol), withCookie(cookieName, admission)); rep.Claims["sub"] != carol.user.ID {
+	if rep = open(t, srv+"/", w.as(carol, app), withCookie(cookieName, admission)); rep.Claims["sub"] != carol.user.ID {
 		t.Errorf("admitted and signed in: sub %v, want the user", rep.Claims["sub"])
 	}
-	if rep = open(t, srv+"/", session(alice)); rep.Claims["sub"] != alice.user.ID {
+	if rep = open(t, srv+"/", w.as(alice, app)); rep.Claims["sub"] != alice.user.ID {
 		t.Errorf("a user's own grant needs no passcode: sub %v", rep.Claims["sub"])
 	}
 
@@ -210,7 +225,7 @@ func TestHostPolicyNarrowsTheGrantToEveryone(t *testing.T) {
 	}{{policy.SharingAllowed, 200}, {policy.SharingPasscodeOnly, 401}, {policy.SharingNone, 401}} {
 		pol := policy.Default()
 		pol.PublicSharing = tc.sharing
-		p, err := New(Config{}, Deps{Routes: w.table, Identity: w.ident, Store: w.store, Signer: w.signer, Policy: policyFunc(func() policy.Policy { return pol })})
+		p, err := New(Config{}, Deps{Routes: w.table, Identity: w.ident, AppSessions: w.ident, Store: w.store, Signer: w.signer, Policy: policyFunc(func() policy.Policy { return pol })})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +235,31 @@ func TestHostPolicyNarrowsTheGrantToEveryone(t *testing.T) {
 			t.Errorf("public_sharing %s, anonymous: %d, want %d: %s", tc.sharing, res.StatusCode, tc.status, body)
 		}
 		if tc.status != 200 {
-			deny(t, srv+"/", 403, "PERM_DENIED", session(carol))
+			deny(t, srv+"/", 403, "PERM_DENIED", w.as(carol, app))
 		}
 	}
+}
+
+// handoffLocation reads the edge's redirect to the console's handoff: the
+// Location without its state, and the state cookie set with it.
+func handoffLocation(t *testing.T, res *http.Response) (string, *http.Cookie) {
+	t.Helper()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Errorf("status %d, want 303", res.StatusCode)
+	}
+	loc := res.Header.Get("Location")
+	base, query, _ := strings.Cut(loc, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		t.Fatalf("Location %q: %v", loc, err)
+	}
+	st, ok := identity.ParseHandoffState(q.Get("state"))
+	var cookie *http.Cookie
+	for _, c := range res.Cookies() {
+		if ok && c.Name == stateCookie(st.ID) && c.Value == st.Secret {
+			cookie = c
+		}
+	}
+	q.Del("state")
+	return base + "?" + q.Encode(), cookie
 }

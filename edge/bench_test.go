@@ -56,17 +56,32 @@ func runBench(b *testing.B, url string, opts ...reqOpt) {
 	})
 }
 
-func BenchmarkEdgeProxy(b *testing.B) {
-	w := newWorld(b)
-	alice := w.newPerson("alice")
-	app := w.addApp("notes", 9001)
+// benchEdge serves alice's app notes, whose workload answers "ok", through
+// the edge in port mode.
+func benchEdge(b *testing.B) (w *world, alice *person, app *testApp, url string) {
+	w = newWorld(b)
+	alice = w.newPerson("alice")
+	app = w.addApp("notes", 9001)
 	w.grant(app.id, authz.KindUser, alice.user.ID)
 	up := okUpstream(b)
 	w.setRoute(app, Route{AppID: app.id, Slug: app.slug, Port: 9001, Upstream: strings.TrimPrefix(up.URL, "http://")})
-	p := w.edge(edgeOpts{})
-	srv := httptest.NewServer(p.PortHandler(9001))
+	srv := httptest.NewServer(w.edge(edgeOpts{}).PortHandler(9001))
 	b.Cleanup(srv.Close)
-	runBench(b, srv.URL+"/", bearer(alice.token), header("Cookie", "theme=dark; svc_session=x"))
+	return w, alice, app, srv.URL + "/"
+}
+
+func BenchmarkEdgeProxy(b *testing.B) {
+	_, alice, _, url := benchEdge(b)
+	runBench(b, url, bearer(alice.token), header("Cookie", "theme=dark; svc_session=x"))
+}
+
+// BenchmarkEdgeProxyAppCookie is a browser's request: the app cookie a
+// handoff gave (its row, its console session and account read), same-origin
+// fetch metadata checked, the console's own cookie stripped.
+func BenchmarkEdgeProxyAppCookie(b *testing.B) {
+	w, alice, app, url := benchEdge(b)
+	runBench(b, url, header("Cookie", "theme=dark; svc_session=x; "+appCookie(app.id)+"="+w.appCookieFor(alice, app.id)),
+		header("Sec-Fetch-Site", "same-origin"), header("Sec-Fetch-Mode", "cors"), header("Sec-Fetch-Dest", "empty"))
 }
 
 func BenchmarkBareProxy(b *testing.B) {

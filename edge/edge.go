@@ -3,6 +3,8 @@ package edge
 import (
 	"context"
 	"time"
+
+	"github.com/svchost/svc/internal/identity"
 )
 
 // The edge's contracts with the rest of svc. The proxy (proxy.go) finds
@@ -67,11 +69,15 @@ type RouteTable interface {
 
 // Passcodes checks admissions to apps shared with everyone behind a
 // passcode: the browser shows an admission cookie (named by
-// PasscodeCookie) that the passcode endpoint set.
+// PasscodeCookie) that the passcode endpoint set on the console's origin,
+// and the handoff carries to the app's origin; an API client may send it
+// to the app as it is.
 type Passcodes interface {
 	// Admitted says whether the cookie value admits its bearer to the app
 	// now: made for this app, not expired, and for its current passcode.
 	Admitted(appID, cookie string) bool
+	// Admission is Admitted that names the admission, for a handoff.
+	Admission(appID, cookie string) (identity.AdmissionRef, bool)
 }
 
 // PasscodeCookie is the name of the admission cookie for an app. Like

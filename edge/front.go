@@ -4,8 +4,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
+
+	"github.com/svchost/svc/internal/errcode"
 )
 
 // How requests reach the edge: on an app's own port (PortHandler, port
@@ -16,20 +17,18 @@ import (
 const appsPrefix = "/apps/"
 
 // Front puts the edge ahead of the API on the main listener. In subdomain
-// mode a request for <slug>.<base domain> (any case, any port) goes to the
+// mode a request for <slug>.<apps domain> (any case, any port) goes to the
 // edge; in path mode a request whose path begins with /apps/ does;
-// everything else (the JWKS included) goes to api. In port mode it is api
-// itself.
+// everything else (the JWKS included) goes to api, except, with a separate
+// apps domain, a request for the apps domain itself: the console is never
+// served there (its scripts would share the apps' site).
 func (p *Proxy) Front(api http.Handler) http.Handler {
-	if p.cfg.Mode == ModePort {
-		return api
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p.cfg.Mode {
 		case ModeSubdomain:
 			if slug, ok := p.subdomainSlug(r.Host); ok {
 				route, found := p.d.Routes.BySlug(slug)
-				p.serve(w, r, target{route: route, found: found})
+				p.serve(w, r, target{route: route, found: found, slug: slug})
 				return
 			}
 		case ModePath:
@@ -38,29 +37,59 @@ func (p *Proxy) Front(api http.Handler) http.Handler {
 				return
 			}
 		}
+		if p.separateApps() && p.isAppsHost(r.Host) {
+			writeError(w, r, errcode.New(errcode.NotFound, "the console is not served on the apps domain").
+				WithRemedy("open the console at %s", p.consoleBase(r)))
+			return
+		}
 		api.ServeHTTP(w, r)
 	})
 }
 
-// PortHandler serves the app that holds the host port (port mode).
+// PortHandler serves the app that holds the host port (port mode). With a
+// separate apps domain, the app is served only there: a request for
+// another host (the console's, which the app's scripts must not share) is
+// sent to the app's address on the apps domain, or refused.
 func (p *Proxy) PortHandler(port int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route, found := p.d.Routes.ByPort(port)
-		p.serve(w, r, target{route: route, found: found})
+		t := target{route: route, found: found, port: port}
+		if p.separateApps() && !p.isAppsHost(r.Host) {
+			to := p.pageURL(r, t)
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				redirectTo(w, to, http.StatusPermanentRedirect)
+				return
+			}
+			writeError(w, r, errcode.New(errcode.NotFound, "apps are served on the apps domain only").WithRemedy("send the request to %s", to))
+			return
+		}
+		p.serve(w, r, t)
 	})
 }
 
-// subdomainSlug returns the label(s) of host before the base domain when
-// host is under it (not the base domain itself, which is the console's).
-// A slug with a dot in it matches no app.
+// subdomainSlug returns the label(s) of host before the apps domain when
+// host is under it (not the apps domain itself). A slug with a dot in it
+// matches no app.
 func (p *Proxy) subdomainSlug(hostport string) (string, bool) {
 	host, _ := splitHost(hostport)
 	host = strings.TrimSuffix(host, ".")
-	n := len(host) - len(p.base) - 1
-	if n < 1 || host[n] != '.' || !strings.EqualFold(host[n+1:], p.base) {
+	n := len(host) - len(p.apps) - 1
+	if n < 1 || host[n] != '.' || !strings.EqualFold(host[n+1:], p.apps) {
 		return "", false
 	}
 	return host[:n], true
+}
+
+// separateApps reports whether apps have a domain of their own, apart
+// from the console's host.
+func (p *Proxy) separateApps() bool {
+	return p.cfg.AppsDomain != "" && p.apps != p.consoleHost()
+}
+
+// isAppsHost reports whether hostport is the apps domain itself.
+func (p *Proxy) isAppsHost(hostport string) bool {
+	host, _ := splitHost(hostport)
+	return strings.EqualFold(strings.TrimSuffix(host, "."), p.apps)
 }
 
 // servePath serves /apps/<slug>/…: the slug names the app, and the app
@@ -91,42 +120,13 @@ func (p *Proxy) servePath(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusPermanentRedirect)
 		return
 	}
-	t := target{prefix: appsPrefix + escSlug, rawPath: "/" + tail}
+	t := target{slug: slug, prefix: appsPrefix + escSlug, rawPath: "/" + tail}
 	if t.path, err = url.PathUnescape(t.rawPath); err != nil {
 		p.serve(w, r, target{})
 		return
 	}
 	t.route, t.found = p.d.Routes.BySlug(slug)
 	p.serve(w, r, t)
-}
-
-// AppURL is where the edge serves the app with this slug (and, in port
-// mode, this host port; 0 for none) in the current mode, for a client that
-// asked the API at r; "" when it serves it nowhere (port mode, no port).
-// Port mode: http://<host>:<port>/, the host being the external URL's or
-// else the one r asked for; subdomain mode:
-// <scheme>://<slug>.<base domain>[:<port>]/, scheme and port the external
-// URL's or else r's; path mode: <external URL or r's origin>/apps/<slug>/.
-func (p *Proxy) AppURL(r *http.Request, slug string, port int) string {
-	host, hostPort := splitHost(r.Host)
-	scheme := p.proto(r)
-	if p.external != nil {
-		host, hostPort, scheme = p.external.Hostname(), p.external.Port(), p.external.Scheme
-	}
-	switch p.cfg.Mode {
-	case ModeSubdomain:
-		return scheme + "://" + joinHost(strings.ToLower(slug)+"."+p.base, hostPort) + "/"
-	case ModePath:
-		origin := scheme + "://" + joinHost(host, hostPort)
-		if p.external != nil {
-			origin = strings.TrimRight(p.external.String(), "/")
-		}
-		return origin + appsPrefix + url.PathEscape(slug) + "/"
-	}
-	if port <= 0 {
-		return ""
-	}
-	return "http://" + joinHost(host, strconv.Itoa(port)) + "/"
 }
 
 // splitHost splits a Host header into host and port ("" when none),

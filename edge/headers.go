@@ -16,6 +16,21 @@ const svcHeaderPrefix = "x-svc-"
 // lower-cased, '-' spelling.
 var forwardingHeaders = []string{"forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-prefix"}
 
+// clientClaimHeaders are headers in which a proxy or CDN states the
+// client's address, or the address or scheme the client asked for, in the
+// lower-cased, '-' spelling. The edge is the proxy in front of every app,
+// and it states these in X-Forwarded-* only: a client that sends one of
+// these would be believed by an app (or its framework) that reads it, so
+// none reaches an app, in any spelling.
+var clientClaimHeaders = []string{
+	"x-real-ip", "true-client-ip", "cf-connecting-ip", "cf-connecting-ipv6", "x-client-ip", "client-ip",
+	"x-cluster-client-ip", "fastly-client-ip", "x-original-forwarded-for", "forwarded-for", "x-forwarded",
+	"x-forwarded-server", "x-forwarded-port", "x-forwarded-ssl", "x-forwarded-scheme", "x-forwarded-uri",
+	"x-original-host", "x-original-url", "x-original-uri", "x-rewrite-url", "x-host", "x-url-scheme",
+	"front-end-https", "x-proxyuser-ip", "x-envoy-external-address", "x-appengine-user-ip", "x-azure-clientip",
+	"x-azure-socketip",
+}
+
 // headerFold reports whether name, lower-cased with '_' read as '-',
 // begins with (or, with exact, equals) want, which is lower-case. Servers
 // and frameworks that map underscores to dashes (CGI's HTTP_X_SVC_EMAIL,
@@ -41,15 +56,20 @@ func headerFold(name, want string, exact bool) bool {
 }
 
 // reservedHeader reports whether an inbound header with this name must not
-// reach an app: any spelling of X-Svc-* (the edge's headers), and any
-// spelling of the forwarding headers but the canonical ones, which the
-// proxy replaces itself.
+// reach an app: any spelling of X-Svc-* (the edge's headers), any spelling
+// of the client-claim headers, and any spelling of the forwarding headers
+// but the canonical ones, which the proxy replaces itself.
 func reservedHeader(name string) bool {
 	if headerFold(name, svcHeaderPrefix, false) {
 		return true
 	}
 	for _, f := range forwardingHeaders {
 		if headerFold(name, f, true) && name != http.CanonicalHeaderKey(f) {
+			return true
+		}
+	}
+	for _, f := range clientClaimHeaders {
+		if headerFold(name, f, true) {
 			return true
 		}
 	}
@@ -67,9 +87,16 @@ func stripReserved(h http.Header) {
 	delete(h, "X-Forwarded-Prefix")
 }
 
-// svcCookie reports whether a cookie name is one of svc's (svc_…, in any
-// case): such cookies never reach an app.
+// svcCookie reports whether a cookie name is one of svc's (svc_…, also
+// behind the __Host- or __Secure- prefix, in any case): such cookies never
+// reach an app.
 func svcCookie(name string) bool {
+	for _, prefix := range [...]string{"__host-", "__secure-"} {
+		if len(name) > len(prefix) && strings.EqualFold(name[:len(prefix)], prefix) {
+			name = name[len(prefix):]
+			break
+		}
+	}
 	return len(name) >= 4 && strings.EqualFold(name[:4], "svc_")
 }
 
@@ -125,27 +152,6 @@ func containsFold(s, sub string) bool {
 		}
 	}
 	return false
-}
-
-// cookieValue returns the value of the first cookie named name in the
-// Cookie header lines (quotes around it removed), as Request.Cookie
-// would, without parsing every cookie into a new value.
-func cookieValue(h http.Header, name string) string {
-	for _, line := range h["Cookie"] {
-		for len(line) > 0 {
-			var pair string
-			pair, line, _ = strings.Cut(line, ";")
-			k, v, ok := strings.Cut(strings.Trim(pair, " \t"), "=")
-			if !ok || k != name {
-				continue
-			}
-			if len(v) > 1 && v[0] == '"' && v[len(v)-1] == '"' {
-				v = v[1 : len(v)-1]
-			}
-			return v
-		}
-	}
-	return ""
 }
 
 // stripSetCookies removes Set-Cookie lines of svc_* cookies from an app's

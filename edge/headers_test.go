@@ -13,7 +13,9 @@ func TestReservedHeader(t *testing.T) {
 		"X-Svc": false, "X-Svcx-Email": false, "Svc-Email": false, "X-Sv-Email": false, "Accept": false,
 		"X-Forwarded-For": false, "X-Forwarded-Host": false, "Forwarded": false,
 		"X_Forwarded_For": true, "x-forwarded-host": true, "X-FORWARDED-PROTO": true, "X_Forwarded_Prefix": true, "FORWARDED": true,
-		"X-Forwarded-Port": false,
+		"X-Forwarded-Port": true, "X-Real-IP": true, "x_real_ip": true, "True-Client-IP": true, "CF-Connecting-IP": true,
+		"X-Client-IP": true, "X-Original-Forwarded-For": true, "X-Forwarded": true, "X-Original-URL": true,
+		"X-Real-IPv4": false, "X-Realm": false, "Client-IPs": false,
 	} {
 		if got := reservedHeader(name); got != want {
 			t.Errorf("reservedHeader(%q) = %v, want %v", name, got, want)
@@ -105,7 +107,7 @@ func TestHeaderValue(t *testing.T) {
 }
 
 func TestSubdomainSlug(t *testing.T) {
-	p := &Proxy{base: "apps.test"}
+	p := &Proxy{apps: "apps.test"}
 	for host, want := range map[string]string{
 		"notes.apps.test": "notes", "Notes.APPS.test:80": "Notes", "notes.apps.test.": "notes", "a.b.apps.test": "a.b",
 		"apps.test": "", ".apps.test": "", "xapps.test": "", "notes.apps.test.evil": "", "[::1]:80": "", "": "",
@@ -113,15 +115,6 @@ func TestSubdomainSlug(t *testing.T) {
 		got, ok := p.subdomainSlug(host)
 		if got != want || ok != (want != "") {
 			t.Errorf("subdomainSlug(%q) = %q, %v; want %q", host, got, ok, want)
-		}
-	}
-}
-
-func TestCookieValue(t *testing.T) {
-	h := http.Header{"Cookie": {"a=1; svc_session=first", "svc_session=second", `q="quoted"`}}
-	for name, want := range map[string]string{"svc_session": "first", "a": "1", "q": "quoted", "SVC_SESSION": "", "b": ""} {
-		if got := cookieValue(h, name); got != want {
-			t.Errorf("cookieValue(%s) = %q, want %q", name, got, want)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/internal/websec"
 	"github.com/svchost/svc/raftstore"
 )
 
@@ -59,24 +60,28 @@ const (
 // the grant to everyone without signing in.
 const AnonymousSubject = "anonymous"
 
-// sessionCookie is the browser session's cookie (the API's).
-const sessionCookie = "svc_session"
-
 // Config is the edge's startup configuration.
 type Config struct {
 	// Mode is the routing mode: ModePort (the default when empty),
 	// ModeSubdomain or ModePath.
 	Mode string
-	// BaseDomain is the domain apps are subdomains of (subdomain mode).
+	// BaseDomain is the console's domain in subdomain mode when no
+	// external URL is set, and the domain apps are subdomains of unless
+	// AppsDomain says otherwise.
 	BaseDomain string
+	// AppsDomain, when set, is where apps are served apart from the
+	// console (SVC_SERVER_APPS_DOMAIN): <slug>.<apps domain> in subdomain
+	// mode, the host of the apps' ports in port mode; neither serves the
+	// console, and apps are not served on any other host.
+	AppsDomain string
 	// ExternalURL is the address browsers use for the console
 	// (SVC_SERVER_EXTERNAL_URL), empty when unset. It decides where
 	// browsers are sent to sign in, the scheme apps are told
 	// (X-Forwarded-Proto) and the host of the apps' URLs.
 	ExternalURL string
-	// ConsolePort is the main listener's port: in port mode, without an
-	// external URL, browsers are sent to sign in on the host they asked
-	// for at this port.
+	// ConsolePort is the main listener's port: without an external URL,
+	// the console's address is built from it and the address the
+	// connection came to (never from the Host header).
 	ConsolePort int
 	// ProxyUpstream, when set (SVC_SERVER_PROXY_UPSTREAM), receives every
 	// request the edge authorized instead of the app's workload, for
@@ -94,10 +99,18 @@ type Config struct {
 
 // The edge's collaborators, declared where they are used.
 type (
-	// Authenticator resolves a request's credentials, as the API does
-	// (*identity.Service).
+	// Authenticator resolves a bearer token, as the API does
+	// (*identity.Service); the edge never passes it the console's
+	// session cookie.
 	Authenticator interface {
 		Authenticate(ctx context.Context, bearer, cookie string) (identity.Authenticated, error)
+	}
+	// AppSessions are the app cookies of browsers, and the handoff that
+	// gives them (*identity.Service).
+	AppSessions interface {
+		BeginAppSession(ctx context.Context, n identity.NewAppSession) (string, error)
+		RedeemAppSession(ctx context.Context, appID, code string, stateSecret func(stateID string) string) (identity.AppCookie, error)
+		AuthenticateApp(ctx context.Context, appID, cookie string) (identity.AppAuth, error)
 	}
 	// StateReader gives a read view of the replicated store, where the
 	// grants, accounts and groups are.
@@ -113,6 +126,7 @@ type (
 // The services of svc that implement them.
 var (
 	_ Authenticator = (*identity.Service)(nil)
+	_ AppSessions   = (*identity.Service)(nil)
 	_ StateReader   = (*raftstore.Store)(nil)
 	_ PolicySource  = (*policy.Service)(nil)
 )
@@ -123,6 +137,9 @@ type Deps struct {
 	Identity Authenticator
 	Store    StateReader
 	Signer   Signer
+	// AppSessions mints, redeems and checks the app cookies a handoff
+	// gives browsers (required: it is how browsers sign in to apps).
+	AppSessions AppSessions
 	// Passcodes checks admission cookies; nil admits nobody by passcode.
 	Passcodes Passcodes
 	// Policy, when set, lets host policy's public_sharing narrow what the
@@ -142,6 +159,7 @@ type Proxy struct {
 	d         Deps
 	log       *slog.Logger
 	base      string   // lower-case base domain (subdomain mode)
+	apps      string   // lower-case apps domain: AppsDomain, else base (subdomain mode)
 	external  *url.URL // nil when unset
 	upstream  *url.URL // nil: each app's workload
 	transport *http.Transport
@@ -160,8 +178,8 @@ func New(cfg Config, d Deps) (*Proxy, error) {
 	default:
 		return nil, fmt.Errorf("edge: routing mode %q (accepted: port, subdomain, path)", cfg.Mode)
 	}
-	if d.Routes == nil || d.Identity == nil || d.Store == nil || d.Signer == nil {
-		return nil, errors.New("edge: missing dependencies (routes, identity, store and signer are required)")
+	if d.Routes == nil || d.Identity == nil || d.AppSessions == nil || d.Store == nil || d.Signer == nil {
+		return nil, errors.New("edge: missing dependencies (routes, identity, app sessions, store and signer are required)")
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
@@ -177,7 +195,11 @@ func New(cfg Config, d Deps) (*Proxy, error) {
 	}
 	p := &Proxy{cfg: cfg, d: d, log: d.Logger, base: strings.ToLower(strings.TrimSuffix(cfg.BaseDomain, ".")),
 		clients: clientip.New(cfg.TrustedProxies)}
-	if cfg.Mode == ModeSubdomain && p.base == "" {
+	p.apps = strings.ToLower(strings.TrimSuffix(cfg.AppsDomain, "."))
+	if p.apps == "" && cfg.Mode == ModeSubdomain {
+		p.apps = p.base
+	}
+	if cfg.Mode == ModeSubdomain && p.apps == "" {
 		return nil, errors.New("edge: subdomain routing needs a base domain")
 	}
 	var err error
@@ -193,7 +215,7 @@ func New(cfg Config, d Deps) (*Proxy, error) {
 		Transport:      p.transport,
 		FlushInterval:  -1, // streams pass through unbuffered
 		BufferPool:     bufferPool{},
-		ModifyResponse: modifyResponse,
+		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.upstreamFailed,
 		ErrorLog:       slog.NewLogLogger(d.Logger.Handler(), slog.LevelDebug),
 	}
@@ -276,8 +298,21 @@ const (
 type target struct {
 	route Route
 	found bool
-	// Path mode: the prefix (/apps/<slug>) and the path after it.
+	// The address asked for, found or not: the slug (subdomain and path
+	// modes) or the host port (port mode).
+	slug string
+	port int
+	// Path mode: the prefix (/apps/<slug>, as escaped in the URL) and the
+	// path after it.
 	prefix, path, rawPath string
+}
+
+// appPath is the path the app sees: after the prefix in path mode.
+func (t target) appPath(r *http.Request) string {
+	if t.prefix != "" {
+		return t.path
+	}
+	return r.URL.Path
 }
 
 // outbound is what the rewrite of an authorized request needs; it travels
@@ -304,15 +339,37 @@ type outboundKey struct{}
 // everyone: its existence is public (its passcode page names it).
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, t target) {
 	ctx := r.Context()
-	a, credErr := p.d.Identity.Authenticate(ctx, bearerOf(r.Header), cookieValue(r.Header, sessionCookie))
+	if p.cfg.Mode == ModePath {
+		// Every answer on the console's origin, the app's and the
+		// edge's own, gets an opaque origin (see sandboxPolicy).
+		w.Header()["Content-Security-Policy"] = []string{sandboxPolicy}
+	}
+	if t.found && t.appPath(r) == handoffPath {
+		p.redeem(w, r, t)
+		return
+	}
+	c := p.credentials(r, t)
+	if c.ambiguous {
+		p.refuseAmbiguous(w, r, t)
+		return
+	}
+	a, credErr := c.auth, c.err
 	if credErr != nil {
 		// A bad credential counts as none: an app shared with everyone
 		// still opens; anything else answers the credential's error.
 		a = identity.Authenticated{Principal: authz.Principal{Kind: authz.KindAnonymous}}
 	}
 	rd := p.d.Store.Read()
-	if v := p.decide(rd, r, t, a.Principal); v != admit {
-		p.refuse(w, r, t.route, v, credErr)
+	v, byPasscode := p.decide(rd, t, a.Principal, c.admitted)
+	if v != admit {
+		p.refuse(w, r, t, v, credErr)
+		return
+	}
+	if a.Principal.Kind == authz.KindAnonymous && !byPasscode && p.mayIdentify(r, t) {
+		// The grant to everyone lets the visitor in; a person signed in on
+		// the console is told to the app as themselves once the handoff
+		// has given their browser the app's cookie.
+		p.startHandoff(w, r, t)
 		return
 	}
 	if p.upstream == nil && t.route.Upstream == "" {
@@ -348,39 +405,40 @@ func signFailure(err error) *errcode.Error {
 // decide authorizes principal on t. The caller may open the app through a
 // data-plane grant to it (its account, a group of the account, the token
 // itself) or through the grant to everyone; a grant to everyone with a
-// passcode admits only a request showing a valid admission cookie.
-func (p *Proxy) decide(rd *raftstore.Reader, r *http.Request, t target, pr authz.Principal) verdict {
+// passcode admits only a request that shows a valid admission (admitted).
+// byPasscode says an admission is what admitted it.
+func (p *Proxy) decide(rd *raftstore.Reader, t target, pr authz.Principal, admitted bool) (v verdict, byPasscode bool) {
 	anonymous := pr.Kind == authz.KindAnonymous
 	if !t.found {
 		if anonymous {
-			return needSignIn
+			return needSignIn, false
 		}
-		return unknown
+		return unknown, false
 	}
 	appID := t.route.AppID
 	passcode := false
 	for _, g := range identity.OpenGrants(rd, appID, pr) {
 		switch {
 		case !g.Everyone:
-			return admit
+			return admit, false
 		case !p.everyoneAdmits(g.Grant.Passcode):
 		case g.Grant.Passcode:
 			passcode = true
 		default:
-			return admit
+			return admit, false
 		}
 	}
 	switch {
-	case passcode && p.admitted(r, appID):
-		return admit
+	case passcode && admitted:
+		return admit, true
 	case passcode:
-		return needPasscode
+		return needPasscode, false
 	case anonymous:
-		return needSignIn
+		return needSignIn, false
 	}
 	// Signed in without a data-plane grant: 403, as API.md's edge section
 	// says ("a caller without a data-plane grant gets 403 PERM_DENIED").
-	return denied
+	return denied, false
 }
 
 // everyoneAdmits says whether host policy lets a grant to everyone (with
@@ -398,35 +456,26 @@ func (p *Proxy) everyoneAdmits(withPasscode bool) bool {
 	return true
 }
 
-// admitted says whether the request shows a valid admission cookie for the
-// app.
-func (p *Proxy) admitted(r *http.Request, appID string) bool {
-	if p.d.Passcodes == nil {
-		return false
-	}
-	v := cookieValue(r.Header, PasscodeCookie(appID))
-	return v != "" && p.d.Passcodes.Admitted(appID, v)
-}
-
 // refuse answers a request the edge does not forward: the error envelope
 // for API clients, and for a browser asking for a page a redirect to the
 // console's sign-in or passcode page, which sends it back afterwards.
-func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, route Route, v verdict, credErr error) {
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, t target, v verdict, credErr error) {
+	route := t.route
 	var e *errcode.Error
 	switch v {
 	case needSignIn:
-		if wantsPage(r) {
-			redirect(w, p.consoleURL(r)+"/login?next="+url.QueryEscape(p.requestURL(r)))
+		if wantsPage(r) && websec.TopLevelNavigation(r) {
+			p.startHandoff(w, r, t)
 			return
 		}
 		e = errcode.New(errcode.AuthRequired, "sign in, or present a token, to open this app").
-			WithRemedy("sign in at %s, or send Authorization: Bearer <token>", p.consoleURL(r))
+			WithRemedy("open the app in a browser signed in at %s, or send Authorization: Bearer <token>", p.consoleBase(r))
 		if ce, ok := errcode.As(credErr); ok {
 			e = errcode.New(ce.Code, "%s", ce.Message).WithRemedy("%s", e.Remedy)
 		}
 	case needPasscode:
-		if wantsPage(r) {
-			redirect(w, p.consoleURL(r)+"/passcode/"+url.PathEscape(route.AppID)+"?next="+url.QueryEscape(p.requestURL(r)))
+		if wantsPage(r) && websec.TopLevelNavigation(r) {
+			p.startHandoff(w, r, t)
 			return
 		}
 		e = errcode.New(errcode.PermPasscodeRequired, "this app asks for its passcode").
@@ -462,31 +511,6 @@ func (p *Proxy) proto(r *http.Request) string {
 		return "https"
 	}
 	return "http"
-}
-
-// requestURL is the URL the client asked for.
-func (p *Proxy) requestURL(r *http.Request) string {
-	return p.proto(r) + "://" + r.Host + r.URL.RequestURI()
-}
-
-// consoleURL is where the console is, for a browser that asked r: the
-// external URL when set; otherwise the base domain (subdomain mode; the
-// session cookie is shared with its subdomains), the host asked for (path
-// mode), or the host asked for at the main listener's port (port mode).
-func (p *Proxy) consoleURL(r *http.Request) string {
-	if p.external != nil {
-		return strings.TrimRight(p.external.String(), "/")
-	}
-	host, port := splitHost(r.Host)
-	switch p.cfg.Mode {
-	case ModeSubdomain:
-		host = p.base
-	case ModePort:
-		if p.cfg.ConsolePort > 0 {
-			port = fmt.Sprint(p.cfg.ConsolePort)
-		}
-	}
-	return p.proto(r) + "://" + joinHost(host, port)
 }
 
 // claimsOf describes the caller to the app: a user (also for a delegated
@@ -531,12 +555,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	stripReserved(h)
 	stripCookies(h)
 	stripBearer(h)
-	// A client's own X-Forwarded-For is passed on only from a trusted
-	// proxy; SetXForwarded then appends the peer (to a copy).
-	if prior, ok := pr.In.Header["X-Forwarded-For"]; ok && p.clients.PeerTrusted(pr.In) {
-		h["X-Forwarded-For"] = prior
-	}
-	pr.SetXForwarded()
+	p.forwardedFor(pr)
 	c := &ob.claims
 	// One backing array for the values the edge sets.
 	vals := [...]string{ob.assertion, ob.route.AppID, headerValue(c.Subject), headerValue(c.Email), headerValue(c.Name), "", ob.proto, ob.prefix}
@@ -559,10 +578,32 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	}
 }
 
-// modifyResponse keeps an app from setting svc's cookies.
-func modifyResponse(res *http.Response) error {
+// modifyResponse keeps an app from setting svc's cookies and, in path
+// mode, from reaching beyond its prefix on the console's origin: its
+// answers may not register a service worker for a wider scope
+// (Service-Worker-Allowed) or wipe the origin's storage and cookies
+// (Clear-Site-Data), the console's included. (Its answers carry the
+// sandbox policy, set before the proxy copies them.)
+func (p *Proxy) modifyResponse(res *http.Response) error {
 	stripSetCookies(res.Header)
+	if p.cfg.Mode == ModePath {
+		delete(res.Header, "Service-Worker-Allowed")
+		delete(res.Header, "Clear-Site-Data")
+	}
 	return nil
+}
+
+// forwardedFor sets X-Forwarded-For, -Host and -Proto on the outbound
+// request: the client's address appended to the chain the request came
+// with. This is the one place the chain is decided: a client's own
+// X-Forwarded-For is kept only when the peer is a trusted proxy
+// (server.trusted_proxies); SetXForwarded then appends the peer (to a
+// copy).
+func (p *Proxy) forwardedFor(pr *httputil.ProxyRequest) {
+	if prior, ok := pr.In.Header["X-Forwarded-For"]; ok && p.clients.PeerTrusted(pr.In) {
+		pr.Out.Header["X-Forwarded-For"] = prior
+	}
+	pr.SetXForwarded()
 }
 
 // upstreamFailed answers when the app could not be reached (502) or did

@@ -1,9 +1,13 @@
 package edge
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/svchost/svc/internal/authz"
@@ -52,11 +56,13 @@ func TestSubdomainRouting(t *testing.T) {
 	deny(t, srv+"/", 401, "AUTH_REQUIRED", hostHeader("nope.apps.test"))
 	deny(t, srv+"/", 401, "AUTH_REQUIRED", hostHeader("notes.apps.test"))
 
-	// A browser signs in on the base domain, whose session cookie the
-	// app's subdomain shares.
-	res, _ := do(t, "GET", srv+"/", browser(), hostHeader("notes.apps.test:8443"))
-	if want := "http://apps.test:8443/login?next=http%3A%2F%2Fnotes.apps.test%3A8443%2F"; res.Header.Get("Location") != want {
-		t.Errorf("Location %q, want %q", res.Header.Get("Location"), want)
+	// A browser is sent to the console's handoff on the base domain, at
+	// the console's port, whatever Host it sent.
+	p = w.edge(edgeOpts{cfg: Config{Mode: ModeSubdomain, BaseDomain: "Apps.Test", ConsolePort: 8443}})
+	srv = serve(t, p.Front(apiStub))
+	res, _ := do(t, "GET", srv+"/", browser(), hostHeader("notes.apps.test:9999"))
+	if loc, _ := handoffLocation(t, res); loc != "http://apps.test:8443"+HandoffEndpoint+"?next="+url.QueryEscape("http://notes.apps.test:8443/") {
+		t.Errorf("Location %q", loc)
 	}
 }
 
@@ -117,16 +123,25 @@ func TestPortModeLeavesTheMainListenerToTheAPI(t *testing.T) {
 	}
 }
 
-// TestAppURL: where each mode serves an app, as the API's url field says.
+// TestAppURL: where each mode serves an app, as the API's url field says:
+// built from the configuration and the address the connection came to
+// (loopback and unspecified addresses are localhost), never from Host.
 func TestAppURL(t *testing.T) {
 	w := newWorld(t)
 	ports := map[string]int{"notes": 9007}
-	req := func(host string, tls bool) *http.Request {
-		r := httptest.NewRequest("GET", "http://"+host+"/api/v1/apps", nil)
+	// req is a request that came to local (the listener's address) with
+	// a Host header of its client's choosing.
+	req := func(local string, tls bool) *http.Request {
+		scheme := "http"
 		if tls {
-			r = httptest.NewRequest("GET", "https://"+host+"/api/v1/apps", nil)
+			scheme = "https"
 		}
-		return r
+		r := httptest.NewRequest("GET", scheme+"://evil.example:666/api/v1/apps", nil)
+		addr, err := net.ResolveTCPAddr("tcp", local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, addr))
 	}
 	cases := []struct {
 		name string
@@ -135,19 +150,23 @@ func TestAppURL(t *testing.T) {
 		slug string
 		want string
 	}{
-		{"port", Config{}, req("svc.example.com:8080", false), "notes", "http://svc.example.com:9007/"},
-		{"port, no port held", Config{}, req("svc.example.com:8080", false), "draft", ""},
+		{"port", Config{ConsolePort: 8080}, req("192.0.2.10:8080", false), "notes", "http://192.0.2.10:9007/"},
+		{"port, loopback", Config{}, req("127.0.0.1:8080", false), "notes", "http://localhost:9007/"},
+		{"port, unspecified", Config{}, req("[::]:8080", false), "notes", "http://localhost:9007/"},
+		{"port, IPv6", Config{}, req("[2001:db8::1]:8080", false), "notes", "http://[2001:db8::1]:9007/"},
+		{"port, no port held", Config{}, req("192.0.2.10:8080", false), "draft", ""},
 		{"port, external URL", Config{ExternalURL: "https://svc.example.com"}, req("10.0.0.1:8080", false), "notes", "http://svc.example.com:9007/"},
-		{"port, IPv6", Config{}, req("[::1]:8080", false), "notes", "http://[::1]:9007/"},
-		{"subdomain", Config{Mode: ModeSubdomain, BaseDomain: "svc.localhost"}, req("svc.localhost:8080", false), "notes", "http://notes.svc.localhost:8080/"},
-		{"subdomain, TLS", Config{Mode: ModeSubdomain, BaseDomain: "apps.example.com"}, req("apps.example.com", true), "draft", "https://draft.apps.example.com/"},
+		{"port, apps domain", Config{ExternalURL: "https://svc.example.com", AppsDomain: "Apps.Example.NET"}, req("10.0.0.1:8080", false), "notes", "http://apps.example.net:9007/"},
+		{"subdomain", Config{Mode: ModeSubdomain, BaseDomain: "svc.localhost", ConsolePort: 8080}, req("127.0.0.1:8080", false), "notes", "http://notes.svc.localhost:8080/"},
+		{"subdomain, TLS", Config{Mode: ModeSubdomain, BaseDomain: "apps.example.com", ConsolePort: 443}, req("192.0.2.1:443", true), "draft", "https://draft.apps.example.com/"},
 		{"subdomain, external URL", Config{Mode: ModeSubdomain, BaseDomain: "apps.example.com", ExternalURL: "https://svc.example.com:8443/"}, req("127.0.0.1:8080", false), "notes", "https://notes.apps.example.com:8443/"},
-		{"path", Config{Mode: ModePath}, req("localhost:8080", false), "notes", "http://localhost:8080/apps/notes/"},
+		{"subdomain, apps domain", Config{Mode: ModeSubdomain, BaseDomain: "svc.example.com", AppsDomain: "apps.example.net", ExternalURL: "https://svc.example.com/"}, req("127.0.0.1:8080", false), "Notes", "https://notes.apps.example.net/"},
+		{"path", Config{Mode: ModePath, ConsolePort: 8080}, req("127.0.0.1:8080", false), "notes", "http://localhost:8080/apps/notes/"},
 		{"path, external URL", Config{Mode: ModePath, ExternalURL: "https://svc.example.com/"}, req("127.0.0.1:8080", false), "draft", "https://svc.example.com/apps/draft/"},
 	}
 	for _, tc := range cases {
 		p := w.edge(edgeOpts{cfg: tc.cfg})
-		if got := p.AppURL(tc.r, tc.slug, ports[tc.slug]); got != tc.want {
+		if got := p.AppURL(tc.r, tc.slug, ports[strings.ToLower(tc.slug)]); got != tc.want {
 			t.Errorf("%s: AppURL = %q, want %q", tc.name, got, tc.want)
 		}
 	}
@@ -155,7 +174,7 @@ func TestAppURL(t *testing.T) {
 
 func TestNewRefusesABadConfiguration(t *testing.T) {
 	w := newWorld(t)
-	d := Deps{Routes: w.table, Identity: w.ident, Store: w.store, Signer: w.signer}
+	d := Deps{Routes: w.table, Identity: w.ident, AppSessions: w.ident, Store: w.store, Signer: w.signer}
 	for name, cfg := range map[string]Config{
 		"mode":               {Mode: "host"},
 		"subdomain, no base": {Mode: ModeSubdomain},

@@ -33,7 +33,7 @@ func TestSpoofedHeadersAndCookiesNeverReachTheApp(t *testing.T) {
 		t.Fatal(err)
 	}
 	auth := "Authorization: Bearer " + alice.token + "\r\n"
-	cookieAuth := "Cookie: svc_session=" + alice.cookie + "\r\n"
+	cookieAuth := "Cookie: " + appCookie(app.id) + "=" + w.appCookieFor(alice, app.id) + "\r\n"
 	cases := []struct {
 		name    string
 		headers string // header lines, each ending in CRLF
@@ -76,6 +76,13 @@ func TestSpoofedHeadersAndCookiesNeverReachTheApp(t *testing.T) {
 		{name: "cookie without a value", headers: auth + "Cookie: svc_flagEVIL; e=5\r\n", keep: []string{"e=5"}},
 		{name: "cookies without spaces", headers: auth + "Cookie: a=1;svc_z=EVIL;b=2\r\n", keep: []string{"a=1", "b=2"}},
 		{name: "signed in by cookie, svc cookie hidden after it", headers: cookieAuth + "Cookie: svc_passcode_x=EVIL\r\n"},
+		{name: "prefixed svc cookies", headers: auth + "Cookie: __Host-svc_session=EVIL; __secure-SVC_app_x=EVIL; __Host-app=1\r\n", keep: []string{"__Host-app=1"}},
+		{name: "the app cookie", headers: cookieAuth + "Cookie: f=6\r\n", keep: []string{"f=6"}},
+		{name: "X-Real-IP", headers: auth + "X-Real-IP: 6.6.6.6-EVIL\r\nx_real_ip: EVIL\r\n"},
+		{name: "CDN client addresses", headers: auth + "True-Client-IP: EVIL\r\nCF-Connecting-IP: EVIL\r\nFastly-Client-IP: EVIL\r\nX-Cluster-Client-IP: EVIL\r\n"},
+		{name: "other client addresses", headers: auth + "X-Client-IP: EVIL\r\nClient-IP: EVIL\r\nX-Original-Forwarded-For: EVIL\r\nForwarded-For: EVIL\r\nX-Forwarded: for=EVIL\r\n"},
+		{name: "forwarded server, port and scheme", headers: auth + "X-Forwarded-Server: EVIL\r\nX-Forwarded-Port: EVIL\r\nX-Forwarded-Ssl: EVIL\r\nX-Forwarded-Scheme: EVIL\r\nFront-End-Https: EVIL\r\nX-Url-Scheme: EVIL\r\n"},
+		{name: "path and host overrides", headers: auth + "X-Original-URL: /EVIL\r\nX-Rewrite-URL: /EVIL\r\nX-Original-Host: EVIL\r\nX-Host: EVIL\r\n"},
 		{name: "lower-case bearer scheme", headers: "authorization: bearer " + alice.token + "\r\nX-Svc-Email: EVIL\r\n"},
 	}
 	want := map[string]string{
@@ -109,7 +116,7 @@ func TestSpoofedHeadersAndCookiesNeverReachTheApp(t *testing.T) {
 				if k != tc.markerIn && strings.Contains(strings.Join(v, "\n"), "EVIL") {
 					t.Errorf("the marker reached the app in %s: %q", k, v)
 				}
-				if k != "X-Forwarded-For" && strings.Contains(k, "Forwarded") && k != "X-Forwarded-Host" && k != "X-Forwarded-Proto" {
+				if k != "X-Forwarded-For" && (strings.Contains(k, "Forwarded") || strings.Contains(k, "Ip")) && k != "X-Forwarded-Host" && k != "X-Forwarded-Proto" {
 					t.Errorf("forwarding header %s = %q reached the app", k, v)
 				}
 			}
@@ -166,7 +173,7 @@ func TestCredentialsNeverReachTheApp(t *testing.T) {
 	if _, ok := rep.Header["Authorization"]; ok {
 		t.Errorf("svc's bearer token reached the app: %q", rep.Header["Authorization"])
 	}
-	rep = open(t, srv+"/", session(alice), withCookie("theme", "dark"), header("Authorization", "Basic dXNlcjpwdw=="))
+	rep = open(t, srv+"/", w.as(alice, app), consoleSession(alice), withCookie("theme", "dark"), header("Authorization", "Basic dXNlcjpwdw=="))
 	if got := rep.Header["Authorization"]; len(got) != 1 || got[0] != "Basic dXNlcjpwdw==" {
 		t.Errorf("the app's own Authorization = %q, want it passed through", got)
 	}

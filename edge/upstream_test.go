@@ -130,7 +130,7 @@ func TestAnAppNotRunningIs502(t *testing.T) {
 		t.Errorf("envelope %+v", env)
 	}
 	deny(t, srv+"/", 401, "AUTH_REQUIRED")
-	deny(t, srv+"/", 403, "PERM_DENIED", session(w.newPerson("carol")))
+	deny(t, srv+"/", 403, "PERM_DENIED", w.as(w.newPerson("carol"), app))
 }
 
 // TestNoAssertionNoRequest: when the signer fails, nothing is forwarded.

@@ -153,7 +153,7 @@ func (w *world) edge(o edgeOpts) *Proxy {
 	if signer == nil {
 		signer = w.signer
 	}
-	d := Deps{Routes: w.table, Identity: w.ident, Store: w.store, Signer: signer, Policy: w.pol}
+	d := Deps{Routes: w.table, Identity: w.ident, AppSessions: w.ident, Store: w.store, Signer: signer, Policy: w.pol}
 	if !o.noPass {
 		d.Passcodes = w.sharing
 	}
@@ -344,10 +344,18 @@ func (w *world) appHandler(a *testApp) http.Handler {
 		}
 	})
 	mux.HandleFunc("/set-cookie", func(rw http.ResponseWriter, r *http.Request) {
-		for _, c := range []string{"svc_session=planted; Path=/", "SVC_passcode_x=1", "app_pref=dark; Path=/", "Svc_other=2"} {
+		for _, c := range []string{"svc_session=planted; Path=/", "SVC_passcode_x=1", "app_pref=dark; Path=/", "Svc_other=2",
+			"__Host-svc_session=planted; Path=/; Secure", "__Secure-SVC_app_x=planted; Secure"} {
 			rw.Header().Add("Set-Cookie", c)
 		}
 		rw.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("/own-headers", func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Security-Policy", "default-src 'self'")
+		rw.Header().Set("Service-Worker-Allowed", "/")
+		rw.Header().Set("Clear-Site-Data", `"*"`)
+		rw.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(rw, "<p>the app's page</p>")
 	})
 	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 		a.hits.Add(1)
@@ -417,7 +425,32 @@ func withCookie(name, value string) reqOpt {
 	return func(r *http.Request) { r.AddCookie(&http.Cookie{Name: name, Value: value}) }
 }
 
-func session(p *person) reqOpt { return withCookie("svc_session", p.cookie) }
+// consoleSession is the console's session cookie of p: the API's, which
+// the edge never takes.
+func consoleSession(p *person) reqOpt { return withCookie("svc_session", p.cookie) }
+
+// as is the app cookie p's browser holds for app a after a handoff from
+// p's console session: minted and redeemed as the handoff's two halves do.
+func (w *world) as(p *person, a *testApp) reqOpt {
+	w.t.Helper()
+	return withCookie(appCookie(a.id), w.appCookieFor(p, a.id))
+}
+
+// appCookieFor mints and redeems a handoff code for p's console session.
+func (w *world) appCookieFor(p *person, appID string) string {
+	w.t.Helper()
+	st := identity.NewHandoffState()
+	sessionID, _, _ := strings.Cut(p.cookie, ".")
+	code, err := w.ident.BeginAppSession(bg, identity.NewAppSession{AppID: appID, State: st, SessionID: sessionID})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	c, err := w.ident.RedeemAppSession(bg, appID, code, func(string) string { return st.Secret })
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return c.Value
+}
 
 func header(k, v string) reqOpt {
 	return func(r *http.Request) { r.Header[k] = append(r.Header[k], v) }

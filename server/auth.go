@@ -2,8 +2,8 @@ package server
 
 import (
 	"context"
-	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -15,11 +15,11 @@ import (
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/internal/websec"
 	"github.com/svchost/svc/raftstore"
 )
 
 const (
-	cookieSession   = "svc_session"
 	ctxAuth         = "svc.auth"
 	ctxCredentialEr = "svc.credential_error"
 )
@@ -51,6 +51,11 @@ type auth struct {
 // fail a public route; routes that need a caller answer it (authorize). It
 // also puts the actor in the request context for audit entries and events,
 // and refuses cross-site state-changing requests from browsers.
+//
+// The session cookie counts only when the request carries exactly one
+// (sessionCookieOf) and fetch-metadata isolation lets a cookie
+// authenticate it (websec.CookieAllowed): a request another origin's page
+// made (an app's, in any routing mode) is not the signed-in person's.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
@@ -58,14 +63,17 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			c.Set(ctxCredentialEr, err)
 		}
-		cookie := ""
-		if ck, err := req.Cookie(cookieSession); err == nil {
-			cookie = ck.Value
-		}
 		if bearer == "" && isUnsafe(req.Method) {
 			if err := s.cop.Check(req); err != nil {
 				return errcode.New(errcode.PermDenied, "cross-site request refused").
 					WithRemedy("send state-changing requests from the console's own origin, or authenticate with a bearer token")
+			}
+		}
+		cookie := ""
+		if bearer == "" {
+			cookie, err = s.sessionCookieOf(c)
+			if err != nil {
+				c.Set(ctxCredentialEr, err)
 			}
 		}
 		a, err := s.d.Identity.Authenticate(req.Context(), bearer, cookie)
@@ -84,6 +92,57 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		c.SetRequest(req.WithContext(ctx))
 		return next(c)
 	}
+}
+
+// sessionCookieOf returns the session cookie's value for authentication,
+// "" when the request carries none that counts. Two or more session
+// cookies (the same name at two paths or domains, or both spellings: one
+// was tossed beside the rightful one) are refused, never chosen between,
+// and the answer clears every copy it can; a cookie the isolation rule
+// does not let count is refused as a cross-site request.
+func (s *Server) sessionCookieOf(c echo.Context) (string, error) {
+	req := c.Request()
+	want := websec.SessionCookieName(s.secure(req))
+	other := websec.SessionCookie
+	if want == other {
+		other = websec.HostSessionCookie
+	}
+	found := websec.Lookup(req.Header, want, other)
+	if found.Ambiguous() {
+		h := c.Response().Header()
+		for _, name := range []string{websec.SessionCookie, websec.HostSessionCookie} {
+			for _, ck := range websec.Clearing(name, req.Host, req.URL.Path) {
+				h.Add("Set-Cookie", ck.String())
+			}
+		}
+		return "", errcode.New(errcode.AuthInvalid, "the session cookie is ambiguous: this browser sent more than one").
+			WithRemedy("sign in again (this answer cleared them); if this repeats, clear this site's cookies in the browser and close other sites' tabs that may set them")
+	}
+	if found.Value == "" {
+		return "", nil
+	}
+	if d := websec.CookieAllowed(req, s.trustedOrigins()...); !d.Allowed {
+		return "", errcode.New(errcode.PermDenied, "cross-site request refused: the session cookie counts only for the console's own pages (%s)", d.Reason).
+			WithRemedy("call the API from the console's own origin, or authenticate with a bearer token")
+	}
+	return found.Value, nil
+}
+
+// secure reports whether the console is served over TLS: an external URL
+// is configured (the specification: it is set when another component
+// terminates TLS, and it makes the session cookie Secure), or the request
+// came over TLS.
+func (s *Server) secure(r *http.Request) bool {
+	return r.TLS != nil || s.d.Config.Server.ExternalURL != ""
+}
+
+// trustedOrigins is the external URL's origin, when one is configured.
+func (s *Server) trustedOrigins() []string {
+	u, err := url.Parse(s.d.Config.Server.ExternalURL)
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	return []string{u.Scheme + "://" + u.Host}
 }
 
 func verbList(ss []string) []authz.Verb {
@@ -160,6 +219,14 @@ func (s *Server) authorize(r route, next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return next(c)
 		}
+		if r.method == http.MethodGet && r.action != "" && a.cookie {
+			// A read with an audited effect (a secret's value): a link
+			// from another site must not make the browser do it.
+			if d := websec.SameOrigin(c.Request(), s.trustedOrigins()...); !d.Allowed {
+				return errcode.New(errcode.PermDenied, "cross-site request refused: %s", d.Reason).
+					WithRemedy("open it from the console's own pages, or authenticate with a bearer token")
+			}
+		}
 		if r.access != accessVerb {
 			return next(c)
 		}
@@ -191,14 +258,17 @@ func verbRequired(v authz.Verb) *errcode.Error {
 	return errcode.New(errcode.PermVerbRequired, "this needs the verb %s", v).WithDetail("verb", string(v))
 }
 
-// sessionCookie is the browser session's cookie: HttpOnly, SameSite=Lax,
-// Secure when an external URL is configured or the request came over TLS,
-// and shared with the apps' subdomains in subdomain routing (cookieDomain).
+// sessionCookie is the browser session's cookie: the API's alone. It is
+// host-only (no Domain: no app subdomain receives it), HttpOnly,
+// SameSite=Lax and at Path=/; over TLS (an external URL is configured, or
+// the request came over TLS: the specification's rule) it is Secure and named __Host-svc_session, which a
+// browser accepts only from a secure origin, host-only, at Path=/ (so no
+// other host's script can plant one), else svc_session. An empty value
+// clears it.
 func (s *Server) sessionCookie(c echo.Context, value string, expires time.Time) *http.Cookie {
+	secure := s.secure(c.Request())
 	ck := &http.Cookie{
-		Name: cookieSession, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
-		Secure: s.d.Config.Server.ExternalURL != "" || c.Request().TLS != nil,
-		Domain: s.cookieDomain(c.Request()),
+		Name: websec.SessionCookieName(secure), Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: secure,
 	}
 	if value == "" {
 		ck.MaxAge = -1
@@ -207,27 +277,4 @@ func (s *Server) sessionCookie(c echo.Context, value string, expires time.Time) 
 		ck.MaxAge = int(time.Until(expires).Seconds())
 	}
 	return ck
-}
-
-// cookieDomain is the Domain of the cookies the edge reads (the session,
-// passcode admissions): in subdomain routing the base domain, so that the
-// browser sends them to <slug>.<base domain> as well, when the request
-// came to the base domain or a host under it (a browser refuses a Domain
-// the host is not under); otherwise none, a host-only cookie (which
-// browsers send whatever the port, so port routing needs nothing more).
-func (s *Server) cookieDomain(r *http.Request) string {
-	cfg := s.d.Config.Server
-	if cfg.RoutingMode != "subdomain" || cfg.BaseDomain == "" {
-		return ""
-	}
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	base := strings.ToLower(strings.TrimSuffix(cfg.BaseDomain, "."))
-	if host != base && !strings.HasSuffix(host, "."+base) {
-		return ""
-	}
-	return base
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/websec"
 	"github.com/svchost/svc/scheduler"
 )
 
@@ -130,23 +131,16 @@ func (s *Server) checkUpgrade(r *http.Request) error {
 	if r.Header.Get("Sec-WebSocket-Version") != "13" || len(r.Header.Values("Sec-WebSocket-Key")) != 1 {
 		return errcode.New(errcode.ValidInvalid, "a websocket handshake needs Sec-WebSocket-Version: 13 and one Sec-WebSocket-Key")
 	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return nil // not a browser: browsers always send Origin on a websocket handshake
+	// Browsers send Origin on every websocket handshake, and fetch
+	// metadata (Sec-Fetch-Site) where they support it; the rule is the one
+	// cookie credentials follow: same-origin, or a client that sends
+	// neither (not a browser). A page of an app (another origin; in path
+	// mode an opaque one, Origin: null) is refused.
+	if d := websec.CookieAllowed(r, s.trustedOrigins()...); !d.Allowed {
+		return errcode.New(errcode.PermDenied, "cross-site websocket refused: %s", d.Reason).
+			WithRemedy("open the terminal from the console's own origin, or connect with a bearer token")
 	}
-	u, err := url.Parse(origin)
-	if err == nil && u.Host != "" {
-		if strings.EqualFold(u.Host, r.Host) {
-			return nil
-		}
-		for _, h := range s.trustedOriginHosts() {
-			if strings.EqualFold(u.Host, h) {
-				return nil
-			}
-		}
-	}
-	return errcode.New(errcode.PermDenied, "cross-site websocket refused: origin %q is not this server's", origin).
-		WithRemedy("open the terminal from the console's own origin, or connect with a bearer token")
+	return nil
 }
 
 // trustedOriginHosts is the external URL's host, if one is configured: the

@@ -190,8 +190,8 @@ func (s *Server) postSession(c echo.Context) error {
 // deleteSession ends the session of the request's cookie (also when a
 // bearer token authenticated the request) and clears the cookie.
 func (s *Server) deleteSession(c echo.Context) error {
-	if ck, err := c.Cookie(cookieSession); err == nil {
-		if err := s.d.Identity.SignOut(c.Request().Context(), ck.Value); err != nil {
+	if cookie, err := s.sessionCookieOf(c); err == nil && cookie != "" {
+		if err := s.d.Identity.SignOut(c.Request().Context(), cookie); err != nil {
 			return err
 		}
 	}

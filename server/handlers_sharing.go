@@ -110,8 +110,10 @@ type passcodeRequest struct {
 }
 
 // postPasscode checks a passcode and, when it is right, sets the admission
-// cookie the edge reads (edge.PasscodeCookie): HttpOnly, SameSite=Lax,
-// Secure by the session cookie's rule, for a day.
+// cookie (edge.PasscodeCookie): HttpOnly, SameSite=Lax, Secure over TLS,
+// for a day, host-only on the console's origin and for the handoff's path
+// only, where the handoff reads it to carry the admission to the app's
+// origin (nothing else of the console, and no app, receives it).
 func (s *Server) postPasscode(c echo.Context) error {
 	var req passcodeRequest
 	if err := bind(c, &req); err != nil {
@@ -123,11 +125,8 @@ func (s *Server) postPasscode(c echo.Context) error {
 		return err
 	}
 	c.SetCookie(&http.Cookie{
-		Name: edge.PasscodeCookie(appID), Value: a.Cookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
-		// In subdomain mode the app is at <slug>.<base domain>: the
-		// cookie must reach it as the session cookie does.
-		Domain:  s.cookieDomain(c.Request()),
-		Secure:  s.d.Config.Server.ExternalURL != "" || c.Request().TLS != nil,
+		Name: edge.PasscodeCookie(appID), Value: a.Cookie, Path: edge.HandoffEndpoint, HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		Secure:  s.secure(c.Request()),
 		Expires: a.ExpiresAt, MaxAge: int(identity.AdmissionTTL / time.Second),
 	})
 	c.Response().Header().Set("Cache-Control", "no-store")

@@ -21,8 +21,13 @@ import (
 	"github.com/svchost/svc/internal/events"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/internal/websec"
 	"github.com/svchost/svc/raftstore"
 )
+
+// cookieSession is the session cookie's name over plain HTTP, as the
+// harness serves.
+const cookieSession = websec.SessionCookie
 
 // harnessOptions vary the harness newHarness builds.
 type harnessOptions struct {

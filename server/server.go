@@ -111,6 +111,9 @@ type Deps struct {
 	// AppURLs says where apps are served, for the App's url field; nil
 	// leaves it null.
 	AppURLs appAddresser
+	// Handoff signs browsers in to apps on the apps' own origins (the
+	// edge); nil: the handoff endpoint answers NOT_FOUND.
+	Handoff handoffService
 	// Restart asks the process to restart the server in place. It must
 	// return at once (the restart drains this server, the asking request
 	// included), and a call while a restart is pending must do nothing.
@@ -204,9 +207,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	// a moment to send their request, which then finishes like any other.
 	_ = ln.Close()
 	fresh.wait(sctx, time.Second)
-	// Shutdown closes the listeners Serve still tracks; the one closed
-	// above may still be among them (Serve has not noticed yet), and
-	// closing it again is no failure.
+	// Shutdown closes the listener again if Serve has not returned yet: the
+	// listener being closed already (above) is no failure. It still waits
+	// for the requests in flight before it returns that error.
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, net.ErrClosed) {
 		_ = srv.Close()
 		return fmt.Errorf("shutdown: %w", err)

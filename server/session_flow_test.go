@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/websec"
 )
 
 func TestSessionCookie(t *testing.T) {
@@ -56,29 +57,95 @@ func TestSessionCookie(t *testing.T) {
 	}
 }
 
-func TestSessionCookieIsSecure(t *testing.T) {
-	t.Run("with SVC_SERVER_EXTERNAL_URL", func(t *testing.T) {
+// TestSessionCookieOverTLS: served over TLS (an external URL, which says
+// TLS ends in front of svc, or a request that came over TLS) the session
+// cookie is __Host-svc_session,
+// Secure: a browser takes it only from a secure origin, host-only, at
+// Path=/, so no app's script (another host, or this host at another port
+// over plain HTTP) can plant one. The plain spelling is then no credential.
+func TestSessionCookieOverTLS(t *testing.T) {
+	t.Run("with an https external URL", func(t *testing.T) {
 		h := newHarnessWith(t, harnessOptions{adminPassword: adminPassword, env: []string{"SVC_SERVER_EXTERNAL_URL=https://svc.example.com"}})
-		a, cookie := h.signIn("admin", adminPassword)
-		if ck := cookieNamed(a, cookieSession); ck == nil || !ck.Secure {
-			t.Fatalf("cookie not Secure with an external URL: %v", a.header.Values("Set-Cookie"))
+		a := h.send("POST", api+"/sessions", `{"username":"admin","password":"`+adminPassword+`"}`, "Authorization", "")
+		ck := cookieNamed(a, websec.HostSessionCookie)
+		if ck == nil || !ck.Secure || ck.Path != "/" || ck.Domain != "" || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || cookieNamed(a, cookieSession) != nil {
+			t.Fatalf("over an https external URL: %v", a.header.Values("Set-Cookie"))
 		}
-		out := h.send("DELETE", api+"/sessions", "", withCookie(cookie)...)
-		if ck := cookieNamed(out, cookieSession); ck == nil || !ck.Secure {
-			t.Errorf("the clearing cookie is not Secure: %v", out.header.Values("Set-Cookie"))
+		host := websec.HostSessionCookie + "=" + ck.Value
+		me := h.send("GET", api+"/me", "", "Authorization", "", "Cookie", host, "Sec-Fetch-Site", "same-origin")
+		wantStatus(t, "the __Host- cookie", me, http.StatusOK)
+		wantError(t, "the plain spelling alone", h.send("GET", api+"/me", "", "Authorization", "", "Cookie", cookieSession+"="+ck.Value, "Sec-Fetch-Site", "same-origin"),
+			http.StatusUnauthorized, errcode.AuthRequired)
+		wantError(t, "both spellings", h.send("GET", api+"/me", "", "Authorization", "", "Cookie", host+"; "+cookieSession+"="+ck.Value, "Sec-Fetch-Site", "same-origin"),
+			http.StatusUnauthorized, errcode.AuthInvalid)
+		out := h.send("DELETE", api+"/sessions", "", "Authorization", "", "Cookie", host, "Sec-Fetch-Site", "same-origin")
+		if c := cookieNamed(out, websec.HostSessionCookie); c == nil || !c.Secure || c.MaxAge >= 0 {
+			t.Errorf("the clearing cookie: %v", out.header.Values("Set-Cookie"))
 		}
 		// The external URL is the console's origin: trusted for cookie requests.
-		_, cookie = h.signIn("admin", adminPassword)
-		a = h.send("POST", api+"/tokens", `{"name":"console"}`, "Authorization", "", "Cookie", cookieSession+"="+cookie, "Origin", "https://svc.example.com")
+		a = h.send("POST", api+"/sessions", `{"username":"admin","password":"`+adminPassword+`"}`, "Authorization", "")
+		host = websec.HostSessionCookie + "=" + cookieNamed(a, websec.HostSessionCookie).Value
+		a = h.send("POST", api+"/tokens", `{"name":"console"}`, "Authorization", "", "Cookie", host, "Origin", "https://svc.example.com")
 		wantStatus(t, "POST from the external URL's origin", a, http.StatusCreated)
 	})
 	t.Run("over TLS", func(t *testing.T) {
 		h := newHarness(t)
 		a := h.send("POST", "https://example.com"+api+"/sessions", `{"username":"admin","password":"`+adminPassword+`"}`, "Authorization", "")
-		if ck := cookieNamed(a, cookieSession); ck == nil || !ck.Secure {
-			t.Fatalf("cookie not Secure over TLS: %d %v", a.status, a.header.Values("Set-Cookie"))
+		if ck := cookieNamed(a, websec.HostSessionCookie); ck == nil || !ck.Secure {
+			t.Fatalf("cookie not __Host- and Secure over TLS: %d %v", a.status, a.header.Values("Set-Cookie"))
 		}
 	})
+	t.Run("with an http external URL", func(t *testing.T) {
+		// The specification: an external URL (set when TLS ends in front
+		// of svc) makes the cookie Secure, whatever its scheme; the
+		// configuration warns of an http one (internal/config).
+		h := newHarnessWith(t, harnessOptions{adminPassword: adminPassword, env: []string{"SVC_SERVER_EXTERNAL_URL=http://svc.example.com"}})
+		a := h.send("POST", api+"/sessions", `{"username":"admin","password":"`+adminPassword+`"}`, "Authorization", "")
+		if ck := cookieNamed(a, websec.HostSessionCookie); ck == nil || !ck.Secure {
+			t.Fatalf("over an http external URL: %v", a.header.Values("Set-Cookie"))
+		}
+	})
+}
+
+// TestAmbiguousSessionCookies: a request carrying more than one session
+// cookie (one tossed beside the rightful one, at another path or for a
+// parent domain, or the other spelling) is refused, never read as either;
+// the refusal clears every copy it can, and a public route still answers.
+func TestAmbiguousSessionCookies(t *testing.T) {
+	h := newHarness(t)
+	victim := h.account(t, "victim", nil, false)
+	attacker := h.account(t, "attacker", nil, false)
+	_, mine := h.signIn(victim.username, victim.password)
+	_, theirs := h.signIn(attacker.username, attacker.password)
+	for name, cookies := range map[string]string{
+		"the attacker's first": cookieSession + "=" + theirs + "; " + cookieSession + "=" + mine,
+		"the victim's first":   cookieSession + "=" + mine + "; " + cookieSession + "=" + theirs,
+		"the same one twice":   cookieSession + "=" + mine + "; " + cookieSession + "=" + mine,
+		"both spellings":       websec.HostSessionCookie + "=" + theirs + "; " + cookieSession + "=" + mine,
+	} {
+		t.Run(name, func(t *testing.T) {
+			hdr := []string{"Authorization", "", "Sec-Fetch-Site", "same-origin", "Cookie", cookies}
+			a := h.send("GET", api+"/me", "", hdr...)
+			e := wantError(t, "GET /me", a, http.StatusUnauthorized, errcode.AuthInvalid)
+			if !strings.Contains(e.Message, "ambiguous") || !strings.Contains(e.Remedy, "sign in again") {
+				t.Errorf("refusal %+v", e)
+			}
+			cleared := map[string]bool{}
+			for _, c := range (&http.Response{Header: a.header}).Cookies() {
+				if c.MaxAge < 0 && c.Value == "" {
+					cleared[c.Name+" "+c.Path] = true
+				}
+			}
+			for _, want := range []string{"svc_session /", "svc_session /api/v1", "svc_session /api/v1/me", "__Host-svc_session /"} {
+				if !cleared[want] {
+					t.Errorf("not cleared: %s (cleared %v)", want, cleared)
+				}
+			}
+			wantError(t, "a state change", h.send("POST", api+"/tokens", `{"name":"tossed"}`, hdr...), http.StatusUnauthorized, errcode.AuthInvalid)
+			wantStatus(t, "a public route", h.send("GET", api+"/setup", "", hdr...), http.StatusOK)
+		})
+	}
+	wantStatus(t, "one cookie", h.send("GET", api+"/me", "", withCookie(mine)...), http.StatusOK)
 }
 
 func TestBearerTokenWinsOverCookie(t *testing.T) {
@@ -123,9 +190,27 @@ func TestCrossOriginProtection(t *testing.T) {
 	}
 	wantStatus(t, "cookie, same-origin", post("Authorization", "", "Cookie", ck, "Sec-Fetch-Site", "same-origin"), http.StatusCreated)
 	wantStatus(t, "cookie, Origin of this host", post("Authorization", "", "Cookie", ck, "Origin", "http://example.com"), http.StatusCreated)
-	// Sign-out is state-changing too; a read is not refused.
+	// Sign-out is state-changing too.
 	wantError(t, "cross-site sign-out", h.send("DELETE", api+"/sessions", "", "Authorization", "", "Cookie", ck, "Sec-Fetch-Site", "cross-site"), http.StatusForbidden, errcode.PermDenied)
-	wantStatus(t, "cross-site read", h.send("GET", api+"/me", "", "Authorization", "", "Cookie", ck, "Sec-Fetch-Site", "cross-site"), http.StatusOK)
+	// A read by another origin's page (an app's, a sandboxed one) does not
+	// count as the signed-in person's; following a link does.
+	for name, hdr := range map[string][]string{
+		"cross-site fetch":           {"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "cors", "Sec-Fetch-Dest", "empty"},
+		"same-site fetch":            {"Sec-Fetch-Site", "same-site", "Sec-Fetch-Mode", "cors", "Sec-Fetch-Dest", "empty"},
+		"cross-site frame":           {"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "iframe"},
+		"a sandboxed page, no SFS":   {"Origin", "null"},
+		"another origin, no SFS":     {"Origin", "http://app.example.com:9001"},
+		"same-site websocket":        {"Sec-Fetch-Site", "same-site", "Sec-Fetch-Mode", "websocket", "Sec-Fetch-Dest", "websocket"},
+		"cross-site image (no-cors)": {"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "image"},
+	} {
+		a := h.send("GET", api+"/me", "", append([]string{"Authorization", "", "Cookie", ck}, hdr...)...)
+		wantError(t, name, a, http.StatusForbidden, errcode.PermDenied)
+	}
+	wantStatus(t, "cross-site navigation", h.send("GET", api+"/me", "", "Authorization", "", "Cookie", ck, "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"), http.StatusOK)
+	wantStatus(t, "a public route from another origin", h.send("GET", api+"/setup", "", "Authorization", "", "Cookie", ck, "Sec-Fetch-Site", "cross-site"), http.StatusOK)
+	// A sandboxed page's POST (Origin: null) is refused by the
+	// cross-origin check before anything else.
+	wantError(t, "Origin null", post("Authorization", "", "Cookie", ck, "Origin", "null"), http.StatusForbidden, errcode.PermDenied)
 }
 
 func TestMustChangePassword(t *testing.T) {

@@ -219,7 +219,7 @@ func TestPasscodeAPI(t *testing.T) {
 	a = h.enterPasscode(app, "open-sesame", addr)
 	wantStatus(t, "the right passcode", a, http.StatusNoContent)
 	ck := cookieNamed(a, edge.PasscodeCookie(app))
-	if ck == nil || ck.Value == "" || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Path != "/" || ck.MaxAge != 86400 || ck.Secure {
+	if ck == nil || ck.Value == "" || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Path != edge.HandoffEndpoint || ck.Domain != "" || ck.MaxAge != 86400 || ck.Secure {
 		t.Fatalf("admission cookie = %+v", ck)
 	}
 	if d := time.Until(ck.Expires); d < 23*time.Hour || d > 25*time.Hour {

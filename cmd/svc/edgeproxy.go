@@ -44,7 +44,8 @@ type edgeParts struct {
 }
 
 // buildEdgeProxy wires the edge for one generation: the in-process route
-// table fed from the scheduler, the proxy over identity, the signer and
+// table fed from the scheduler, the proxy over identity (bearer tokens,
+// and the app sessions browsers get through the handoff), the signer and
 // the passcode admissions, and in port mode a listener per app port. The
 // server puts the proxy in front of the API (subdomain and path modes) and
 // asks it for the apps' url. Everything it starts ends with ctx or when
@@ -59,19 +60,21 @@ func buildEdgeProxy(ctx context.Context, rt *runtime, gen *generation, parts edg
 	proxy, err := edge.New(edge.Config{
 		Mode:          cfg.Server.RoutingMode,
 		BaseDomain:    cfg.Server.BaseDomain,
+		AppsDomain:    cfg.Server.AppsDomain,
 		ExternalURL:   cfg.Server.ExternalURL,
 		ConsolePort:   consolePort,
 		ProxyUpstream: cfg.Server.ProxyUpstream,
 		// The client addresses of XFF only from these.
 		TrustedProxies: cfg.Server.TrustedProxies,
 	}, edge.Deps{
-		Routes:    table,
-		Identity:  parts.ident,
-		Store:     parts.store,
-		Signer:    parts.signer,
-		Passcodes: parts.passcodes,
-		Policy:    parts.pol,
-		Logger:    gen.log,
+		Routes:      table,
+		Identity:    parts.ident,
+		AppSessions: parts.ident,
+		Store:       parts.store,
+		Signer:      parts.signer,
+		Passcodes:   parts.passcodes,
+		Policy:      parts.pol,
+		Logger:      gen.log,
 	})
 	if err != nil {
 		return nil, err

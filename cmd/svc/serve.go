@@ -347,6 +347,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	store.RunWhileLeader("idempotency-expiry", idem.ExpiryLoop(10*time.Minute))
 	store.RunWhileLeader("probe-expiry", ops.ExpiryLoop(5*time.Minute))
 	store.RunWhileLeader("session-expiry", raftstore.Every(10*time.Minute, ident.ExpireSessions))
+	store.RunWhileLeader("app-session-expiry", raftstore.Every(10*time.Minute, ident.ExpireAppSessions))
 	store.RunWhileLeader("spec-retention", raftstore.Every(time.Hour, specs.SweepRetention))
 	plans := plan.NewService(plan.Deps{Store: store, Specs: specs, Slots: storage.slots, Secrets: storage.secrets,
 		Adapters: storage.adapters, Detections: det, Policy: pol})
@@ -400,6 +401,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Restart:        gen.restart,
 		Front:          withNomadArtifacts(gen.artifacts, proxy.Front),
 		AppURLs:        appAddresses{proxy: proxy, ports: sched},
+		Handoff:        proxy,
 	})
 	if err != nil {
 		return nil, err

@@ -111,6 +111,13 @@ var rules = []rule{
 		imports: []pattern{"github.com/coder/websocket/..."},
 	},
 	{
+		name:    "only the browser harness drives Chromium",
+		from:    []pattern{"./..."},
+		notFrom: []pattern{"./internal/browsertest"},
+		imports: []pattern{"github.com/chromedp/..."},
+		tests:   true,
+	},
+	{
 		name:    "only cmd/svc uses cobra",
 		from:    []pattern{"./..."},
 		notFrom: []pattern{"./cmd/svc"},
@@ -148,9 +155,9 @@ var rules = []rule{
 		name: "production packages never link fakes or the test agent",
 		from: []pattern{"./..."},
 		notFrom: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest",
-			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/nomadtest", "./internal/testserver", "./internal/pgtest"},
+			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/nomadtest", "./internal/testserver", "./internal/pgtest", "./internal/browsertest"},
 		imports: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest",
-			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/nomadtest", "./internal/testserver", "./internal/pgtest"},
+			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/nomadtest", "./internal/testserver", "./internal/pgtest", "./internal/browsertest"},
 	},
 }
 

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -57,8 +58,13 @@ type Config struct {
 		URL string
 	}
 	Server struct {
-		Addr            string
-		BaseDomain      string
+		Addr       string
+		BaseDomain string
+		// AppsDomain, when set, is the domain apps are served under,
+		// apart from the console: <slug>.<apps domain> in subdomain
+		// routing, the host of the apps' ports in port routing. Empty:
+		// the base domain (subdomain) or the console's host (port).
+		AppsDomain      string
 		RoutingMode     string // port, subdomain or path
 		Issuer          string // derived when not set, see Load
 		ExternalURL     string
@@ -153,7 +159,7 @@ type source struct {
 // Environment variables are SVC_ plus the setting name uppercased with dots
 // turned into underscores; the file nests by the dots. An empty environment
 // value (or a null in the file) sets a setting only where empty means unset:
-// database.url, server.issuer, server.external_url, server.proxy_upstream,
+// database.url, server.apps_domain, server.issuer, server.external_url, server.proxy_upstream,
 // server.trusted_proxies, admin.password, cluster.node_id, cluster.raft_addr, cluster.peers and
 // cluster.secret. For
 // every other setting an empty value is an error. When several entries of
@@ -180,6 +186,7 @@ func Load(args LoadArgs) (*Config, error) {
 	}
 	l.warnBackoff()
 	l.warnTrustEveryone()
+	l.warnPlainExternalURL()
 	l.c.Warnings = append(l.c.Warnings, l.unknownEnv...)
 	l.c.Settings = l.settings()
 	return l.c, nil
@@ -375,8 +382,31 @@ func (l *loader) crossCheck() {
 			}
 		}
 	}
+	if ok("server.apps_domain", "server.external_url", "server.routing_mode") {
+		l.checkAppsDomain()
+	}
 	if _, set := l.sources["server.issuer"]; (!set || c.Server.Issuer == "") && ok("server.addr", "server.external_url") {
 		c.Server.Issuer = deriveIssuer(c.Server.ExternalURL, c.Server.Addr)
+	}
+}
+
+// checkAppsDomain refuses, in subdomain routing, a console (the external
+// URL's host) under the apps domain: an app whose slug is the console's
+// label would take its address, and every app could set cookies for it.
+func (l *loader) checkAppsDomain() {
+	c := l.c
+	if c.Server.AppsDomain == "" || c.Server.ExternalURL == "" || c.Server.RoutingMode != "subdomain" {
+		return
+	}
+	u, err := url.Parse(c.Server.ExternalURL)
+	if err != nil {
+		return
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	apps := strings.ToLower(strings.TrimSuffix(c.Server.AppsDomain, "."))
+	if strings.HasSuffix(host, "."+apps) {
+		l.errorf("%s puts the console at %s, under %s %s: apps are <slug>.%s, so an app could take the console's address and set its cookies; serve the console from another domain",
+			l.ref("server.external_url"), host, l.ref("server.apps_domain"), apps, apps)
 	}
 }
 
@@ -440,6 +470,23 @@ func (l *loader) warnTrustEveryone() {
 			return
 		}
 	}
+}
+
+// warnPlainExternalURL warns when the external URL is plain http on a host
+// other than localhost: the specification has an external URL mean that TLS
+// ends in front of svc, and makes the session cookie Secure, which browsers
+// keep only from secure origins.
+func (l *loader) warnPlainExternalURL() {
+	u, err := url.Parse(l.c.Server.ExternalURL)
+	if err != nil || u.Scheme != "http" {
+		return
+	}
+	if h := u.Hostname(); h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return
+	}
+	l.c.Warnings = append(l.c.Warnings, fmt.Sprintf(
+		"%s is http: an external URL says TLS ends in front of svc, so the session cookie is Secure, and browsers keep it only over https; serve svc at an https address",
+		defByName("server.external_url").env()))
 }
 
 // fasterThanShipped reports whether any step is shorter than the shipped

@@ -116,6 +116,7 @@ func TestDefaults(t *testing.T) {
 		{Name: "runtime.sandbox_host_ports", Env: "SVC_RUNTIME_SANDBOX_HOST_PORTS", Origin: "default"},
 		{Name: "runtime.start_timeout", Env: "SVC_RUNTIME_START_TIMEOUT", Value: "1m0s", Origin: "default"},
 		{Name: "server.addr", Env: "SVC_SERVER_ADDR", Value: ":8080", Origin: "default"},
+		{Name: "server.apps_domain", Env: "SVC_SERVER_APPS_DOMAIN", Origin: "default"},
 		{Name: "server.base_domain", Env: "SVC_SERVER_BASE_DOMAIN", Value: "svc.localhost", Origin: "default"},
 		{Name: "server.external_url", Env: "SVC_SERVER_EXTERNAL_URL", Origin: "default"},
 		{Name: "server.issuer", Env: "SVC_SERVER_ISSUER", Value: "http://localhost:8080", Origin: "default"},
@@ -361,7 +362,7 @@ func TestSeveralErrorsReportedTogether(t *testing.T) {
 		t.Fatal("Load() succeeded, want errors")
 	}
 	want := []string{
-		"config file " + file + ": server.bogus: unknown key (known keys under server: addr, base_domain, routing_mode, issuer, external_url, proxy_upstream, work_dir, shutdown_timeout, trusted_proxies)",
+		"config file " + file + ": server.bogus: unknown key (known keys under server: addr, base_domain, apps_domain, routing_mode, issuer, external_url, proxy_upstream, work_dir, shutdown_timeout, trusted_proxies)",
 		"config file " + file + `: server.routing_mode: "host" is not a routing mode (accepted: port, subdomain, path)`,
 		`SVC_APP_PORT_START: "abc" is not a port number (1-65535)`,
 		`SVC_LOG_LEVEL: "loud" is not a log level (accepted: debug, info, warn, error)`,
@@ -609,6 +610,10 @@ func TestWarnings(t *testing.T) {
 		{"faster beyond the shipped length", []string{"SVC_RECONCILER_BACKOFF=5s,15s,30s,1m,2m,5m,1m"}, "", []string{
 			"SVC_RECONCILER_BACKOFF (environment) is faster than the shipped schedule 5s,15s,30s,1m0s,2m0s,5m0s; a failing app will be retried more aggressively",
 		}},
+		{"an http external URL", []string{"SVC_SERVER_EXTERNAL_URL=http://svc.example.com"}, "", []string{
+			"SVC_SERVER_EXTERNAL_URL is http: an external URL says TLS ends in front of svc, so the session cookie is Secure, and browsers keep it only over https; serve svc at an https address",
+		}},
+		{"an http external URL on localhost", []string{"SVC_SERVER_EXTERNAL_URL=http://localhost:8080"}, "", nil},
 		{"faster from the file", nil, "reconciler:\n  backoff: [1s]\n", []string{
 			"SVC_RECONCILER_BACKOFF (config_file) is faster than the shipped schedule 5s,15s,30s,1m0s,2m0s,5m0s; a failing app will be retried more aggressively",
 		}},
@@ -636,7 +641,7 @@ func TestEmptyValues(t *testing.T) {
 		"SVC_DATABASE_URL", "SVC_SERVER_ISSUER", "SVC_SERVER_EXTERNAL_URL", "SVC_SERVER_PROXY_UPSTREAM",
 		"SVC_ADMIN_PASSWORD", "SVC_CLUSTER_NODE_ID", "SVC_CLUSTER_RAFT_ADDR", "SVC_CLUSTER_PEERS", "SVC_CLUSTER_SECRET",
 		"SVC_RUNTIME_ADVERTISE_HOST", "SVC_RUNTIME_SANDBOX_HOST_PORTS", "SVC_RUNTIME_GO_CACHE_SEED",
-		"SVC_SERVER_TRUSTED_PROXIES",
+		"SVC_SERVER_TRUSTED_PROXIES", "SVC_SERVER_APPS_DOMAIN",
 	}
 	for _, d := range defs {
 		t.Run(d.env(), func(t *testing.T) {
@@ -941,6 +946,35 @@ func TestRedact(t *testing.T) {
 		t.Run(tt.in, func(t *testing.T) {
 			if got := redact(tt.in); got != tt.want {
 				t.Errorf("redact(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAppsDomain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want string // "" for no error, else a part of it
+	}{
+		{"unset", nil, ""},
+		{"a separate domain", []string{"SVC_SERVER_APPS_DOMAIN=apps.example.net", "SVC_SERVER_ROUTING_MODE=subdomain", "SVC_SERVER_EXTERNAL_URL=https://svc.example.com"}, ""},
+		{"a sibling subdomain", []string{"SVC_SERVER_APPS_DOMAIN=apps.example.com", "SVC_SERVER_ROUTING_MODE=subdomain", "SVC_SERVER_EXTERNAL_URL=https://svc.example.com"}, ""},
+		{"port mode", []string{"SVC_SERVER_APPS_DOMAIN=apps.example.net"}, ""},
+		{"not a domain", []string{"SVC_SERVER_APPS_DOMAIN=https://apps.example.net"}, `SVC_SERVER_APPS_DOMAIN: "https://apps.example.net" is not a domain name`},
+		{"the console among the apps", []string{"SVC_SERVER_APPS_DOMAIN=Example.com", "SVC_SERVER_ROUTING_MODE=subdomain", "SVC_SERVER_EXTERNAL_URL=https://svc.example.com."},
+			"SVC_SERVER_EXTERNAL_URL puts the console at svc.example.com, under SVC_SERVER_APPS_DOMAIN example.com"},
+		{"the console among the apps, port mode", []string{"SVC_SERVER_APPS_DOMAIN=example.com", "SVC_SERVER_EXTERNAL_URL=https://svc.example.com"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(LoadArgs{Env: tc.env})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Load: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Load: %v, want an error with %q", err, tc.want)
+			case tc.want == "" && len(tc.env) > 0 && c.Server.AppsDomain == "":
+				t.Errorf("AppsDomain not set")
 			}
 		})
 	}

@@ -69,6 +69,17 @@ var defs = [...]def{
 		format: func(c *Config) string { return c.Server.BaseDomain },
 	},
 	{
+		name: "server.apps_domain", emptyUnset: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			if !isHostname(v) {
+				return fmt.Errorf("%s is not a domain name (e.g. apps.example.net)", quote(v))
+			}
+			c.Server.AppsDomain = v
+			return nil
+		},
+		format: func(c *Config) string { return c.Server.AppsDomain },
+	},
+	{
 		name: "server.routing_mode",
 		parse: func(c *Config, v string, _ Origin) error {
 			switch v {

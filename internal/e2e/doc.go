@@ -3,9 +3,15 @@
 // crashes, and a cluster that keeps every acknowledged write while its
 // leaders are killed.
 //
+// The browser tests (browser_test.go) drive a real headless Chromium
+// (internal/browsertest) against the real binary, with a hostile tenant's
+// app (hostile_test.go) playing every app: `go test -run TestBrowser
+// ./internal/e2e/` (they skip without Chromium; SVC_REQUIRE_BROWSER=1 makes
+// that a failure).
+//
 // It holds only tests. It must not import the server, the store or any
-// internal package of svc: it talks to svc only through the api client and
-// the process boundary (environment variables, flags, signals, exit codes,
+// internal package of svc but test harnesses: it talks to svc only through
+// the api client and the process boundary (environment variables, flags, signals, exit codes,
 // logs and the files of the work directory). TestMain builds ./cmd/svc once
 // into a temporary directory.
 //

@@ -2,11 +2,12 @@
 // accounts (with Argon2id password hashes), browser sessions, API tokens,
 // groups, custom roles and the grants that share apps (managing and
 // opening them, with the grant to everyone's passcode and the admissions it
-// gives); the first administrator (setup or SVC_ADMIN_PASSWORD, which
-// closes setup from before the account exists: ExpectAdmin); sign-in with
-// throttling; and the rules the store's FSM enforces: someone must always
-// remain able to manage accounts, and no two accounts share an email
-// address.
+// gives); app sessions, the per-app credentials a handoff from the
+// console gives a browser on an app's own origin (appsessions.go); the
+// first administrator (setup or SVC_ADMIN_PASSWORD, which closes setup
+// from before the account exists: ExpectAdmin); sign-in with throttling;
+// and the rules the store's FSM enforces: someone must always remain able
+// to manage accounts, and no two accounts share an email address.
 //
 // Every guess at a secret (a password at sign-in or when changing it, a
 // passcode) reserves an attempt before the Argon2id check and settles it
@@ -206,7 +207,9 @@ var (
 )
 
 // Tables lists the tables this package declares.
-func Tables() []raftstore.Def { return []raftstore.Def{Users, Sessions, Tokens, Groups, Roles, Grants} }
+func Tables() []raftstore.Def {
+	return []raftstore.Def{Users, Sessions, Tokens, Groups, Roles, Grants, AppSessions}
+}
 
 // accountsManageable is the invariant that the installation is never left
 // with no active account able to manage accounts (holding

@@ -211,29 +211,52 @@ func (s *Sharing) EnterPasscode(ctx context.Context, appID, code string, c Clien
 // still allows), and signed with that generation's key. It implements the
 // edge's Passcodes.
 func (s *Sharing) Admitted(appID, cookie string) bool {
+	_, ok := s.Admission(appID, cookie)
+	return ok
+}
+
+// Admission checks an admission cookie as Admitted does and, when it
+// admits its bearer now, names the admission (for a handoff to carry it
+// to the app's origin).
+func (s *Sharing) Admission(appID, cookie string) (AdmissionRef, bool) {
 	a, ok := parseAdmission(cookie)
 	if !ok || a.app != appID {
-		return false
+		return AdmissionRef{}, false
 	}
-	now := s.now().Unix()
-	if now >= a.expires || a.expires > now+int64(AdmissionTTL/time.Second)+60 {
-		return false
+	now := s.now()
+	if a.expires > now.Unix()+int64(AdmissionTTL/time.Second)+60 {
+		return AdmissionRef{}, false
 	}
+	ref := AdmissionRef{GrantID: a.grant, Generation: a.generation, ExpiresAt: time.Unix(a.expires, 0).UTC()}
 	r := s.d.Store.Read()
-	g, _, ok := Grants.Get(r, a.grant)
-	if !ok || g.AppID != appID || g.Plane != PlaneData || g.PrincipalKind != authz.KindAnonymous || !g.Passcode ||
-		g.PasscodeGeneration != a.generation || len(g.PasscodeKey) == 0 {
-		return false
+	if !admissionLive(r, s.d.Policy, appID, ref, now) {
+		return AdmissionRef{}, false
 	}
-	if s.d.Policy.Current().EffectivePublicSharing() == policy.SharingNone {
-		return false
-	}
+	g, _, _ := Grants.Get(r, a.grant)
 	key, err := s.admissionKey(g)
 	if err != nil {
 		s.d.Logger.Error("an admission key did not open", "grant_id", g.ID, "err", err)
+		return AdmissionRef{}, false
+	}
+	if !macEqual(a.mac, admissionMAC(key, a.body())) {
+		return AdmissionRef{}, false
+	}
+	return ref, true
+}
+
+// admissionLive says whether an admission still admits to the app: not
+// expired, of the current passcode generation of the app's grant to
+// everyone, which host policy still allows.
+func admissionLive(r *raftstore.Reader, pol PolicySource, appID string, ref AdmissionRef, now time.Time) bool {
+	if !now.Before(ref.ExpiresAt) {
 		return false
 	}
-	return macEqual(a.mac, admissionMAC(key, a.body()))
+	g, _, ok := Grants.Get(r, ref.GrantID)
+	if !ok || g.AppID != appID || g.Plane != PlaneData || g.PrincipalKind != authz.KindAnonymous || !g.Passcode ||
+		g.PasscodeGeneration != ref.Generation || len(g.PasscodeKey) == 0 {
+		return false
+	}
+	return pol.Current().EffectivePublicSharing() != policy.SharingNone
 }
 
 // macEqual compares MACs in constant time (a variable for the test that

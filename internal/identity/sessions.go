@@ -211,16 +211,9 @@ func (s *Service) authSession(ctx context.Context, cookie string) (Authenticated
 		return Authenticated{}, ended
 	}
 	r := s.d.Store.Read()
-	sess, meta, ok := Sessions.Get(r, id)
-	if !ok || !secretMatches(secret, sess.SecretHash) {
-		return Authenticated{}, ended
-	}
 	now := s.now()
-	if !now.Before(sess.ExpiresAt) {
-		return Authenticated{}, ended
-	}
-	u, _, ok := Users.Get(r, sess.UserID)
-	if !ok || u.Status != StatusActive {
+	sess, meta, u, ok := s.liveSession(r, id, now)
+	if !ok || !secretMatches(secret, sess.SecretHash) {
 		return Authenticated{}, ended
 	}
 	if now.Sub(sess.RefreshedAt) >= sessionRefresh {
@@ -230,6 +223,20 @@ func (s *Service) authSession(ctx context.Context, cookie string) (Authenticated
 		Principal: authz.Principal{Kind: authz.KindUser, ID: u.ID, UserID: u.ID},
 		User:      &u, SessionID: sess.ID,
 	}, nil
+}
+
+// liveSession reads a session that can still authenticate: not ended, not
+// expired, of an active account.
+func (s *Service) liveSession(r *raftstore.Reader, id string, now time.Time) (Session, raftstore.Meta, User, bool) {
+	sess, meta, ok := Sessions.Get(r, id)
+	if !ok || !now.Before(sess.ExpiresAt) {
+		return Session{}, meta, User{}, false
+	}
+	u, _, ok := Users.Get(r, sess.UserID)
+	if !ok || u.Status != StatusActive {
+		return Session{}, meta, User{}, false
+	}
+	return sess, meta, u, true
 }
 
 // refreshSession extends a session in use, in the background: a sliding

@@ -42,6 +42,7 @@ const (
 	Probe        Prefix = "prb"
 	DataKey      Prefix = "key"
 	EdgeKey      Prefix = "ek"
+	AppSession   Prefix = "aps"
 )
 
 // Generator mints IDs from a clock and a source of entropy. IDs minted by one

@@ -1,0 +1,37 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/svchost/svc/edge"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/identity"
+)
+
+// handoffService is the console's side of the handoff that signs a
+// browser in to an app on the app's own origin (the edge's).
+type handoffService interface {
+	Handoff(r *http.Request, caller identity.Authenticated) (string, error)
+}
+
+var _ handoffService = (*edge.Proxy)(nil)
+
+// getHandoff sends the browser where the edge says: the app's origin with a
+// code, a sign-in page, or back to the app. The caller is the one the
+// session cookie authenticated (a top-level navigation: isolation lets the
+// cookie count); a bearer token is the edge's refusal to give.
+func (s *Server) getHandoff(c echo.Context) error {
+	if s.d.Handoff == nil {
+		return errcode.New(errcode.NotFound, "this server serves no apps")
+	}
+	to, err := s.d.Handoff.Handoff(c.Request(), authOf(c).Authenticated)
+	if err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	return c.Redirect(http.StatusSeeOther, to)
+}
