@@ -46,7 +46,8 @@ func openNodes(t *testing.T) []*Service {
 		}
 		t.Cleanup(func() { _ = s.Close() })
 		svcs[i] = New(Deps{Store: s, Hasher: cheapHasher, Policy: &fixedPolicy{p: policy.Default()},
-			AccountLimit: throttle.New(100, time.Minute, now, 100), ClientLimit: throttle.New(100, time.Minute, now, 100), Now: now})
+			AccountLimit: throttle.New(100, time.Minute, now, 100), ClientLimit: throttle.New(100, time.Minute, now, 100),
+			AccountAnyLimit: throttle.New(100, time.Minute, now, 100), KnownClients: throttle.NewRecent(time.Hour, now, 100), Now: now})
 		t.Cleanup(func() { waitBackground(t, svcs[i]) })
 	}
 	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
