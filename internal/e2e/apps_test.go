@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/svchost/svc/internal/testserver"
 )
 
 // appServer is one `svc serve` with the embedded process runtime, driven
@@ -195,19 +197,10 @@ func (w recordedProcess) alive() bool {
 }
 
 // passableDir is a fresh directory for a server's work directory that the
-// sandboxes' users can pass through (t.TempDir() and the directory above
-// it are 0700; the server, as root, gives each app a user of its own and
-// makes its own directories passable, not those above them).
-func passableDir(t testing.TB) string {
-	t.Helper()
-	d := t.TempDir()
-	for p := d; p != filepath.Clean(os.TempDir()) && p != "/"; p = filepath.Dir(p) {
-		if err := os.Chmod(p, 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return d
-}
+// sandboxes' users can pass through (the server, as root, gives each app a
+// user of its own and makes its own directories passable, not those above
+// them).
+func passableDir(t testing.TB) string { return testserver.PassableDir(t) }
 
 // goCacheSeed is the Go build cache seed the test servers of this machine
 // share (runtime.go_cache_seed): the first Go build anywhere warms it, with

@@ -15,10 +15,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -141,4 +143,20 @@ func (o *Output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.b.String()
+}
+
+// PassableDir returns a fresh t.TempDir() that users other than this
+// process's can pass through (it and the directories above it, up to the
+// system's temporary directory, are made 0711; t.TempDir() makes them
+// 0700): a server running as root there gives each app's sandbox a user of
+// its own, which must reach its own files below.
+func PassableDir(t testing.TB) string {
+	t.Helper()
+	d := t.TempDir()
+	for p := d; p != filepath.Clean(os.TempDir()) && p != "/"; p = filepath.Dir(p) {
+		if err := os.Chmod(p, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
 }

@@ -69,22 +69,20 @@ func BenchmarkStatus(b *testing.B) {
 // pasta, bubblewrap, an unprivileged user) and none.
 var isolations = []string{"none", "sandbox"}
 
-// benchConfig is a runtime for the sandbox benchmarks.
-func benchConfig(b *testing.B, isolation string) process.Config {
+// isolatedRuntime is a runtime for the sandbox benchmarks, at the
+// isolation given; without a sandbox here, the sandbox's benchmark skips.
+func isolatedRuntime(b *testing.B, isolation string) *process.Runtime {
 	b.Helper()
-	d := b.TempDir()
-	for p := d; p != filepath.Clean(os.TempDir()) && p != "/"; p = filepath.Dir(p) {
-		if err := os.Chmod(p, 0o711); err != nil {
-			b.Fatal(err)
-		}
+	rt, err := process.New(process.Config{WorkDir: sandboxDir(b), Isolation: isolation, StopGrace: time.Second,
+		SettleTime: 100 * time.Millisecond, GoCacheSeed: testSeed()})
+	if err != nil {
+		b.Fatal(err)
 	}
-	return process.Config{WorkDir: d, Isolation: isolation, StopGrace: time.Second, SettleTime: 100 * time.Millisecond, GoCacheSeed: testSeed()}
-}
-
-func needBenchSandbox(b *testing.B, rt *process.Runtime) {
-	if err := rt.SandboxError(); err != nil {
+	b.Cleanup(func() { _ = rt.Close() })
+	if err := rt.SandboxError(); isolation == "sandbox" && err != nil {
 		b.Skipf("no sandbox here: %v", err)
 	}
+	return rt
 }
 
 // helperArtifact is an artifact holding the test binary, which serves
@@ -112,14 +110,7 @@ func helperArtifact(b *testing.B) scheduler.Artifact {
 func BenchmarkRunToReady(b *testing.B) {
 	for _, iso := range isolations {
 		b.Run(iso, func(b *testing.B) {
-			rt, err := process.New(benchConfig(b, iso))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = rt.Close() })
-			if iso == "sandbox" {
-				needBenchSandbox(b, rt)
-			}
+			rt := isolatedRuntime(b, iso)
 			art := helperArtifact(b)
 			ctx := context.Background()
 			task := scheduler.Task{Artifact: art, Command: []string{"./helper"}, Env: map[string]string{helperEnv: "listen"},
@@ -142,14 +133,7 @@ func BenchmarkRunToReady(b *testing.B) {
 func BenchmarkBuildCommand(b *testing.B) {
 	for _, iso := range isolations {
 		b.Run(iso, func(b *testing.B) {
-			rt, err := process.New(benchConfig(b, iso))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = rt.Close() })
-			if iso == "sandbox" {
-				needBenchSandbox(b, rt)
-			}
+			rt := isolatedRuntime(b, iso)
 			src := b.TempDir()
 			if err := os.WriteFile(filepath.Join(src, "in"), []byte("x"), 0o644); err != nil {
 				b.Fatal(err)
@@ -172,14 +156,7 @@ func BenchmarkBuildCommand(b *testing.B) {
 func BenchmarkWorkloadRequest(b *testing.B) {
 	for _, iso := range isolations {
 		b.Run(iso, func(b *testing.B) {
-			rt, err := process.New(benchConfig(b, iso))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = rt.Close() })
-			if iso == "sandbox" {
-				needBenchSandbox(b, rt)
-			}
+			rt := isolatedRuntime(b, iso)
 			st, err := rt.Run(context.Background(), scheduler.Job{ID: "job-req", AppID: "app-bench", Workloads: map[string]scheduler.Task{"web": {
 				Artifact: helperArtifact(b), Command: []string{"./helper"}, Env: map[string]string{helperEnv: "listen"},
 				Health: &spec.Health{Path: "/"}}}})

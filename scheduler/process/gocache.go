@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -136,29 +135,12 @@ func copySeed(seed, dst string, own owner) error {
 			}
 			fallthrough // another file system: copy
 		default:
-			if err := copyRegular(path, target); err != nil {
+			if err := copyFile(path, target, 0o600); err != nil {
 				return err
 			}
 			return own.chown(target)
 		}
 	})
-}
-
-func copyRegular(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // chown gives one path to the owner (nothing when users are not switched).

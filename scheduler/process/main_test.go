@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/testserver"
 	"github.com/svchost/svc/scheduler"
 	"github.com/svchost/svc/scheduler/process"
 )
@@ -180,18 +181,8 @@ func warmTestSeed() {
 }
 
 // sandboxDir returns a fresh directory that the sandboxes' users can pass
-// through to what the runtime gives them (when the tests run as root):
-// t.TempDir() and the directory above it are 0700.
-func sandboxDir(t *testing.T) string {
-	t.Helper()
-	d := t.TempDir()
-	for p := d; p != filepath.Clean(os.TempDir()) && p != "/"; p = filepath.Dir(p) {
-		if err := os.Chmod(p, 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return d
-}
+// through to what the runtime gives them (when the tests run as root).
+func sandboxDir(t testing.TB) string { return testserver.PassableDir(t) }
 
 // sharedCache is one toolchain cache directory for every sandboxed runtime
 // of the tests (each app has its own below it, as in production; tests'

@@ -22,16 +22,14 @@ import (
 	"github.com/svchost/svc/scheduler/process"
 )
 
-// TestOrphansKilledByNew: a server (a child process running a runtime)
-// dies by SIGKILL; its workload lives on; a new runtime on the same work
-// directory kills it and removes the job's record.
-func TestOrphansKilledByNew(t *testing.T) {
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh on PATH")
-	}
-	dir := sandboxDir(t)
+// startOrphanChild starts a server (a child process running a runtime on
+// dir at the isolation given) whose job's workload reports its pid, and
+// returns the child and the pid it printed (in the workload's own PID
+// namespace when sandboxed).
+func startOrphanChild(t *testing.T, dir, isolation string) (*exec.Cmd, int) {
+	t.Helper()
 	child := exec.Command(helperCommand(t)[0])
-	child.Env = append(os.Environ(), helperEnv+"=orphan-child", "WORKDIR="+dir, "ISOLATION=none")
+	child.Env = append(os.Environ(), helperEnv+"=orphan-child", "WORKDIR="+dir, "ISOLATION="+isolation)
 	child.Stderr = os.Stderr
 	out, err := child.StdoutPipe()
 	if err != nil {
@@ -44,7 +42,6 @@ func TestOrphansKilledByNew(t *testing.T) {
 		_ = child.Process.Kill()
 		_ = child.Wait()
 	})
-
 	// The child prints pid=N once its job runs.
 	lines := make(chan string, 1)
 	go func() {
@@ -67,6 +64,18 @@ func TestOrphansKilledByNew(t *testing.T) {
 	if err != nil {
 		t.Fatalf("child said %q", line)
 	}
+	return child, pid
+}
+
+// TestOrphansKilledByNew: a server (a child process running a runtime)
+// dies by SIGKILL; its workload lives on; a new runtime on the same work
+// directory kills it and removes the job's record.
+func TestOrphansKilledByNew(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh on PATH")
+	}
+	dir := sandboxDir(t)
+	child, pid := startOrphanChild(t, dir, "none")
 	t.Cleanup(func() {
 		if !processGone(pid) {
 			_ = syscall.Kill(-pid, syscall.SIGKILL) // the group this test made
@@ -107,39 +116,7 @@ func TestOrphansKilledByNew(t *testing.T) {
 func TestOrphanedPodsKilledByNew(t *testing.T) {
 	needSandbox(t)
 	dir := sandboxDir(t)
-	child := exec.Command(helperCommand(t)[0])
-	child.Env = append(os.Environ(), helperEnv+"=orphan-child", "WORKDIR="+dir, "ISOLATION=sandbox")
-	child.Stderr = os.Stderr
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := child.Start(); err != nil {
-		t.Fatalf("start the child server: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = child.Process.Kill()
-		_ = child.Wait()
-	})
-	sc := bufio.NewScanner(out)
-	ready := make(chan string, 1)
-	go func() {
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "pid=") || strings.HasPrefix(sc.Text(), "error:") {
-				ready <- sc.Text()
-				return
-			}
-		}
-		ready <- "no pid line"
-	}()
-	select {
-	case line := <-ready:
-		if !strings.HasPrefix(line, "pid=") {
-			t.Fatalf("child said %q", line)
-		}
-	case <-time.After(45 * time.Second):
-		t.Fatal("the child server did not report its workload")
-	}
+	child, _ := startOrphanChild(t, dir, "sandbox")
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
