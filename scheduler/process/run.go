@@ -530,7 +530,9 @@ func (w *workload) check(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if h == nil && w.sandbox != nil && w.sandbox.pod != nil {
-		return listening(w.sandbox.pod.netDir(), "", w.inPort)
+		// Inside, and pasta's end of the forward outside (it may have
+		// died: then the edge cannot reach the workload either).
+		return listening(w.sandbox.pod.netDir(), "", w.inPort) && listening("/proc/net", w.host(), w.port)
 	}
 	if h == nil {
 		var d net.Dialer
@@ -542,6 +544,12 @@ func (w *workload) check(ctx context.Context) bool {
 		return true
 	}
 	return httpCheck(ctx, w.addr, h)
+}
+
+// host is the address part of the workload's address.
+func (w *workload) host() string {
+	h, _, _ := net.SplitHostPort(w.addr)
+	return h
 }
 
 func httpCheck(ctx context.Context, addr string, h *spec.Health) bool {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -450,4 +451,41 @@ func TestSandboxEgressNeedsSandbox(t *testing.T) {
 	if errcode.CodeOf(err) != errcode.PlanCapabilityUnsupp {
 		t.Errorf("build = %v, want PLAN_CAPABILITY_UNSUPPORTED", err)
 	}
+}
+
+// TestPodNetworkLost: when a pod's pasta dies, its workloads cannot be
+// reached, and their health says so (failing), though they still listen
+// inside.
+func TestPodNetworkLost(t *testing.T) {
+	needSandbox(t)
+	cfg := sandboxConfig(t)
+	rt := newRuntime(t, cfg)
+	ctx := context.Background()
+	if _, err := rt.Run(ctx, scheduler.Job{ID: "job-lost", AppID: "app-lost", Workloads: map[string]scheduler.Task{"web": {
+		Artifact: scheduler.Artifact{ID: "probe", Kind: "command", Dir: probeArtifact(t)}, Command: []string{"./probe"},
+		Env: map[string]string{helperEnv: "listen"},
+	}}}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	waitUntil(t, "the workload healthy", func() (bool, string) {
+		st, _ := rt.Status(ctx, "job-lost")
+		return st.Workloads["web"].Health == scheduler.HealthPassing, fmt.Sprint(st)
+	})
+	b, err := os.ReadFile(filepath.Join(cfg.WorkDir, "jobs", "job-lost.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Workloads map[string]struct{ PID int } `json:"workloads"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Workloads["_pod-pasta"].PID <= 0 {
+		t.Fatalf("the job's record names no pasta: %s", b)
+	}
+	if err := syscall.Kill(rec.Workloads["_pod-pasta"].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the workload's health failing", func() (bool, string) {
+		st, _ := rt.Status(ctx, "job-lost")
+		return st.Workloads["web"].Health == scheduler.HealthFailing, fmt.Sprint(st)
+	})
 }
