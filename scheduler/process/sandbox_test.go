@@ -325,6 +325,37 @@ func TestSandboxUnavailable(t *testing.T) {
 	}
 }
 
+// TestNoSandboxRunsNothing: a runtime set to sandbox every workload (the
+// default) on a host that cannot run the sandbox runs nothing, builds
+// nothing, says why and what to do, and says in its capabilities that it
+// is unavailable (the plan refuses on that); it never falls back to no
+// isolation by itself.
+func TestNoSandboxRunsNothing(t *testing.T) {
+	cfg := sandboxConfig(t)
+	cfg.Bwrap = filepath.Join(t.TempDir(), "no-bwrap-here")
+	rt := newRuntime(t, cfg)
+	if err := rt.SandboxError(); err == nil || !strings.Contains(err.Error(), "bubblewrap") {
+		t.Errorf("SandboxError = %v, want one naming bubblewrap", err)
+	}
+	inst, err := process.KindFor(rt).Open(context.Background(), adapters.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if caps := inst.Capabilities(); caps["unavailable"] == nil || caps["isolation"] != "" || caps["egress_allowlist"] != false {
+		t.Errorf("capabilities = %v, want it unavailable, offering no isolation", caps)
+	}
+	_, err = rt.Run(context.Background(), scheduler.Job{ID: "job-x", Workloads: map[string]scheduler.Task{"w": {
+		Artifact: commandArtifact(t), Command: []string{"sleep", "1000"}, NoPort: true,
+	}}})
+	if e, ok := errcode.As(err); !ok || e.Code != errcode.PlanCapabilityUnsupp || !strings.Contains(e.Remedy, "runtime.isolation: none") {
+		t.Errorf("run = %v (details %v), want PLAN_CAPABILITY_UNSUPPORTED saying how to mend it or opt out", err, details(err))
+	}
+	_, err = rt.Build(context.Background(), scheduler.BuildRequest{Source: t.TempDir(), Build: spec.Build{Kind: spec.BuildCommand, Command: "true"}})
+	if errcode.CodeOf(err) != errcode.PlanCapabilityUnsupp {
+		t.Errorf("build = %v, want PLAN_CAPABILITY_UNSUPPORTED", err)
+	}
+}
+
 // TestSandboxedBuild: with BuildIsolation sandbox, a build writes its work
 // area and not the host.
 func TestSandboxedBuild(t *testing.T) {
