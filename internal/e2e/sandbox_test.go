@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -203,5 +205,53 @@ func TestHostileAppIsSandboxed(t *testing.T) {
 				t.Errorf("the hostile workload answers at %s:%s, a non-loopback address of the host", n.IP, port)
 			}
 		}
+	}
+}
+
+// TestServeSaysWhenItCannotSandbox: a server whose host cannot run the
+// sandbox (here, as root, a work directory other users cannot pass
+// through) says so at start and refuses every deploy with the reason; an
+// operator's explicit runtime.isolation: none is shown in GET /config and
+// warned about at every start.
+func TestServeSaysWhenItCannotSandbox(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only a server running as root switches users, which a closed work directory stops (CI runs as root)")
+	}
+	for _, tc := range []struct {
+		name, isolation, log string
+	}{
+		{"sandbox, cannot", "", "the process runtime cannot sandbox apps on this host"},
+		{"none, chosen", "none", "runtime.isolation is none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := []string{"SVC_SERVER_ADDR=127.0.0.1:0", "SVC_SERVER_WORK_DIR=" + filepath.Join(t.TempDir(), "work")} // 0700 above it
+			if tc.isolation != "" {
+				env = append(env, "SVC_RUNTIME_ISOLATION="+tc.isolation)
+			}
+			srv := &appServer{p: newProc(t, "nosandbox", env)}
+			srv.p.startServing()
+			srv.p.waitReady(scaled(15 * time.Second))
+			signIn(t, scaled(30*time.Second), srv.p)
+			if _, ok := srv.p.waitLog(regexp.MustCompile(regexp.QuoteMeta(tc.log)), scaled(10*time.Second)); !ok {
+				t.Errorf("the log does not say %q:\n%s", tc.log, srv.p.tail(20))
+			}
+			var cfg struct {
+				Settings []struct{ Name, Value, Origin string }
+			}
+			srv.must(t, "GET", "/config", nil, http.StatusOK, &cfg)
+			want := map[string]string{"": "sandbox default", "none": "none environment"}[tc.isolation]
+			for _, s := range cfg.Settings {
+				if s.Name == "runtime.isolation" && s.Value+" "+s.Origin != want {
+					t.Errorf("GET /config: runtime.isolation %s (%s), want %s", s.Value, s.Origin, want)
+				}
+			}
+			if tc.isolation == "" {
+				id, _ := srv.onboard(t, "nosandbox", "static-hello", "static")
+				r := srv.call(t, "POST", "/apps/"+id+"/deployments", map[string]any{})
+				if r.status != http.StatusConflict || !strings.Contains(string(r.body), "PLAN_CAPABILITY_UNSUPPORTED") || !strings.Contains(string(r.body), "runtime.isolation: none") {
+					t.Errorf("a deploy without a sandbox: %d %s; want PLAN_CAPABILITY_UNSUPPORTED with the remedy", r.status, r.body)
+				}
+			}
+		})
 	}
 }
