@@ -106,8 +106,10 @@ func (r *Runtime) ownerFor(appID string) (owner, error) {
 // owner's, without following symbolic links. A file with more than one
 // link keeps its owner: the tree may be an app's, and a hard link in it
 // to a file elsewhere (a volume written before sandboxes, when the app ran
-// as the server) must never hand that file over. Nothing to do when users
-// are not switched.
+// as the server) must never hand that file over. (From inside a sandbox no
+// such link can be made: every tree it writes is a bind mount of its own,
+// and link(2) does not cross mounts.) Nothing to do when users are not
+// switched.
 func (o owner) give(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
