@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 )
 
@@ -177,6 +176,3 @@ func splitPath(rel string) []string {
 	}
 	return out
 }
-
-// uidString is a uid for a command line.
-func uidString(u uint32) string { return strconv.FormatUint(uint64(u), 10) }

@@ -83,10 +83,11 @@ type workload struct {
 // anything starts. Sandboxed workloads share one pod (pod.go), made first
 // with every workload's port.
 func (r *Runtime) Run(ctx context.Context, jb scheduler.Job) (scheduler.JobStatus, error) {
-	order, err := r.checkJob(jb)
+	jp, err := r.checkJob(jb)
 	if err != nil {
 		return scheduler.JobStatus{}, err
 	}
+	order := jp.order
 	j := &job{rt: r, id: jb.ID, appID: jb.AppID, order: order, workloads: map[string]*workload{}, stopped: make(chan struct{})}
 	r.mu.Lock()
 	if r.closed {
@@ -106,15 +107,15 @@ func (r *Runtime) Run(ctx context.Context, jb scheduler.Job) (scheduler.JobStatu
 		j.stop(context.WithoutCancel(ctx))
 		return scheduler.JobStatus{}, err
 	}
-	ports, err := r.jobPorts(jb, order)
+	ports, err := r.jobPorts(jb, jp)
 	if err != nil {
 		return fail(fmt.Errorf("run job %s: %w", jb.ID, err))
 	}
-	if err := r.startJobPod(ctx, j, jb, order, ports); err != nil {
+	if err := r.startJobPod(ctx, j, jb, jp, ports); err != nil {
 		return fail(fmt.Errorf("run job %s: %w", jb.ID, err))
 	}
 	for _, name := range order {
-		w, err := r.newWorkload(j, name, jb.Workloads[name], ports[name])
+		w, err := r.newWorkload(j, name, jb.Workloads[name], ports[name], jp.sandboxed[name])
 		if err != nil {
 			return fail(fmt.Errorf("run job %s: workload %s: %w", jb.ID, name, err))
 		}
@@ -132,31 +133,48 @@ func (r *Runtime) Run(ctx context.Context, jb scheduler.Job) (scheduler.JobStatu
 	return j.status(), nil
 }
 
-// checkJob validates a job before anything starts and returns its start
-// order: Order, then the workloads it leaves out, by name.
-func (r *Runtime) checkJob(jb scheduler.Job) ([]string, error) {
+// jobPlan is what checkJob decided of a job: its start order (Order, then
+// the workloads it leaves out, by name), which workloads run in the
+// sandbox (those with a command at a sandbox isolation level), and its
+// egress list (nil: open).
+type jobPlan struct {
+	order     []string
+	sandboxed map[string]bool
+	allow     *egress.Allowlist
+}
+
+// checkJob validates a job before anything starts and decides how it runs.
+func (r *Runtime) checkJob(jb scheduler.Job) (jobPlan, error) {
+	jp := jobPlan{sandboxed: map[string]bool{}}
 	if err := jb.Check(); err != nil {
-		return nil, err
+		return jp, err
 	}
 	for name, t := range jb.Workloads {
 		if err := checkMounts(jb.AppID, name, t.Mounts); err != nil {
-			return nil, err
+			return jp, err
 		}
 		sandboxed, err := r.sandboxFor(t.Isolation)
 		if err != nil {
 			e, _ := errcode.As(err)
-			return nil, e.WithDetail("workload", name)
+			return jp, e.WithDetail("workload", name)
 		}
-		if len(t.Egress) > 0 && !sandboxed && len(t.Command) > 0 {
-			return nil, errcode.New(errcode.PlanCapabilityUnsupp, "host policy restricts egress (egress_allowlist), which the process runtime enforces only in a sandbox; workload %s runs without one", name).
+		jp.sandboxed[name] = sandboxed && len(t.Command) > 0
+		if len(t.Egress) > 0 && !jp.sandboxed[name] && len(t.Command) > 0 {
+			return jp, errcode.New(errcode.PlanCapabilityUnsupp, "host policy restricts egress (egress_allowlist), which the process runtime enforces only in a sandbox; workload %s runs without one", name).
 				WithDetail("workload", name).WithDetail("capability", "egress_allowlist").
 				WithRemedy("run workloads in the sandbox (runtime.isolation: sandbox, or policy min_runtime_isolation: sandbox), or empty egress_allowlist")
 		}
-		if _, err := egress.Parse(t.Egress); err != nil {
-			return nil, errcode.Wrap(err, errcode.ValidInvalid, "workload %s: %v", name, err).WithDetail("field", "egress")
+		allow, err := egress.Parse(t.Egress)
+		if err != nil {
+			return jp, errcode.Wrap(err, errcode.ValidInvalid, "workload %s: %v", name, err).WithDetail("field", "egress")
+		}
+		if allow != nil {
+			jp.allow = allow // every task of a job has the same list
 		}
 	}
-	return jb.StartOrder()
+	var err error
+	jp.order, err = jb.StartOrder()
+	return jp, err
 }
 
 // ports are a workload's ports: on the host, and the one it listens on.
@@ -167,7 +185,7 @@ type ports struct{ host, inside int }
 // listens on its spec's port (AppPort) inside the pod, unless another
 // workload of the job claims the same one, and on its host port's number
 // otherwise; elsewhere it listens on the host port itself.
-func (r *Runtime) jobPorts(jb scheduler.Job, order []string) (map[string]ports, error) {
+func (r *Runtime) jobPorts(jb scheduler.Job, jp jobPlan) (map[string]ports, error) {
 	out := map[string]ports{}
 	claims := map[int]int{}
 	for _, t := range jb.Workloads {
@@ -175,7 +193,7 @@ func (r *Runtime) jobPorts(jb scheduler.Job, order []string) (map[string]ports, 
 			claims[t.AppPort]++
 		}
 	}
-	for _, name := range order {
+	for _, name := range jp.order {
 		t := jb.Workloads[name]
 		if t.NoPort || len(t.Command) == 0 {
 			continue // static workloads are served by the runtime itself
@@ -188,7 +206,7 @@ func (r *Runtime) jobPorts(jb scheduler.Job, order []string) (map[string]ports, 
 			}
 		}
 		p.inside = p.host
-		if sandboxed, _ := r.sandboxFor(t.Isolation); sandboxed && t.AppPort > 0 && claims[t.AppPort] == 1 {
+		if jp.sandboxed[name] && t.AppPort > 0 && claims[t.AppPort] == 1 {
 			p.inside = t.AppPort
 		}
 		out[name] = p
@@ -198,20 +216,16 @@ func (r *Runtime) jobPorts(jb scheduler.Job, order []string) (map[string]ports, 
 
 // startJobPod makes the job's pod when any of its workloads is sandboxed:
 // their ports forwarded, the job's egress list, their names on 127.0.0.1.
-func (r *Runtime) startJobPod(ctx context.Context, j *job, jb scheduler.Job, order []string, ps map[string]ports) error {
-	spec := podSpec{names: order}
+func (r *Runtime) startJobPod(ctx context.Context, j *job, jb scheduler.Job, jp jobPlan, ps map[string]ports) error {
+	spec := podSpec{names: jp.order, allow: jp.allow}
 	need := false
-	for _, name := range order {
-		t := jb.Workloads[name]
-		if sandboxed, _ := r.sandboxFor(t.Isolation); !sandboxed || len(t.Command) == 0 {
+	for _, name := range jp.order {
+		if !jp.sandboxed[name] {
 			continue
 		}
 		need = true
 		if p, ok := ps[name]; ok {
 			spec.forwards = append(spec.forwards, forward{host: p.host, inside: p.inside})
-		}
-		if len(t.Egress) > 0 && spec.allow == nil {
-			spec.allow, _ = egress.Parse(t.Egress) // checked by checkJob
 		}
 	}
 	if !need {
@@ -235,7 +249,7 @@ func (r *Runtime) startJobPod(ctx context.Context, j *job, jb scheduler.Job, ord
 
 // newWorkload prepares a workload (port, environment, volumes, log,
 // sandbox) without starting it.
-func (r *Runtime) newWorkload(j *job, name string, t scheduler.Task, p ports) (*workload, error) {
+func (r *Runtime) newWorkload(j *job, name string, t scheduler.Task, p ports, sandboxed bool) (*workload, error) {
 	w := &workload{name: name, task: t, grace: r.cfg.StopGrace, health: scheduler.HealthUnknown}
 	if t.Artifact.Dir == "" {
 		return nil, errors.New("the task has no artifact")
@@ -275,10 +289,6 @@ func (r *Runtime) newWorkload(j *job, name string, t scheduler.Task, p ports) (*
 		w.static = &http.Server{Handler: http.FileServerFS(root.FS()), ReadHeaderTimeout: 10 * time.Second}
 		ok = true
 		return w, nil
-	}
-	sandboxed, err := r.sandboxFor(t.Isolation)
-	if err != nil {
-		return nil, err
 	}
 	own := owner{}
 	if sandboxed {
