@@ -14,6 +14,9 @@ import (
 type Reader struct {
 	tx *memdb.Txn
 	ws memdb.WatchSet
+	// index is the last command applied when the view was taken (the view
+	// may include a little more, never less).
+	index uint64
 }
 
 // Wait blocks until anything this reader has looked at changes, or ctx ends.
@@ -156,41 +159,28 @@ func (t *Table[T]) iterator(r *Reader, q Query) memdb.ResultIterator {
 
 // Sweeper is what Sweep needs of a store.
 type Sweeper interface {
-	Apply(ctx context.Context, ops ...Op) (uint64, error)
-	Read() *Reader
+	Update(ctx context.Context, build Build) (uint64, error)
 }
 
 var _ Sweeper = (*Store)(nil)
 
 // Sweep deletes up to max rows that drop selects, in one write, each only if
-// unchanged since it was read. If some changed or went meanwhile, it deletes
-// the others one by one and leaves those. It returns how many it deleted.
-// Housekeeping loops (expiries) call it; it is never for append-only tables.
+// unchanged since it was read; a row that changed meanwhile is judged again
+// on the newer view. It returns how many it deleted. Housekeeping loops
+// (expiries) call it; it is never for append-only tables.
 func (t *Table[T]) Sweep(ctx context.Context, s Sweeper, drop func(*T) bool, max int) (int, error) {
-	items, _ := t.List(s.Read(), Query{Filter: func(v any) bool { return drop(v.(*T)) }, Limit: max})
-	if len(items) == 0 {
-		return 0, nil
-	}
-	ops := make([]Op, len(items))
-	for i, it := range items {
-		ops[i] = t.DeleteIf(t.ID(&it.Value), it.Meta.ModifyIndex)
-	}
-	_, err := s.Apply(ctx, ops...)
-	if err == nil {
-		return len(ops), nil
-	}
-	if !IsReason(err, ReasonStale) && !IsReason(err, ReasonNotFound) {
-		return 0, fmt.Errorf("sweep %s: %w", t.Name, err)
-	}
 	n := 0
-	for _, op := range ops {
-		_, err := s.Apply(ctx, op)
-		switch {
-		case err == nil:
-			n++
-		case !IsReason(err, ReasonStale) && !IsReason(err, ReasonNotFound):
-			return n, fmt.Errorf("sweep %s: %w", t.Name, err)
+	_, err := s.Update(ctx, func(r *Reader) ([]Op, error) {
+		items, _ := t.List(r, Query{Filter: func(v any) bool { return drop(v.(*T)) }, Limit: max})
+		ops := make([]Op, len(items))
+		for i, it := range items {
+			ops[i] = t.DeleteIf(t.ID(&it.Value), it.Meta.ModifyIndex)
 		}
+		n = len(ops)
+		return ops, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sweep %s: %w", t.Name, err)
 	}
 	return n, nil
 }

@@ -97,6 +97,9 @@ type Store struct {
 
 	leaders *leaderLoops
 	notifyC chan bool
+	// updateLock is held by a change of Update from its second try on, so
+	// that this node's colliding changes take turns.
+	updateLock chan struct{}
 	// readyReads is set once this node, as leader, has applied everything
 	// earlier leaders committed (its leadership barrier), and cleared when
 	// it loses leadership. Consistent reads are served only then.
@@ -132,13 +135,14 @@ func Open(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("raftstore: %w", err)
 	}
 	s := &Store{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		fsm:     f,
-		obs:     cfg.Metrics,
-		notifyC: make(chan bool, 8),
-		closed:  make(chan struct{}),
-		blobs:   newBlobPeer(cfg.Blobs),
+		cfg:        cfg,
+		log:        cfg.Logger,
+		fsm:        f,
+		obs:        cfg.Metrics,
+		notifyC:    make(chan bool, 8),
+		updateLock: make(chan struct{}, 1),
+		closed:     make(chan struct{}),
+		blobs:      newBlobPeer(cfg.Blobs),
 	}
 	s.leaders = newLeaderLoops(s.log)
 	if err := s.open(); err != nil {
@@ -456,7 +460,10 @@ func (s *Store) pause(ctx context.Context) {
 // Read returns a read view of this node's state. It may lag the leader by
 // the replication delay; use ConsistentRead where that matters.
 func (s *Store) Read() *Reader {
-	return &Reader{tx: s.fsm.db.Load().Txn(false)}
+	// The applied index is loaded first: the database loaded after it
+	// includes at least that much, never less.
+	index := s.fsm.applied.Load()
+	return &Reader{tx: s.fsm.db.Load().Txn(false), index: index}
 }
 
 // ConsistentRead returns a read view that includes every write committed

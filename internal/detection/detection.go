@@ -65,6 +65,7 @@ func Tables() []raftstore.Def { return []raftstore.Def{Records} }
 // Store is what the service needs of the replicated store.
 type Store interface {
 	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 }
 

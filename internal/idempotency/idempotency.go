@@ -63,6 +63,7 @@ var Records = &raftstore.Table[Record]{
 // Store is what the service needs of the replicated store.
 type Store interface {
 	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 	ConsistentRead(ctx context.Context) (*raftstore.Reader, error)
 }
