@@ -250,7 +250,7 @@ func (k *SigningKeys) addLocked(ctx context.Context, r *raftstore.Reader, entry 
 	ops = append(ops, retirements(r, now)...)
 	targetKind, targetID := "edge_key", kid
 	entry.TargetKind, entry.TargetID = &targetKind, &targetID
-	ops = append(ops, audit.Entries.Insert(entry))
+	ops = append(ops, audit.Insert(entry))
 	index, err := k.d.Store.Apply(ctx, ops...)
 	if err != nil {
 		return nil, fmt.Errorf("edge: store signing key %s: %w", kid, err)
@@ -361,7 +361,7 @@ func (k *SigningKeys) Maintain(ctx context.Context, rotateEvery time.Duration) e
 		for _, op := range ops {
 			retired = append(retired, op.ID)
 		}
-		ops = append(ops, audit.Entries.Insert(audit.New(ctx, now, "edge_key.retire", "", audit.Target{}, map[string]any{"kids": retired})))
+		ops = append(ops, audit.Record(ctx, now, "edge_key.retire", "", audit.Target{}, map[string]any{"kids": retired}))
 		_, err = k.d.Store.Apply(ctx, ops...)
 	}
 	if raftstore.IsReason(err, raftstore.ReasonStale) {

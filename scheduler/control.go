@@ -46,8 +46,8 @@ func (s *Service) setDesired(ctx context.Context, appID, desired, action string)
 		a.DesiredState, a.UpdatedAt = desired, now
 		_, err := s.d.Store.Apply(ctx,
 			apps.Apps.PutIf(&a, meta.ModifyIndex),
-			audit.Entries.Insert(audit.New(ctx, now, action, appID, audit.Target{Kind: "app", ID: appID},
-				map[string]any{"from": from, "to": desired})),
+			audit.Record(ctx, now, action, appID, audit.Target{Kind: "app", ID: appID},
+				map[string]any{"from": from, "to": desired}),
 		)
 		if err == nil {
 			return a, nil
@@ -78,8 +78,8 @@ func (s *Service) Restart(ctx context.Context, appID string) (apps.App, error) {
 		rel.RestartGen++
 		_, err := s.d.Store.Apply(ctx,
 			Releases.PutIf(&rel, meta.ModifyIndex),
-			audit.Entries.Insert(audit.New(ctx, now, "app.restart", appID, audit.Target{Kind: "app", ID: appID}, nil)),
-			events.Events.Insert(events.New(ctx, now, "app.restarted", appRef(a), "app", appID, nil)),
+			audit.Record(ctx, now, "app.restart", appID, audit.Target{Kind: "app", ID: appID}, nil),
+			events.Emit(ctx, now, "app.restarted", appRef(a), "app", appID, nil),
 		)
 		if err == nil {
 			return a, nil
@@ -264,10 +264,10 @@ func (s *Service) Exec(ctx context.Context, appID, workload string, command []st
 	now := s.d.Now()
 	shown := strings.Join(command, " ")
 	if _, err := s.d.Store.Apply(ctx,
-		audit.Entries.Insert(audit.New(ctx, now, "app.exec", appID, audit.Target{Kind: "workload", ID: workload},
-			map[string]any{"workload": workload, "command": shown})),
-		events.Events.Insert(events.New(ctx, now, "app.shell_opened", appRef(a), "workload", workload,
-			map[string]any{"workload": workload, "command": shown})),
+		audit.Record(ctx, now, "app.exec", appID, audit.Target{Kind: "workload", ID: workload},
+			map[string]any{"workload": workload, "command": shown}),
+		events.Emit(ctx, now, "app.shell_opened", appRef(a), "workload", workload,
+			map[string]any{"workload": workload, "command": shown}),
 	); err != nil {
 		return nil, fmt.Errorf("exec: record: %w", err)
 	}

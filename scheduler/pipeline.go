@@ -359,8 +359,8 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 			if hasOld && old.JobID != rel.JobID {
 				oldJob, oldRuntime = old.JobID, old.Runtime
 			}
-			ops = append(ops, events.Events.Insert(events.New(ctx, now, "deploy.succeeded", appRef(app), "deployment", d.ID,
-				map[string]any{"deployment_id": d.ID, "spec_id": d.SpecID, "trigger": d.Trigger})))
+			ops = append(ops, events.Emit(ctx, now, "deploy.succeeded", appRef(app), "deployment", d.ID,
+				map[string]any{"deployment_id": d.ID, "spec_id": d.SpecID, "trigger": d.Trigger}))
 		} else {
 			if cause == nil {
 				cause = noApp(d.AppID)
@@ -370,8 +370,8 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 			cur.ErrorCode, cur.ErrorMessage = new(string), &msg
 			*cur.ErrorCode = string(code)
 			if appOK {
-				ops = append(ops, events.Events.Insert(events.New(ctx, now, "deploy.failed", appRef(app), "deployment", d.ID,
-					map[string]any{"deployment_id": d.ID, "spec_id": d.SpecID, "trigger": d.Trigger, "error_code": string(code), "message": msg})))
+				ops = append(ops, events.Emit(ctx, now, "deploy.failed", appRef(app), "deployment", d.ID,
+					map[string]any{"deployment_id": d.ID, "spec_id": d.SpecID, "trigger": d.Trigger, "error_code": string(code), "message": msg}))
 			}
 		}
 		ops = append([]raftstore.Op{Deployments.PutIf(&cur, meta.ModifyIndex)}, ops...)

@@ -222,8 +222,8 @@ func (s *Service) failed(ctx context.Context, app apps.App, rel Release, t *trac
 			return err
 		}
 		cur, _, _ := apps.Apps.Get(r, app.ID)
-		ops = append(ops, events.Events.Insert(events.New(ctx, now, "app.gave_up", appRef(cur), "", "",
-			map[string]any{"reason": reason, "failures": t.failures, "window": window.String()})))
+		ops = append(ops, events.Emit(ctx, now, "app.gave_up", appRef(cur), "", "",
+			map[string]any{"reason": reason, "failures": t.failures, "window": window.String()}))
 		if _, err = s.d.Store.Apply(ctx, ops...); err == nil {
 			s.forget(app.ID)
 			return nil

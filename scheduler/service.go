@@ -222,15 +222,15 @@ func (s *Service) Create(ctx context.Context, appID string, n uint64, trigger st
 		target := audit.Target{Kind: "deployment", ID: dep.ID}
 		ops = append(ops,
 			Deployments.Insert(&dep),
-			audit.Entries.Insert(audit.New(ctx, now, "deployment.create", appID, target,
-				map[string]any{"revision": rev, "trigger": trigger, "runtime": res.Runtime})),
+			audit.Record(ctx, now, "deployment.create", appID, target,
+				map[string]any{"revision": rev, "trigger": trigger, "runtime": res.Runtime}),
 		)
 		if dep.State == DepWaitingApproval {
-			ops = append(ops, events.Events.Insert(events.New(ctx, now, "deploy.waiting_approval", appRef(app), target.Kind, target.ID,
-				map[string]any{"spec_revision": rev, "trigger": trigger, "reasons": dep.ApprovalReasons, "approvals_required": dep.ApprovalsRequired})))
+			ops = append(ops, events.Emit(ctx, now, "deploy.waiting_approval", appRef(app), target.Kind, target.ID,
+				map[string]any{"spec_revision": rev, "trigger": trigger, "reasons": dep.ApprovalReasons, "approvals_required": dep.ApprovalsRequired}))
 		} else {
-			ops = append(ops, events.Events.Insert(events.New(ctx, now, "deploy.started", appRef(app), target.Kind, target.ID,
-				map[string]any{"spec_revision": rev, "trigger": trigger})))
+			ops = append(ops, events.Emit(ctx, now, "deploy.started", appRef(app), target.Kind, target.ID,
+				map[string]any{"spec_revision": rev, "trigger": trigger}))
 		}
 		_, err = s.d.Store.Apply(ctx, ops...)
 		if err == nil {
@@ -347,15 +347,15 @@ func (s *Service) Approve(ctx context.Context, appID, depID string) (Deployment,
 		d.Approvals = append(slices.Clone(d.Approvals), Approval{PrincipalID: who, At: now})
 		target := audit.Target{Kind: "deployment", ID: d.ID}
 		ops := []raftstore.Op{
-			audit.Entries.Insert(audit.New(ctx, now, "deployment.approve", appID, target,
-				map[string]any{"approvals": len(d.Approvals), "approvals_required": d.ApprovalsRequired})),
-			events.Events.Insert(events.New(ctx, now, "deploy.approved", appRef(app), target.Kind, target.ID,
-				map[string]any{"approvals": len(d.Approvals), "approvals_required": d.ApprovalsRequired})),
+			audit.Record(ctx, now, "deployment.approve", appID, target,
+				map[string]any{"approvals": len(d.Approvals), "approvals_required": d.ApprovalsRequired}),
+			events.Emit(ctx, now, "deploy.approved", appRef(app), target.Kind, target.ID,
+				map[string]any{"approvals": len(d.Approvals), "approvals_required": d.ApprovalsRequired}),
 		}
 		if len(d.Approvals) >= d.ApprovalsRequired {
 			d.State = DepQueued
-			ops = append(ops, events.Events.Insert(events.New(ctx, now, "deploy.started", appRef(app), target.Kind, target.ID,
-				map[string]any{"spec_revision": d.Revision, "trigger": d.Trigger})))
+			ops = append(ops, events.Emit(ctx, now, "deploy.started", appRef(app), target.Kind, target.ID,
+				map[string]any{"spec_revision": d.Revision, "trigger": d.Trigger}))
 		}
 		return ops, nil
 	})
@@ -372,8 +372,8 @@ func (s *Service) Reject(ctx context.Context, appID, depID, reason string) (Depl
 		d.FinishedAt = &now
 		target := audit.Target{Kind: "deployment", ID: d.ID}
 		return []raftstore.Op{
-			audit.Entries.Insert(audit.New(ctx, now, "deployment.reject", appID, target, map[string]any{"reason": reason})),
-			events.Events.Insert(events.New(ctx, now, "deploy.rejected", appRef(app), target.Kind, target.ID, map[string]any{"reason": reason})),
+			audit.Record(ctx, now, "deployment.reject", appID, target, map[string]any{"reason": reason}),
+			events.Emit(ctx, now, "deploy.rejected", appRef(app), target.Kind, target.ID, map[string]any{"reason": reason}),
 		}, nil
 	})
 }

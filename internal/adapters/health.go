@@ -66,11 +66,11 @@ func (s *Service) record(ctx context.Context, a Adapter, reason string) error {
 	ops := []raftstore.Op{Healths.PutIf(&h, meta.ModifyIndex)}
 	switch {
 	case !healthy && (!known || old.Healthy):
-		ops = append(ops, events.Events.Insert(events.New(ctx, now, "adapter.unhealthy", nil, "adapter", a.ID,
-			map[string]any{"adapter_id": a.ID, "category": a.Category, "reason": reason})))
+		ops = append(ops, events.Emit(ctx, now, "adapter.unhealthy", nil, "adapter", a.ID,
+			map[string]any{"adapter_id": a.ID, "category": a.Category, "reason": reason}))
 	case healthy && known && !old.Healthy:
-		ops = append(ops, events.Events.Insert(events.New(ctx, now, "adapter.recovered", nil, "adapter", a.ID,
-			map[string]any{"adapter_id": a.ID, "category": a.Category})))
+		ops = append(ops, events.Emit(ctx, now, "adapter.recovered", nil, "adapter", a.ID,
+			map[string]any{"adapter_id": a.ID, "category": a.Category}))
 	}
 	if _, err := s.d.Store.Apply(ctx, ops...); err != nil {
 		if raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonExists) {

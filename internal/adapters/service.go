@@ -499,10 +499,10 @@ func (s *Service) Configure(ctx context.Context, req Request) (v View, created b
 		"settings": slices.Sorted(maps.Keys(next.Settings)), "revision": next.Revision}
 	_, err = s.d.Store.Apply(ctx,
 		Adapters.PutIf(&next, meta.ModifyIndex),
-		audit.Entries.Insert(audit.New(ctx, now, "adapter.configure", "", audit.Target{Kind: "adapter", ID: next.ID}, details)),
-		events.Events.Insert(events.New(ctx, now, "adapter.configured", nil, "adapter", next.ID, map[string]any{
+		audit.Record(ctx, now, "adapter.configure", "", audit.Target{Kind: "adapter", ID: next.ID}, details),
+		events.Emit(ctx, now, "adapter.configured", nil, "adapter", next.ID, map[string]any{
 			"category": next.Category, "kind": next.Kind, "credentials_changed": changed,
-		})),
+		}),
 	)
 	if err != nil {
 		if raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound) {

@@ -46,7 +46,7 @@ func (s *Service) Update(ctx context.Context, id string, p Patch) (App, error) {
 	a.UpdatedAt = now
 	_, err := s.store.Apply(ctx,
 		Apps.PutIf(&a, meta.ModifyIndex),
-		audit.Entries.Insert(audit.New(ctx, now, "app.update", id, audit.Target{Kind: "app", ID: id}, map[string]any{"changed": changed})),
+		audit.Record(ctx, now, "app.update", id, audit.Target{Kind: "app", ID: id}, map[string]any{"changed": changed}),
 	)
 	switch {
 	case err == nil:
@@ -78,7 +78,7 @@ func StateOps(ctx context.Context, r *raftstore.Reader, id, to string, now time.
 	a.State, a.UpdatedAt = to, now
 	ops := []raftstore.Op{Apps.PutIf(&a, meta.ModifyIndex)}
 	if from != to {
-		ops = append(ops, events.Events.Insert(events.New(ctx, now, "app.state_changed", refOf(a), "", "", map[string]any{"from": from, "to": to})))
+		ops = append(ops, events.Emit(ctx, now, "app.state_changed", refOf(a), "", "", map[string]any{"from": from, "to": to}))
 	}
 	return ops, nil
 }

@@ -76,8 +76,8 @@ func (s *Service) Create(ctx context.Context, c authz.Caller, n New) (App, error
 			PrincipalKind: kind, PrincipalID: principal, RoleID: &owner, CreatedAt: now}),
 		identity.Grants.Insert(&identity.Grant{ID: ids.NewAt(ids.Grant, now), AppID: app.ID, Plane: identity.PlaneData,
 			PrincipalKind: kind, PrincipalID: principal, CreatedAt: now}),
-		audit.Entries.Insert(audit.New(ctx, now, "app.create", app.ID, audit.Target{Kind: "app", ID: app.ID}, map[string]any{"name": app.Name, "slug": app.Slug})),
-		events.Events.Insert(events.New(ctx, now, "app.created", refOf(app), "", "", map[string]any{"name": app.Name, "slug": app.Slug})),
+		audit.Record(ctx, now, "app.create", app.ID, audit.Target{Kind: "app", ID: app.ID}, map[string]any{"name": app.Name, "slug": app.Slug}),
+		events.Emit(ctx, now, "app.created", refOf(app), "", "", map[string]any{"name": app.Name, "slug": app.Slug}),
 	}
 	if _, err := s.store.Apply(ctx, ops...); err != nil {
 		if raftstore.IsReason(err, raftstore.ReasonConflict) {
@@ -180,10 +180,10 @@ func (s *Service) Delete(ctx context.Context, id string, d Decision) error {
 	}
 	details := map[string]any{"backup": d.Backup, "force": d.Force, "storage": d.Storage}
 	ops = append(ops,
-		audit.Entries.Insert(audit.New(ctx, now, "app.delete", id, audit.Target{Kind: "app", ID: id}, details)),
-		events.Events.Insert(events.New(ctx, now, "app.deleted", refOf(app), "", "", map[string]any{
+		audit.Record(ctx, now, "app.delete", id, audit.Target{Kind: "app", ID: id}, details),
+		events.Emit(ctx, now, "app.deleted", refOf(app), "", "", map[string]any{
 			"backup_id": nil, "volumes_discarded": d.Force, "reason": d.reason(),
-		})),
+		}),
 	)
 	if _, err := s.store.Apply(ctx, ops...); err != nil {
 		if raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound) {

@@ -42,7 +42,7 @@ func (s *Service) SetSource(ctx context.Context, id string, src Source) error {
 		}
 		_, err := s.store.Apply(ctx,
 			Apps.PutIf(&app, meta.ModifyIndex),
-			audit.Entries.Insert(audit.New(ctx, now, action, id, audit.Target{Kind: "app", ID: id}, details)),
+			audit.Record(ctx, now, action, id, audit.Target{Kind: "app", ID: id}, details),
 		)
 		switch {
 		case err == nil:

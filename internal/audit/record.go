@@ -6,6 +6,7 @@ import (
 
 	"github.com/svchost/svc/internal/actor"
 	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/raftstore"
 )
 
 // Target is what an audited action acted on.
@@ -38,3 +39,14 @@ func New(ctx context.Context, now time.Time, action string, appID string, target
 	}
 	return e
 }
+
+// Record is the operation that appends the audit entry of an action, for the
+// write that makes the change (New's rules apply). Other packages append to
+// the audit log only through Record and Insert.
+func Record(ctx context.Context, now time.Time, action string, appID string, target Target, details map[string]any) raftstore.Op {
+	return Entries.Insert(New(ctx, now, action, appID, target, details))
+}
+
+// Insert is the operation that appends an entry built with New and then
+// completed by the caller.
+func Insert(e *Entry) raftstore.Op { return Entries.Insert(e) }

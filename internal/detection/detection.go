@@ -187,7 +187,7 @@ func (s *Service) run(ctx context.Context, appID string, c source.Checkout, entr
 	rec.UpdatedAt = s.d.Now()
 	ops := []raftstore.Op{Records.PutIf(&rec, meta.ModifyIndex)}
 	if entry != nil {
-		ops = append(ops, audit.Entries.Insert(entry))
+		ops = append(ops, audit.Insert(entry))
 	}
 	if _, err := s.d.Store.Apply(ctx, ops...); err != nil {
 		return Record{}, fmt.Errorf("record detection: %w", err)
@@ -259,8 +259,8 @@ func (s *Service) Answer(ctx context.Context, appID string, answers map[string]s
 	}
 	cur.Answers, cur.UpdatedAt = next, s.d.Now()
 	if _, err := s.d.Store.Apply(ctx, Records.PutIf(&cur, meta.ModifyIndex),
-		audit.Entries.Insert(audit.New(ctx, s.d.Now(), "detection.answer", appID, audit.Target{Kind: "app", ID: appID},
-			map[string]any{"keys": sortedKeys(answers)}))); err != nil {
+		audit.Record(ctx, s.d.Now(), "detection.answer", appID, audit.Target{Kind: "app", ID: appID},
+			map[string]any{"keys": sortedKeys(answers)})); err != nil {
 		return Record{}, fmt.Errorf("record answers: %w", err)
 	}
 	c, err := s.d.Checkouts.Ensure(ctx, appID)

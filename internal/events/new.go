@@ -8,6 +8,7 @@ import (
 
 	"github.com/svchost/svc/internal/actor"
 	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/raftstore"
 )
 
 // New builds an event caused by the actor in ctx. data holds the event's
@@ -33,3 +34,14 @@ func New(ctx context.Context, now time.Time, name string, app *AppRef, targetKin
 		Data:       d,
 	}
 }
+
+// Emit is the operation that writes an event to the outbox, for the write
+// that makes the change it describes (New's rules apply). Other packages
+// write to the outbox only through Emit and Insert.
+func Emit(ctx context.Context, now time.Time, name string, app *AppRef, targetKind, targetID string, data map[string]any) raftstore.Op {
+	return Events.Insert(New(ctx, now, name, app, targetKind, targetID, data))
+}
+
+// Insert is the operation that writes an event built with New and then
+// completed by the caller.
+func Insert(ev *Event) raftstore.Op { return Events.Insert(ev) }

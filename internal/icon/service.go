@@ -97,7 +97,7 @@ func (s *Service) Put(ctx context.Context, appID string, b []byte) (apps.App, er
 		details := map[string]any{"format": string(f), "width": cfg.Width, "height": cfg.Height, "bytes": len(b), "sha256": hash}
 		return []raftstore.Op{
 			Icons.Put(&Icon{ID: appID, ContentType: f.ContentType(), Data: b, SHA256: hash, UpdatedAt: now}),
-			audit.Entries.Insert(audit.New(ctx, now, "icon.update", appID, audit.Target{Kind: "app", ID: appID}, details)),
+			audit.Record(ctx, now, "icon.update", appID, audit.Target{Kind: "app", ID: appID}, details),
 		}, nil
 	})
 }
@@ -114,7 +114,7 @@ func (s *Service) Delete(ctx context.Context, appID string) (apps.App, error) {
 		app.IconUpdatedAt = nil
 		return []raftstore.Op{
 			Icons.DeleteIf(appID, meta.ModifyIndex),
-			audit.Entries.Insert(audit.New(ctx, now, "icon.delete", appID, audit.Target{Kind: "app", ID: appID}, nil)),
+			audit.Record(ctx, now, "icon.delete", appID, audit.Target{Kind: "app", ID: appID}, nil),
 		}, nil
 	})
 }

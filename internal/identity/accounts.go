@@ -104,13 +104,13 @@ func (s *Service) userCreatedOps(ctx context.Context, u *User, via string) []raf
 	target := audit.Target{Kind: "user", ID: u.ID}
 	ops := []raftstore.Op{
 		Users.Insert(u),
-		audit.Entries.Insert(audit.New(ctx, now, "user.create", "", target, map[string]any{"username": u.Username, "via": via})),
-		events.Events.Insert(events.New(ctx, now, "user.created", nil, "user", u.ID, map[string]any{"via": via, "adapter_id": nil})),
+		audit.Record(ctx, now, "user.create", "", target, map[string]any{"username": u.Username, "via": via}),
+		events.Emit(ctx, now, "user.created", nil, "user", u.ID, map[string]any{"via": via, "adapter_id": nil}),
 	}
 	if u.RoleID != nil {
-		ops = append(ops, events.Events.Insert(events.New(ctx, now, "grant.created", nil, "user", u.ID, map[string]any{
+		ops = append(ops, events.Emit(ctx, now, "grant.created", nil, "user", u.ID, map[string]any{
 			"plane": PlaneControl, "role_id": *u.RoleID, "principal_kind": authz.KindUser, "principal_id": u.ID, "passcode": false,
-		})))
+		}))
 	}
 	return ops
 }
@@ -235,7 +235,7 @@ func (s *Service) UpdateUser(ctx context.Context, c authz.Caller, id string, p U
 	u.UpdatedAt = s.now()
 	ops := append([]raftstore.Op{
 		Users.PutIf(&u, meta.ModifyIndex),
-		audit.Entries.Insert(audit.New(ctx, s.now(), "user.update", "", audit.Target{Kind: "user", ID: id}, changed)),
+		audit.Record(ctx, s.now(), "user.update", "", audit.Target{Kind: "user", ID: id}, changed),
 	}, endSessions...)
 	if err := s.apply(ctx, ops...); err != nil {
 		return User{}, err
@@ -268,8 +268,8 @@ func (s *Service) DeleteUser(ctx context.Context, id string) error {
 	}
 	ops = append(ops, s.grantDeletes(ctx, r, authz.KindUser, id)...)
 	ops = append(ops,
-		audit.Entries.Insert(audit.New(ctx, now, "user.delete", "", audit.Target{Kind: "user", ID: id}, map[string]any{"username": u.Username})),
-		events.Events.Insert(events.New(ctx, now, "user.deleted", nil, "user", id, map[string]any{"username": u.Username})),
+		audit.Record(ctx, now, "user.delete", "", audit.Target{Kind: "user", ID: id}, map[string]any{"username": u.Username}),
+		events.Emit(ctx, now, "user.deleted", nil, "user", id, map[string]any{"username": u.Username}),
 	)
 	return s.apply(ctx, ops...)
 }
@@ -301,8 +301,8 @@ func (s *Service) SetUserRole(ctx context.Context, id string, roleID *string) (U
 	}
 	err := s.apply(ctx,
 		Users.PutIf(&u, meta.ModifyIndex),
-		audit.Entries.Insert(audit.New(ctx, now, action, "", audit.Target{Kind: "user", ID: id}, map[string]any{"role_id": deref0(roleID), "previous_role_id": deref0(old)})),
-		events.Events.Insert(events.New(ctx, now, ev, nil, "user", id, data)),
+		audit.Record(ctx, now, action, "", audit.Target{Kind: "user", ID: id}, map[string]any{"role_id": deref0(roleID), "previous_role_id": deref0(old)}),
+		events.Emit(ctx, now, ev, nil, "user", id, data),
 	)
 	if err != nil {
 		return User{}, err
@@ -331,7 +331,7 @@ func (s *Service) ResetPassword(ctx context.Context, id, pw string, mustChange b
 	u.PasswordHash, u.MustChangePassword, u.UpdatedAt = hash, mustChange, s.now()
 	ops := append([]raftstore.Op{
 		Users.PutIf(&u, meta.ModifyIndex),
-		audit.Entries.Insert(audit.New(ctx, s.now(), "user.password.reset", "", audit.Target{Kind: "user", ID: id}, map[string]any{"must_change_password": mustChange})),
+		audit.Record(ctx, s.now(), "user.password.reset", "", audit.Target{Kind: "user", ID: id}, map[string]any{"must_change_password": mustChange}),
 	}, s.sessionDeletes(r, id, "")...)
 	return s.apply(ctx, ops...)
 }
@@ -375,7 +375,7 @@ func (s *Service) ChangeOwnPassword(ctx context.Context, c authz.Caller, client 
 	u.PasswordHash, u.MustChangePassword, u.UpdatedAt = hash, false, s.now()
 	ops := append([]raftstore.Op{
 		Users.PutIf(&u, meta.ModifyIndex),
-		audit.Entries.Insert(audit.New(ctx, s.now(), "user.password.change", "", audit.Target{Kind: "user", ID: id}, nil)),
+		audit.Record(ctx, s.now(), "user.password.change", "", audit.Target{Kind: "user", ID: id}, nil),
 	}, s.sessionDeletes(r, id, currentSession)...)
 	return s.apply(ctx, ops...)
 }
@@ -388,7 +388,7 @@ func grantDeleted(ctx context.Context, now time.Time, appID, targetKind, targetI
 	if appID != "" {
 		scope, app = "app", &events.AppRef{ID: appID}
 	}
-	return events.Events.Insert(events.New(ctx, now, "grant.deleted", app, targetKind, targetID, map[string]any{"scope": scope}))
+	return events.Emit(ctx, now, "grant.deleted", app, targetKind, targetID, map[string]any{"scope": scope})
 }
 
 // grantDeletes deletes every app grant to a principal, each with its event.

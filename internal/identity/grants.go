@@ -285,8 +285,8 @@ func (s *Sharing) CreateGrant(ctx context.Context, c authz.Caller, appID string,
 		return append(ops,
 			Grants.Insert(&g),
 			Grants.CheckTable(r.TableIndex(Grants)),
-			audit.Entries.Insert(audit.New(ctx, now, "grant.create", appID, audit.Target{Kind: "grant", ID: g.ID}, details)),
-			events.Events.Insert(events.New(ctx, now, "grant.created", &app, "grant", g.ID, details)),
+			audit.Record(ctx, now, "grant.create", appID, audit.Target{Kind: "grant", ID: g.ID}, details),
+			events.Emit(ctx, now, "grant.created", &app, "grant", g.ID, details),
 		), nil
 	})
 	if err != nil {
@@ -395,10 +395,10 @@ func (s *Sharing) UpdateGrant(ctx context.Context, c authz.Caller, appID, grantI
 		ops = append(ops,
 			Grants.PutIf(&out, meta.ModifyIndex),
 			Grants.CheckTable(r.TableIndex(Grants)),
-			audit.Entries.Insert(audit.New(ctx, now, "grant.update", appID, audit.Target{Kind: "grant", ID: g.ID}, details)),
+			audit.Record(ctx, now, "grant.update", appID, audit.Target{Kind: "grant", ID: g.ID}, details),
 		)
 		if ev != nil {
-			ops = append(ops, events.Events.Insert(ev))
+			ops = append(ops, events.Insert(ev))
 		}
 		return ops, nil
 	})
@@ -434,8 +434,8 @@ func (s *Sharing) DeleteGrant(ctx context.Context, c authz.Caller, appID, grantI
 		return []raftstore.Op{
 			Grants.DeleteIf(g.ID, meta.ModifyIndex),
 			Grants.CheckTable(r.TableIndex(Grants)),
-			audit.Entries.Insert(audit.New(ctx, now, "grant.delete", appID, audit.Target{Kind: "grant", ID: g.ID}, details)),
-			events.Events.Insert(events.New(ctx, now, "grant.deleted", &app, "grant", g.ID, map[string]any{"scope": "app"})),
+			audit.Record(ctx, now, "grant.delete", appID, audit.Target{Kind: "grant", ID: g.ID}, details),
+			events.Emit(ctx, now, "grant.deleted", &app, "grant", g.ID, map[string]any{"scope": "app"}),
 		}, nil
 	})
 }

@@ -44,7 +44,7 @@ func (s *Service) CreateGroup(ctx context.Context, name string) (Group, error) {
 	g := Group{ID: ids.New(ids.Group), Name: name, Source: SourceLocal, MemberIDs: []string{}, CreatedAt: now}
 	err := s.apply(ctx,
 		Groups.Insert(&g),
-		audit.Entries.Insert(audit.New(ctx, now, "group.create", "", audit.Target{Kind: "group", ID: g.ID}, map[string]any{"name": name})),
+		audit.Record(ctx, now, "group.create", "", audit.Target{Kind: "group", ID: g.ID}, map[string]any{"name": name}),
 	)
 	return g, err
 }
@@ -65,10 +65,10 @@ func (s *Service) changeGroup(ctx context.Context, id, action string, details ma
 	}
 	ops := []raftstore.Op{
 		Groups.PutIf(&g, meta.ModifyIndex),
-		audit.Entries.Insert(audit.New(ctx, s.now(), action, "", audit.Target{Kind: "group", ID: id}, details)),
+		audit.Record(ctx, s.now(), action, "", audit.Target{Kind: "group", ID: id}, details),
 	}
 	for _, ev := range evs {
-		ops = append(ops, events.Events.Insert(ev))
+		ops = append(ops, events.Insert(ev))
 	}
 	// The members must exist when the write commits.
 	for _, m := range g.MemberIDs {
@@ -180,7 +180,7 @@ func (s *Service) DeleteGroup(ctx context.Context, id string) error {
 	}
 	grants := s.grantDeletes(ctx, r, "group", id)
 	ops = append(ops, grants...)
-	ops = append(ops, audit.Entries.Insert(audit.New(ctx, s.now(), "group.delete", "", audit.Target{Kind: "group", ID: id}, map[string]any{"name": g.Name, "grants_removed": len(grants) / 2})))
+	ops = append(ops, audit.Record(ctx, s.now(), "group.delete", "", audit.Target{Kind: "group", ID: id}, map[string]any{"name": g.Name, "grants_removed": len(grants) / 2}))
 	return s.apply(ctx, ops...)
 }
 
@@ -233,7 +233,7 @@ func (s *Service) CreateRole(ctx context.Context, name string, scope authz.Scope
 	role := authz.Role{ID: ids.New(ids.Role), Name: name, Scope: scope, Verbs: vs}
 	err := s.apply(ctx,
 		Roles.Insert(&role),
-		audit.Entries.Insert(audit.New(ctx, s.now(), "role.create", "", audit.Target{Kind: "role", ID: role.ID}, map[string]any{"name": name, "scope": scope, "verbs": vs})),
+		audit.Record(ctx, s.now(), "role.create", "", audit.Target{Kind: "role", ID: role.ID}, map[string]any{"name": name, "scope": scope, "verbs": vs}),
 	)
 	return role, err
 }
@@ -268,7 +268,7 @@ func (s *Service) DeleteRole(ctx context.Context, id string) error {
 	for _, g := range grants {
 		ops = append(ops, Grants.Delete(g.Value.ID), grantDeleted(ctx, now, g.Value.AppID, "grant", g.Value.ID))
 	}
-	ops = append(ops, audit.Entries.Insert(audit.New(ctx, s.now(), "role.delete", "", audit.Target{Kind: "role", ID: id}, map[string]any{
-		"name": role.Name, "accounts": len(users), "groups": len(groups), "grants": len(grants)})))
+	ops = append(ops, audit.Record(ctx, s.now(), "role.delete", "", audit.Target{Kind: "role", ID: id}, map[string]any{
+		"name": role.Name, "accounts": len(users), "groups": len(groups), "grants": len(grants)}))
 	return s.apply(ctx, ops...)
 }

@@ -197,8 +197,8 @@ func (s *Sharing) EnterPasscode(ctx context.Context, appID, code string, c Clien
 	exp := now.Add(AdmissionTTL).Truncate(time.Second)
 	a := admission{app: appID, grant: g.ID, generation: g.PasscodeGeneration, expires: exp.Unix()}
 	cookie := a.sign(key)
-	_, err = s.d.Store.Apply(ctx, audit.Entries.Insert(audit.New(ctx, now, "passcode.admit", appID, audit.Target{Kind: "grant", ID: g.ID},
-		map[string]any{"passcode_generation": g.PasscodeGeneration, "client_ip": c.IP, "expires_at": exp})))
+	_, err = s.d.Store.Apply(ctx, audit.Record(ctx, now, "passcode.admit", appID, audit.Target{Kind: "grant", ID: g.ID},
+		map[string]any{"passcode_generation": g.PasscodeGeneration, "client_ip": c.IP, "expires_at": exp}))
 	if err != nil {
 		return Admission{}, err
 	}

@@ -87,7 +87,7 @@ func (s *Service) SignIn(ctx context.Context, username, pw string, c Client) (Si
 
 	ctx = actor.With(ctx, actor.Actor{Kind: authz.KindUser, ID: u.ID, RequestID: actor.From(ctx).RequestID})
 	in, ops := s.openSession(ctx, u, c)
-	ops = append(ops, audit.Entries.Insert(audit.New(ctx, s.now(), "session.create", "", audit.Target{Kind: "session", ID: in.sessionID}, map[string]any{"via": "password", "client_ip": c.IP})))
+	ops = append(ops, audit.Record(ctx, s.now(), "session.create", "", audit.Target{Kind: "session", ID: in.sessionID}, map[string]any{"via": "password", "client_ip": c.IP}))
 	if rehashed {
 		// A rehash with newer parameters rides along with the sign-in.
 		ops = append(ops, Users.PutIf(&u, meta.ModifyIndex))
@@ -115,7 +115,7 @@ func (s *Service) openSession(ctx context.Context, u User, c Client) (openedSess
 	}
 	ops := []raftstore.Op{
 		Sessions.Insert(&sess),
-		events.Events.Insert(events.New(ctx, now, "user.signed_in", nil, "session", id, map[string]any{"user_id": u.ID, "via": "password", "adapter_id": nil})),
+		events.Emit(ctx, now, "user.signed_in", nil, "session", id, map[string]any{"user_id": u.ID, "via": "password", "adapter_id": nil}),
 	}
 	return openedSession{SignedIn: SignedIn{User: u, Cookie: cookie, ExpiresAt: sess.ExpiresAt}, sessionID: id}, ops
 }
@@ -130,8 +130,8 @@ func (s *Service) recordFailure(ctx context.Context, userID, reason string) {
 		target = audit.Target{Kind: "user", ID: userID}
 	}
 	err := s.apply(ctx,
-		audit.Entries.Insert(audit.New(ctx, now, "session.create_failed", "", target, map[string]any{"reason": reason})),
-		events.Events.Insert(events.New(ctx, now, "user.sign_in_failed", nil, target.Kind, target.ID, map[string]any{"reason": reason, "adapter_id": nil})),
+		audit.Record(ctx, now, "session.create_failed", "", target, map[string]any{"reason": reason}),
+		events.Emit(ctx, now, "user.sign_in_failed", nil, target.Kind, target.ID, map[string]any{"reason": reason, "adapter_id": nil}),
 	)
 	if err != nil {
 		s.d.Logger.Warn("could not record a refused sign-in", "err", err)
@@ -161,7 +161,7 @@ func (s *Service) SignOut(ctx context.Context, cookie string) error {
 	}
 	err := s.apply(ctx,
 		Sessions.Delete(id),
-		audit.Entries.Insert(audit.New(ctx, s.now(), "session.delete", "", audit.Target{Kind: "session", ID: id}, nil)),
+		audit.Record(ctx, s.now(), "session.delete", "", audit.Target{Kind: "session", ID: id}, nil),
 	)
 	if raftstore.IsReason(err, raftstore.ReasonNotFound) {
 		return nil // ended meanwhile

@@ -84,8 +84,8 @@ func (s *Service) CreateToken(ctx context.Context, c authz.Caller, kind string, 
 	}
 	err := s.apply(ctx,
 		Tokens.Insert(&t),
-		audit.Entries.Insert(audit.New(ctx, now, "token.create", "", audit.Target{Kind: "token", ID: id}, map[string]any{"name": t.Name, "kind": kind, "agent": t.Agent})),
-		events.Events.Insert(events.New(ctx, now, "token.created", nil, "token", id, map[string]any{"name": t.Name, "kind": eventKind})),
+		audit.Record(ctx, now, "token.create", "", audit.Target{Kind: "token", ID: id}, map[string]any{"name": t.Name, "kind": kind, "agent": t.Agent}),
+		events.Emit(ctx, now, "token.created", nil, "token", id, map[string]any{"name": t.Name, "kind": eventKind}),
 	)
 	if err != nil {
 		return Token{}, "", err
@@ -140,7 +140,7 @@ func (s *Service) RevokeToken(ctx context.Context, c authz.Caller, id string) er
 	// shared with a service token goes with it.
 	ops := append([]raftstore.Op{Tokens.Delete(id)}, s.grantDeletes(ctx, s.d.Store.Read(), authz.KindToken, id)...)
 	return s.apply(ctx, append(ops,
-		audit.Entries.Insert(audit.New(ctx, now, "token.revoke", "", audit.Target{Kind: "token", ID: id}, map[string]any{"name": t.Name, "kind": t.Kind})),
-		events.Events.Insert(events.New(ctx, now, "token.revoked", nil, "token", id, nil)),
+		audit.Record(ctx, now, "token.revoke", "", audit.Target{Kind: "token", ID: id}, map[string]any{"name": t.Name, "kind": t.Kind}),
+		events.Emit(ctx, now, "token.revoked", nil, "token", id, nil),
 	)...)
 }

@@ -344,7 +344,7 @@ func (r *Ring) add(ctx context.Context, entry *audit.Entry) (DataKey, error) {
 	ops := []raftstore.Op{Keys.Insert(&dk)}
 	if entry != nil {
 		entry.TargetKind, entry.TargetID = ptr("data_key"), ptr(id)
-		ops = append(ops, audit.Entries.Insert(entry))
+		ops = append(ops, audit.Insert(entry))
 	}
 	if _, err := r.store.Apply(ctx, ops...); err != nil {
 		return DataKey{}, fmt.Errorf("keyring: store a data key: %w", err)

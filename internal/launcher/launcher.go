@@ -223,7 +223,7 @@ func (s *Service) Favor(ctx context.Context, c authz.Caller, appID string) error
 	now := s.now()
 	return s.apply(ctx, "pin a favorite",
 		Favorites.PutIf(&Favorite{ID: rowID(me, appID), Owner: me, AppID: appID, CreatedAt: now}, 0),
-		audit.Entries.Insert(audit.New(ctx, now, "favorite.create", appID, audit.Target{Kind: "app", ID: appID}, nil)))
+		audit.Record(ctx, now, "favorite.create", appID, audit.Target{Kind: "app", ID: appID}, nil))
 }
 
 // Unfavor unpins an app.
@@ -236,7 +236,7 @@ func (s *Service) Unfavor(ctx context.Context, c authz.Caller, appID string) err
 	now := s.now()
 	return s.apply(ctx, "unpin a favorite",
 		Favorites.DeleteIf(rowID(owner(c), appID), meta.ModifyIndex),
-		audit.Entries.Insert(audit.New(ctx, now, "favorite.delete", appID, audit.Target{Kind: "app", ID: appID}, nil)))
+		audit.Record(ctx, now, "favorite.delete", appID, audit.Target{Kind: "app", ID: appID}, nil))
 }
 
 func checkSectionName(name string) (string, error) {
@@ -268,7 +268,7 @@ func (s *Service) CreateSection(ctx context.Context, c authz.Caller, name string
 	sec := Section{ID: ids.NewAt(ids.Section, now), Owner: me, Name: name, Position: pos, CreatedAt: now}
 	err = s.apply(ctx, "create a section",
 		Sections.Insert(&sec),
-		audit.Entries.Insert(audit.New(ctx, now, "section.create", "", audit.Target{Kind: "section", ID: sec.ID}, map[string]any{"name": name})))
+		audit.Record(ctx, now, "section.create", "", audit.Target{Kind: "section", ID: sec.ID}, map[string]any{"name": name}))
 	return sec, err
 }
 
@@ -302,7 +302,7 @@ func (s *Service) UpdateSection(ctx context.Context, c authz.Caller, id string, 
 	now := s.now()
 	err = s.apply(ctx, "change a section",
 		Sections.PutIf(&sec, meta.ModifyIndex),
-		audit.Entries.Insert(audit.New(ctx, now, "section.update", "", audit.Target{Kind: "section", ID: id}, map[string]any{"name": sec.Name, "position": sec.Position})))
+		audit.Record(ctx, now, "section.update", "", audit.Target{Kind: "section", ID: id}, map[string]any{"name": sec.Name, "position": sec.Position}))
 	return sec, err
 }
 
@@ -318,7 +318,7 @@ func (s *Service) DeleteSection(ctx context.Context, c authz.Caller, id string) 
 	for _, f := range fl {
 		ops = append(ops, Filings.Delete(f.Value.ID))
 	}
-	ops = append(ops, audit.Entries.Insert(audit.New(ctx, s.now(), "section.delete", "", audit.Target{Kind: "section", ID: id}, nil)))
+	ops = append(ops, audit.Record(ctx, s.now(), "section.delete", "", audit.Target{Kind: "section", ID: id}, nil))
 	return s.apply(ctx, "delete a section", ops...)
 }
 
@@ -341,7 +341,7 @@ func (s *Service) File(ctx context.Context, c authz.Caller, sectionID, appID str
 	return s.apply(ctx, "file an app",
 		Sections.Check(sectionID, sectionMeta(r, sectionID)),
 		Filings.PutIf(&Filing{ID: rowID(me, appID), Owner: me, AppID: appID, SectionID: sectionID}, meta.ModifyIndex),
-		audit.Entries.Insert(audit.New(ctx, now, "section.app.add", appID, audit.Target{Kind: "section", ID: sectionID}, nil)))
+		audit.Record(ctx, now, "section.app.add", appID, audit.Target{Kind: "section", ID: sectionID}, nil))
 }
 
 func sectionMeta(r *raftstore.Reader, id string) uint64 {
@@ -361,7 +361,7 @@ func (s *Service) Unfile(ctx context.Context, c authz.Caller, sectionID, appID s
 	}
 	return s.apply(ctx, "take an app out of a section",
 		Filings.DeleteIf(f.ID, meta.ModifyIndex),
-		audit.Entries.Insert(audit.New(ctx, s.now(), "section.app.remove", appID, audit.Target{Kind: "section", ID: sectionID}, nil)))
+		audit.Record(ctx, s.now(), "section.app.remove", appID, audit.Target{Kind: "section", ID: sectionID}, nil))
 }
 
 func (s *Service) apply(ctx context.Context, what string, ops ...raftstore.Op) error {

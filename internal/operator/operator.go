@@ -101,7 +101,7 @@ func (s *Service) WriteProbe(ctx context.Context, payloadBytes int) (ProbeResult
 	p := Probe{ID: ids.New(ids.Probe), Node: s.node, WrittenAt: s.now().UTC(), Payload: make([]byte, payloadBytes)}
 	start := time.Now()
 	index, err := s.store.Apply(ctx, Probes.Insert(&p),
-		audit.Entries.Insert(audit.New(ctx, p.WrittenAt, "operator.probe.create", "", audit.Target{Kind: "probe", ID: p.ID}, map[string]any{"payload_bytes": payloadBytes})))
+		audit.Record(ctx, p.WrittenAt, "operator.probe.create", "", audit.Target{Kind: "probe", ID: p.ID}, map[string]any{"payload_bytes": payloadBytes}))
 	if err != nil {
 		return ProbeResult{}, fmt.Errorf("write probe: %w", err)
 	}

@@ -13,7 +13,7 @@ import (
 // asked for.
 func (s *Service) RecordRestart(ctx context.Context) error {
 	entry := audit.New(ctx, s.now().UTC(), "server.restart", "", audit.Target{Kind: "node", ID: s.node}, nil)
-	if _, err := s.store.Apply(ctx, audit.Entries.Insert(entry)); err != nil {
+	if _, err := s.store.Apply(ctx, audit.Insert(entry)); err != nil {
 		return fmt.Errorf("record restart: %w", err)
 	}
 	return nil

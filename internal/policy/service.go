@@ -95,8 +95,8 @@ func (s *Service) Replace(ctx context.Context, body map[string]any) (Policy, err
 	now := s.now()
 	_, err = s.store.Apply(ctx,
 		Table.PutIf(&Saved{ID: savedID, Policy: next}, meta.ModifyIndex),
-		audit.Entries.Insert(audit.New(ctx, now, "policy.update", "", audit.Target{Kind: "policy", ID: savedID}, map[string]any{"changed": changed})),
-		events.Events.Insert(events.New(ctx, now, "policy.updated", nil, "", "", nil)),
+		audit.Record(ctx, now, "policy.update", "", audit.Target{Kind: "policy", ID: savedID}, map[string]any{"changed": changed}),
+		events.Emit(ctx, now, "policy.updated", nil, "", "", nil),
 	)
 	if err != nil {
 		return Policy{}, err

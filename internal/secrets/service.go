@@ -79,9 +79,9 @@ func (s *Service) Put(ctx context.Context, ref Ref, value string) (View, error) 
 		_, err = s.d.Store.Apply(ctx,
 			apps.Apps.Check(ref.AppID, appMeta.ModifyIndex),
 			Secrets.PutIf(&row, meta.ModifyIndex),
-			audit.Entries.Insert(audit.New(ctx, now, "secret.set", ref.AppID, audit.Target{Kind: "secret", ID: ref.Key},
-				map[string]any{"key": ref.Key, "origin": row.Origin, "version": row.Version, "created": !exists})),
-			events.Events.Insert(events.New(ctx, now, "app.secret_changed", appRef(app), "", "", map[string]any{"key": ref.Key})),
+			audit.Record(ctx, now, "secret.set", ref.AppID, audit.Target{Kind: "secret", ID: ref.Key},
+				map[string]any{"key": ref.Key, "origin": row.Origin, "version": row.Version, "created": !exists}),
+			events.Emit(ctx, now, "app.secret_changed", appRef(app), "", "", map[string]any{"key": ref.Key}),
 		)
 		if err == nil {
 			if exists && old.Origin != row.Origin {
@@ -144,8 +144,8 @@ func (s *Service) Value(ctx context.Context, ref Ref) (string, error) {
 		return "", fmt.Errorf("read secret %s: %w", ref.Key, err)
 	}
 	now := s.d.Now()
-	if _, err := s.d.Store.Apply(ctx, audit.Entries.Insert(audit.New(ctx, now, "secret.read", ref.AppID,
-		audit.Target{Kind: "secret", ID: ref.Key}, map[string]any{"key": ref.Key, "origin": row.Origin, "version": row.Version}))); err != nil {
+	if _, err := s.d.Store.Apply(ctx, audit.Record(ctx, now, "secret.read", ref.AppID,
+		audit.Target{Kind: "secret", ID: ref.Key}, map[string]any{"key": ref.Key, "origin": row.Origin, "version": row.Version})); err != nil {
 		return "", fmt.Errorf("read secret %s: audit: %w", ref.Key, err)
 	}
 	return value, nil
@@ -194,9 +194,9 @@ func (s *Service) Delete(ctx context.Context, ref Ref) error {
 		now := s.d.Now()
 		_, err = s.d.Store.Apply(ctx,
 			Secrets.DeleteIf(row.ID, meta.ModifyIndex),
-			audit.Entries.Insert(audit.New(ctx, now, "secret.delete", ref.AppID, audit.Target{Kind: "secret", ID: ref.Key},
-				map[string]any{"key": ref.Key, "origin": row.Origin})),
-			events.Events.Insert(events.New(ctx, now, "app.secret_changed", appRef(app), "", "", map[string]any{"key": ref.Key})),
+			audit.Record(ctx, now, "secret.delete", ref.AppID, audit.Target{Kind: "secret", ID: ref.Key},
+				map[string]any{"key": ref.Key, "origin": row.Origin}),
+			events.Emit(ctx, now, "app.secret_changed", appRef(app), "", "", map[string]any{"key": ref.Key}),
 		)
 		if err == nil {
 			return nil

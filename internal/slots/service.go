@@ -316,7 +316,7 @@ func (s *Service) Fill(ctx context.Context, appID, key string, req FillRequest) 
 		_, err = s.d.Store.Apply(ctx,
 			apps.Apps.Check(appID, appMeta.ModifyIndex),
 			Fills.PutIf(&row, meta.ModifyIndex),
-			audit.Entries.Insert(audit.New(ctx, now, "slot.fill", appID, audit.Target{Kind: "slot", ID: key}, details)),
+			audit.Record(ctx, now, "slot.fill", appID, audit.Target{Kind: "slot", ID: key}, details),
 		)
 		if err == nil {
 			if left {

@@ -180,7 +180,7 @@ func (s *Service) write(ctx context.Context, appID string, d Document, pin bool,
 			Revisions.Insert(&rev),
 			Heads.PutIf(&head, headMeta.ModifyIndex),
 			appOp,
-			audit.Entries.Insert(audit.New(ctx, now, actionOf(trigger), appID, audit.Target{Kind: "spec", ID: rev.ID}, details)),
+			audit.Record(ctx, now, actionOf(trigger), appID, audit.Target{Kind: "spec", ID: rev.ID}, details),
 		)
 		if err == nil {
 			return viewOf(rev, head)
@@ -235,8 +235,8 @@ func (s *Service) Pin(ctx context.Context, appID string, n uint64) (View, error)
 			Revisions.Check(rev.ID, revMeta.ModifyIndex),
 			Heads.PutIf(&head, headMeta.ModifyIndex),
 			apps.Apps.PutIf(&app, appMeta.ModifyIndex),
-			audit.Entries.Insert(audit.New(ctx, now, "spec.pin", appID, audit.Target{Kind: "spec", ID: rev.ID},
-				map[string]any{"revision": n, "previous": previous})),
+			audit.Record(ctx, now, "spec.pin", appID, audit.Target{Kind: "spec", ID: rev.ID},
+				map[string]any{"revision": n, "previous": previous}),
 		)
 		if err == nil {
 			return viewOf(rev, head)

@@ -207,10 +207,10 @@ func (s *Service) Create(ctx context.Context, appID string, req Request) (Create
 			spec.Revisions.Insert(&rev),
 			spec.Heads.PutIf(&head, headMeta.ModifyIndex),
 			apps.Apps.Check(appID, appMeta.ModifyIndex),
-			audit.Entries.Insert(audit.New(ctx, now, "volume.create", appID, audit.Target{Kind: "volume", ID: req.Name}, map[string]any{
+			audit.Record(ctx, now, "volume.create", appID, audit.Target{Kind: "volume", ID: req.Name}, map[string]any{
 				"name": req.Name, "size_bytes": req.SizeBytes, "workload": workload, "path": req.Path,
 				"spec_revision": rev.Number, "spec_id": rev.ID,
-			})),
+			}),
 		)
 		if err == nil {
 			return Created{Volume: viewOf(next, req.Name), SpecRevision: rev.Number}, nil
