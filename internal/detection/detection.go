@@ -200,7 +200,7 @@ func detectDir(dir string, answers map[string]string) (detect.Result, error) {
 	if err != nil || !st.IsDir() {
 		return detect.Result{}, errors.New("the checkout has no directory to detect in (is the subdir right?)")
 	}
-	return detect.Detect(os.DirFS(dir), answers), nil
+	return detect.Detect(os.DirFS(dir), answers, detect.Runtime{}), nil
 }
 
 func winnerName(r Record) string {
