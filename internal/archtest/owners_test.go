@@ -282,7 +282,6 @@ func TestServicesWriteThroughUpdate(t *testing.T) {
 // pendingApply lists the services being moved onto Update (issue 15); it
 // only shrinks, and goes when empty.
 var pendingApply = []string{
-	"edge/keys.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/adapters/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/apps/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/detection/detection.go declares Apply(ctx, ...raftstore.Op)",
