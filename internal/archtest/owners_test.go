@@ -287,7 +287,6 @@ var pendingApply = []string{
 	"internal/detection/detection.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/icon/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/idempotency/idempotency.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/launcher/launcher.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/operator/operator.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/policy/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/secrets/service.go declares Apply(ctx, ...raftstore.Op)",
