@@ -183,7 +183,6 @@ var pendingOwnership = []string{
 	"internal/volumes/volumes.go writes spec.Revisions (Insert)",
 	"scheduler/control.go writes apps.Apps (PutIf)",
 	"scheduler/service.go writes apps.Apps (PutIf)",
-	"vaultsecrets/builtin.go writes secrets.Secrets (PutIf)",
 }
 
 // TestOwnershipCheckCatchesViolations runs the check on made-up files.
@@ -289,10 +288,8 @@ var pendingApply = []string{
 	"internal/idempotency/idempotency.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/operator/operator.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/policy/service.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/secrets/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/slots/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/spec/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/volumes/volumes.go declares Apply(ctx, ...raftstore.Op)",
 	"scheduler/service.go declares Apply(ctx, ...raftstore.Op)",
-	"vaultsecrets/builtin.go declares Apply(ctx, ...raftstore.Op)",
 }
