@@ -281,13 +281,9 @@ func TestServicesWriteThroughUpdate(t *testing.T) {
 // pendingApply lists the services being moved onto Update (issue 15); it
 // only shrinks, and goes when empty.
 var pendingApply = []string{
-	"internal/adapters/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/apps/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/detection/detection.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/icon/service.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/idempotency/idempotency.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/operator/operator.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/policy/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/slots/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/spec/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/volumes/volumes.go declares Apply(ctx, ...raftstore.Op)",
