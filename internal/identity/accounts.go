@@ -271,7 +271,10 @@ func (s *Service) userDeletion(ctx context.Context, r *raftstore.Reader, id stri
 		return nil, errcode.New(errcode.NotFound, "no account %s", id)
 	}
 	now := s.now()
-	ops := []raftstore.Op{Users.DeleteIf(id, meta.ModifyIndex)}
+	// The memberships and grants removed are those of r: a membership or a
+	// grant given meanwhile has the change built again.
+	ops := []raftstore.Op{Users.DeleteIf(id, meta.ModifyIndex),
+		Groups.CheckTable(r.TableIndex(Groups)), Grants.CheckTable(r.TableIndex(Grants))}
 	ops = append(ops, s.sessionDeletes(r, id, "")...)
 	groups, _ := Groups.List(r, raftstore.Query{Index: "member", Key: id})
 	for _, g := range groups {

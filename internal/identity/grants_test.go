@@ -828,3 +828,44 @@ func (a *alwaysRacing) Update(ctx context.Context, build raftstore.Build) (uint6
 		return ops, err
 	})
 }
+
+// TestRemovingAPrincipalRacingAGrantToIt: an account, a group or a service
+// token removed while a grant to it is given (the grant commits between
+// the removal's read and its write): the removal is built again and takes
+// that grant too, so no grant names a principal that is gone.
+func TestRemovingAPrincipalRacingAGrantToIt(t *testing.T) {
+	for _, kind := range []string{authz.KindUser, "group", authz.KindToken} {
+		t.Run(kind, func(t *testing.T) {
+			e := newShareEnv(t)
+			app := e.app(t, "Raced", e.admin.ID)
+			var id string
+			switch kind {
+			case authz.KindUser:
+				id = e.mkUser(t, "bob").ID
+			case "group":
+				id = e.mkGroup(t, "team", nil).ID
+			default:
+				tok, _ := e.mkToken(t, e.adminCaller(), TokenService, "ci")
+				id = tok.ID
+			}
+			racing := e.withService(t, Deps{Store: &hookStore{Store: e.store, before: func() {
+				e.create(t, e.adminCaller(), app, NewGrant{Plane: PlaneData, PrincipalKind: kind, PrincipalID: id})
+			}}})
+			var err error
+			switch kind {
+			case authz.KindUser:
+				err = racing.DeleteUser(bg, id)
+			case "group":
+				err = racing.DeleteGroup(bg, id)
+			default:
+				err = racing.RevokeToken(bg, e.adminCaller(), id)
+			}
+			must(t, "remove the principal", err)
+			for _, g := range appGrants(e.store.Read(), app) {
+				if g.PrincipalID == id {
+					t.Errorf("grant %s still names the removed %s %s", g.ID, kind, id)
+				}
+			}
+		})
+	}
+}

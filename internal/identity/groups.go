@@ -186,7 +186,8 @@ func (s *Service) DeleteGroup(ctx context.Context, id string) error {
 		if !ok {
 			return nil, errcode.New(errcode.NotFound, "no group %s", id)
 		}
-		ops := []raftstore.Op{Groups.DeleteIf(id, meta.ModifyIndex)}
+		// A grant to the group given meanwhile has the change built again.
+		ops := []raftstore.Op{Groups.DeleteIf(id, meta.ModifyIndex), Grants.CheckTable(r.TableIndex(Grants))}
 		if g.RoleID != nil {
 			ops = append(ops, grantDeleted(ctx, s.now(), "", "group", id))
 		}
@@ -268,7 +269,10 @@ func (s *Service) roleDeletion(ctx context.Context, r *raftstore.Reader, id stri
 	if !ok {
 		return nil, errcode.New(errcode.NotFound, "no role %s", id)
 	}
-	ops := []raftstore.Op{Roles.DeleteIf(id, meta.ModifyIndex)}
+	// The role is taken from the accounts, groups and grants of r: one given
+	// meanwhile has the change built again (validateRole is the guard).
+	ops := []raftstore.Op{Roles.DeleteIf(id, meta.ModifyIndex),
+		Users.CheckTable(r.TableIndex(Users)), Groups.CheckTable(r.TableIndex(Groups)), Grants.CheckTable(r.TableIndex(Grants))}
 	now := s.now()
 	users, _ := Users.List(r, raftstore.Query{Index: "role", Key: id})
 	for _, u := range users {

@@ -140,8 +140,9 @@ func (s *Service) RevokeToken(ctx context.Context, c authz.Caller, id string) er
 		}
 		now := s.now()
 		// Revocation wins over a concurrent record of the token's use; what
-		// was shared with a service token goes with it.
-		ops := append([]raftstore.Op{Tokens.Delete(id)}, s.grantDeletes(ctx, r, authz.KindToken, id)...)
+		// was shared with a service token goes with it (a grant given
+		// meanwhile has the change built again).
+		ops := append([]raftstore.Op{Tokens.Delete(id), Grants.CheckTable(r.TableIndex(Grants))}, s.grantDeletes(ctx, r, authz.KindToken, id)...)
 		return append(ops,
 			audit.Record(ctx, now, "token.revoke", "", audit.Target{Kind: "token", ID: id}, map[string]any{"name": t.Name, "kind": t.Kind}),
 			events.Emit(ctx, now, "token.revoked", nil, "token", id, nil),
