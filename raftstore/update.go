@@ -22,7 +22,9 @@ type Build func(r *Reader) ([]Op, error)
 // Retry policy of Update. Only a change that raced another write is tried
 // again, after a short pause with jitter; from its second try on, a change
 // holds this node's update lock, so the changes of one node that collide
-// take turns instead of colliding again.
+// take turns instead of colliding again, and while the lock is held new
+// changes on this node wait for their turn as well. (The lock is per node,
+// not per row: while changes collide, this node's writes are serialized.)
 const (
 	maxUpdateTries   = 12
 	updatePauseFirst = time.Millisecond
@@ -52,6 +54,19 @@ func (s *Store) Update(ctx context.Context, build Build) (uint64, error) {
 			<-s.updateLock
 		}
 	}()
+	// While changes that collided are taking turns, a new change waits for
+	// its turn too: otherwise new changes could keep overtaking the one
+	// whose turn it is until it runs out of tries.
+	if len(s.updateLock) > 0 {
+		if err := s.takeUpdateLock(ctx); err != nil {
+			return 0, err
+		}
+		locked = true
+		var err error
+		if r, err = s.ConsistentRead(ctx); err != nil {
+			return 0, err
+		}
+	}
 	for try := 1; ; try++ {
 		ops, err := build(r)
 		if err != nil || len(ops) == 0 {
@@ -67,18 +82,26 @@ func (s *Store) Update(ctx context.Context, build Build) (uint64, error) {
 		}
 		s.updatePause(ctx, try)
 		if !locked {
-			select {
-			case s.updateLock <- struct{}{}:
-				locked = true
-			case <-ctx.Done():
-				return 0, s.ctxErr(ctx)
-			case <-s.closed:
-				return 0, s.ctxErr(ctx)
+			if err := s.takeUpdateLock(ctx); err != nil {
+				return 0, err
 			}
+			locked = true
 		}
 		if r, err = s.ConsistentRead(ctx); err != nil {
 			return 0, err
 		}
+	}
+}
+
+// takeUpdateLock waits for this node's update lock.
+func (s *Store) takeUpdateLock(ctx context.Context) error {
+	select {
+	case s.updateLock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return s.ctxErr(ctx)
+	case <-s.closed:
+		return s.ctxErr(ctx)
 	}
 }
 
