@@ -175,8 +175,6 @@ func TestTableOwnership(t *testing.T) {
 // pendingOwnership lists the writes being moved to their owners' op
 // builders (issue 15); it only shrinks, and goes when empty.
 var pendingOwnership = []string{
-	"internal/apps/service.go writes identity.Grants (Delete)",
-	"internal/apps/service.go writes identity.Grants (Insert)",
 	"internal/icon/service.go writes apps.Apps (PutIf)",
 	"internal/spec/service.go writes apps.Apps (PutIf)",
 	"internal/volumes/volumes.go writes spec.Heads (PutIf)",
@@ -284,7 +282,6 @@ func TestServicesWriteThroughUpdate(t *testing.T) {
 var pendingApply = []string{
 	"edge/keys.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/adapters/service.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/apps/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/detection/detection.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/icon/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/idempotency/idempotency.go declares Apply(ctx, ...raftstore.Op)",
