@@ -176,9 +176,6 @@ func TestTableOwnership(t *testing.T) {
 // builders (issue 15); it only shrinks, and goes when empty.
 var pendingOwnership = []string{
 	"internal/icon/service.go writes apps.Apps (PutIf)",
-	"internal/spec/service.go writes apps.Apps (PutIf)",
-	"internal/volumes/volumes.go writes spec.Heads (PutIf)",
-	"internal/volumes/volumes.go writes spec.Revisions (Insert)",
 	"scheduler/control.go writes apps.Apps (PutIf)",
 	"scheduler/service.go writes apps.Apps (PutIf)",
 	"vaultsecrets/builtin.go writes secrets.Secrets (PutIf)",
@@ -292,8 +289,6 @@ var pendingApply = []string{
 	"internal/policy/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/secrets/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/slots/service.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/spec/service.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/volumes/volumes.go declares Apply(ctx, ...raftstore.Op)",
 	"scheduler/service.go declares Apply(ctx, ...raftstore.Op)",
 	"vaultsecrets/builtin.go declares Apply(ctx, ...raftstore.Op)",
 }
