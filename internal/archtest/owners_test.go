@@ -175,7 +175,6 @@ func TestTableOwnership(t *testing.T) {
 // pendingOwnership lists the writes being moved to their owners' op
 // builders (issue 15); it only shrinks, and goes when empty.
 var pendingOwnership = []string{
-	"internal/icon/service.go writes apps.Apps (PutIf)",
 	"scheduler/control.go writes apps.Apps (PutIf)",
 	"scheduler/service.go writes apps.Apps (PutIf)",
 	"vaultsecrets/builtin.go writes secrets.Secrets (PutIf)",
@@ -280,7 +279,6 @@ var pendingApply = []string{
 	"edge/keys.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/adapters/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/detection/detection.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/icon/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/idempotency/idempotency.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/identity/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/keyring/keyring.go declares Apply(ctx, ...raftstore.Op)",
