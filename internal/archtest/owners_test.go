@@ -278,7 +278,6 @@ func TestServicesWriteThroughUpdate(t *testing.T) {
 var pendingApply = []string{
 	"edge/keys.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/adapters/service.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/detection/detection.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/idempotency/idempotency.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/identity/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/keyring/keyring.go declares Apply(ctx, ...raftstore.Op)",
@@ -286,7 +285,6 @@ var pendingApply = []string{
 	"internal/operator/operator.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/policy/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/secrets/service.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/slots/service.go declares Apply(ctx, ...raftstore.Op)",
 	"scheduler/service.go declares Apply(ctx, ...raftstore.Op)",
 	"vaultsecrets/builtin.go declares Apply(ctx, ...raftstore.Op)",
 }
