@@ -3,11 +3,9 @@ package apps
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/svchost/svc/internal/audit"
 	"github.com/svchost/svc/internal/errcode"
-	"github.com/svchost/svc/internal/events"
 	"github.com/svchost/svc/raftstore"
 )
 
@@ -75,30 +73,4 @@ func (s *Service) Update(ctx context.Context, id string, p Patch) (App, error) {
 		return App{}, fmt.Errorf("update app: %w", err)
 	}
 	return a, nil
-}
-
-// StateOps returns the operations that move an app to a state, with the
-// app.state_changed event (from, to), and apply also (if set) to the record
-// in the same write (the deploy path makes the app meant to run); nil when
-// nothing changes. Callers add them to the write that causes the move.
-//
-// Deprecated: the scheduler moves onto TransitionOps, where the rules live.
-func StateOps(ctx context.Context, r *raftstore.Reader, id, to string, now time.Time, also func(*App)) ([]raftstore.Op, error) {
-	a, meta, ok := Apps.Get(r, id)
-	if !ok {
-		return nil, errcode.New(errcode.NotFound, "no app %s", id)
-	}
-	from, desired := a.State, a.DesiredState
-	if also != nil {
-		also(&a)
-	}
-	if from == to && a.DesiredState == desired {
-		return nil, nil
-	}
-	a.State, a.UpdatedAt = to, now
-	ops := []raftstore.Op{Apps.PutIf(&a, meta.ModifyIndex)}
-	if from != to {
-		ops = append(ops, events.Emit(ctx, now, "app.state_changed", refOf(a), "", "", map[string]any{"from": from, "to": to}))
-	}
-	return ops, nil
 }

@@ -175,8 +175,6 @@ func TestTableOwnership(t *testing.T) {
 // pendingOwnership lists the writes being moved to their owners' op
 // builders (issue 15); it only shrinks, and goes when empty.
 var pendingOwnership = []string{
-	"scheduler/control.go writes apps.Apps (PutIf)",
-	"scheduler/service.go writes apps.Apps (PutIf)",
 	"vaultsecrets/builtin.go writes secrets.Secrets (PutIf)",
 }
 
@@ -285,6 +283,5 @@ var pendingApply = []string{
 	"internal/operator/operator.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/policy/service.go declares Apply(ctx, ...raftstore.Op)",
 	"internal/secrets/service.go declares Apply(ctx, ...raftstore.Op)",
-	"scheduler/service.go declares Apply(ctx, ...raftstore.Op)",
 	"vaultsecrets/builtin.go declares Apply(ctx, ...raftstore.Op)",
 }
