@@ -92,12 +92,14 @@ func validateKey(r *raftstore.Reader, old, k *Key) error {
 
 // KeyStore is what the signing keys need of the replicated store.
 type KeyStore interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 }
 
-// KeySealer seals the private keys: the keyring.
+// KeySealer seals the private keys: the keyring. Once Ready has returned,
+// Seal writes nothing, so a store Update's build may call it.
 type KeySealer interface {
+	Ready(ctx context.Context) error
 	Seal(ctx context.Context, plaintext, aad []byte) ([]byte, error)
 	Open(sealed, aad []byte) ([]byte, error)
 }
@@ -147,8 +149,9 @@ func NewSigningKeys(d KeysDeps) (*SigningKeys, error) {
 
 // current returns the key to sign with now. Before any key exists it makes
 // the first, through the store: when two nodes race, the store's
-// precondition lets one write and the other reads the winner's key. It
-// fails (never returns a nil key) when no key can be opened or made.
+// precondition lets one write, and the other's change, built again, finds
+// the winner's key and writes nothing. It fails (never returns a nil key)
+// when no key can be opened or made.
 func (k *SigningKeys) current(ctx context.Context) (*signingKey, error) {
 	if sk := k.cur.Load(); sk != nil {
 		return sk, nil
@@ -158,19 +161,25 @@ func (k *SigningKeys) current(ctx context.Context) (*signingKey, error) {
 	if sk := k.cur.Load(); sk != nil {
 		return sk, nil
 	}
-	for attempt := 0; ; attempt++ {
-		r := k.d.Store.Read()
-		sk, err := k.loadLocked(r)
-		if err != nil || sk != nil {
-			return sk, err
-		}
-		// No key yet: make the first, unless one appeared meanwhile.
-		sys := actor.With(ctx, actor.System)
-		sk, err = k.addLocked(ctx, r, audit.New(sys, k.d.Now(), "edge_key.create", "", audit.Target{}, map[string]any{}))
-		if err == nil || !raftstore.IsReason(err, raftstore.ReasonStale) || attempt == 3 {
-			return sk, err
-		}
+	if sk, err := k.loadLocked(k.d.Store.Read()); err != nil || sk != nil {
+		return sk, err
 	}
+	// No key yet: make the first, unless one appears meanwhile.
+	sys := actor.With(ctx, actor.System)
+	sk, err := k.addLocked(ctx, func(r *raftstore.Reader) *audit.Entry {
+		if _, ok := newestKey(r); ok {
+			return nil
+		}
+		return audit.New(sys, k.d.Now(), "edge_key.create", "", audit.Target{}, map[string]any{})
+	})
+	if err != nil || sk != nil {
+		return sk, err
+	}
+	sk, err = k.loadLocked(k.d.Store.Read())
+	if err == nil && sk == nil {
+		err = errors.New("edge: no signing key was made")
+	}
+	return sk, err
 }
 
 // loadLocked opens the newest key of r, if it is not the one in use, and
@@ -225,35 +234,50 @@ func newestKey(r *raftstore.Reader) (Key, bool) {
 	return items[0].Value, true
 }
 
-// addLocked draws a new key, seals it and writes it as the newest, on the
-// condition that the table has not changed since r, together with the
-// retirement of the keys that are due and its audit entry. On success the
-// new key is current at once.
-func (k *SigningKeys) addLocked(ctx context.Context, r *raftstore.Reader, entry *audit.Entry) (*signingKey, error) {
-	now := k.d.Now().UTC()
-	created := now.Truncate(time.Millisecond)
-	if newest, ok := newestKey(r); ok && !created.After(newest.CreatedAt) {
-		// A clock behind the newest key's: still sort after it.
-		created = newest.CreatedAt.Add(time.Millisecond)
-	}
+// addLocked draws a new key and writes it, sealed, as the newest, together
+// with the retirement of the keys that are due and its audit entry, which
+// entry makes from the view the change is built on: nil makes no key, and
+// addLocked returns nil. The change is built again on a newer view when
+// another write to the table came first, so the key is always the newest.
+// On success the new key is current at once.
+func (k *SigningKeys) addLocked(ctx context.Context, entry func(r *raftstore.Reader) *audit.Entry) (*signingKey, error) {
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("edge: draw a signing key: %w", err)
 	}
-	kid := ids.NewAt(keyPrefix, created)
-	sealed, err := k.d.Ring.Seal(ctx, priv.Seed(), keyAAD(kid))
-	if err != nil {
-		return nil, fmt.Errorf("edge: seal signing key %s: %w", kid, err)
+	if err := k.d.Ring.Ready(ctx); err != nil {
+		return nil, fmt.Errorf("edge: seal a signing key: %w", err)
 	}
-	key := &Key{KID: kid, Public: pub, Sealed: sealed, CreatedAt: created}
-	ops := []raftstore.Op{Keys.CheckTable(r.TableIndex(Keys)), Keys.Insert(key)}
-	ops = append(ops, retirements(r, now)...)
-	targetKind, targetID := "edge_key", kid
-	entry.TargetKind, entry.TargetID = &targetKind, &targetID
-	ops = append(ops, audit.Insert(entry))
-	index, err := k.d.Store.Apply(ctx, ops...)
+	var kid string
+	index, err := k.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		kid = ""
+		e := entry(r)
+		if e == nil {
+			return nil, nil
+		}
+		now := k.d.Now().UTC()
+		created := now.Truncate(time.Millisecond)
+		if newest, ok := newestKey(r); ok && !created.After(newest.CreatedAt) {
+			// A clock behind the newest key's: still sort after it.
+			created = newest.CreatedAt.Add(time.Millisecond)
+		}
+		kid = ids.NewAt(keyPrefix, created)
+		sealed, err := k.d.Ring.Seal(ctx, priv.Seed(), keyAAD(kid))
+		if err != nil {
+			return nil, fmt.Errorf("edge: seal signing key %s: %w", kid, err)
+		}
+		key := &Key{KID: kid, Public: pub, Sealed: sealed, CreatedAt: created}
+		ops := []raftstore.Op{Keys.CheckTable(r.TableIndex(Keys)), Keys.Insert(key)}
+		ops = append(ops, retirements(r, now)...)
+		targetKind, targetID := "edge_key", kid
+		e.TargetKind, e.TargetID = &targetKind, &targetID
+		return append(ops, audit.Insert(e)), nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("edge: store signing key %s: %w", kid, err)
+		return nil, fmt.Errorf("edge: store a signing key: %w", err)
+	}
+	if kid == "" {
+		return nil, nil
 	}
 	sk := &signingKey{kid: kid, priv: priv, index: index}
 	if cur := k.cur.Load(); cur == nil || cur.index < index {
@@ -317,56 +341,54 @@ func (k *SigningKeys) List() []KeyInfo {
 func (k *SigningKeys) Rotate(ctx context.Context) ([]KeyInfo, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for attempt := 0; ; attempt++ {
-		r := k.d.Store.Read()
+	_, err := k.addLocked(ctx, func(r *raftstore.Reader) *audit.Entry {
 		entry := audit.New(ctx, k.d.Now(), "edge_key.rotate", "", audit.Target{}, map[string]any{})
 		if prev, ok := newestKey(r); ok {
 			entry.Details["previous_kid"] = prev.KID
 		}
-		_, err := k.addLocked(ctx, r, entry)
-		if err == nil {
-			return k.List(), nil
-		}
-		// Another write to the table (a re-seal, a retirement, a rotation
-		// elsewhere) came between the read and the write: read again.
-		if !raftstore.IsReason(err, raftstore.ReasonStale) || attempt == 3 {
-			return nil, err
-		}
+		return entry
+	})
+	if err != nil {
+		return nil, err
 	}
+	return k.List(), nil
 }
 
 // Maintain is the leader's periodic work: it makes the first key when
 // there is none, rotates when the current key is older than rotateEvery,
-// and retires the keys that are due. A write that loses a race with
-// another is left for the next round.
+// and retires the keys that are due. What it does is decided on the view
+// its change is built on, so a change another node made meanwhile (its
+// first key, its rotation) is seen and not repeated.
 func (k *SigningKeys) Maintain(ctx context.Context, rotateEvery time.Duration) error {
 	ctx = actor.With(ctx, actor.System)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	r := k.d.Store.Read()
 	now := k.d.Now().UTC()
-	var err error
-	newest, ok := newestKey(r)
-	switch {
-	case !ok:
-		_, err = k.addLocked(ctx, r, audit.New(ctx, now, "edge_key.create", "", audit.Target{}, map[string]any{}))
-	case now.Sub(newest.CreatedAt) >= rotateEvery:
-		_, err = k.addLocked(ctx, r, audit.New(ctx, now, "edge_key.rotate", "", audit.Target{}, map[string]any{"previous_kid": newest.KID, "scheduled": true}))
-	default:
+	newest, ok := newestKey(k.d.Store.Read())
+	if !ok || now.Sub(newest.CreatedAt) >= rotateEvery {
+		_, err := k.addLocked(ctx, func(r *raftstore.Reader) *audit.Entry {
+			newest, ok := newestKey(r)
+			switch {
+			case !ok:
+				return audit.New(ctx, now, "edge_key.create", "", audit.Target{}, map[string]any{})
+			case now.Sub(newest.CreatedAt) >= rotateEvery:
+				return audit.New(ctx, now, "edge_key.rotate", "", audit.Target{}, map[string]any{"previous_kid": newest.KID, "scheduled": true})
+			}
+			return nil // made or rotated meanwhile
+		})
+		return err
+	}
+	_, err := k.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
 		ops := retirements(r, now)
 		if len(ops) == 0 {
-			return nil
+			return nil, nil
 		}
 		retired := make([]string, 0, len(ops))
 		for _, op := range ops {
 			retired = append(retired, op.ID)
 		}
-		ops = append(ops, audit.Record(ctx, now, "edge_key.retire", "", audit.Target{}, map[string]any{"kids": retired}))
-		_, err = k.d.Store.Apply(ctx, ops...)
-	}
-	if raftstore.IsReason(err, raftstore.ReasonStale) {
-		return nil
-	}
+		return append(ops, audit.Record(ctx, now, "edge_key.retire", "", audit.Target{}, map[string]any{"kids": retired})), nil
+	})
 	return err
 }
 
@@ -410,35 +432,32 @@ func (k *SigningKeys) Watch(ctx context.Context) error {
 }
 
 // Reseal re-seals every private key under the keyring's current data key
-// (a keyring.Resealer); it returns how many it re-sealed.
+// (a keyring.Resealer), in one write; it returns how many it re-sealed. A
+// key retired meanwhile is re-sealed as it is then.
 func (k *SigningKeys) Reseal(ctx context.Context) (int, error) {
-	items, _ := Keys.List(k.d.Store.Read(), raftstore.Query{})
+	if err := k.d.Ring.Ready(ctx); err != nil {
+		return 0, fmt.Errorf("edge: re-seal signing keys: %w", err)
+	}
 	n := 0
-	for _, it := range items {
-		for attempt := 0; ; attempt++ {
+	_, err := k.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		items, _ := Keys.List(r, raftstore.Query{})
+		ops := make([]raftstore.Op, 0, len(items))
+		for _, it := range items {
 			key := it.Value
 			seed, err := k.d.Ring.Open(key.Sealed, keyAAD(key.KID))
 			if err != nil {
-				return n, fmt.Errorf("edge: re-seal signing key %s: %w", key.KID, err)
+				return nil, fmt.Errorf("edge: re-seal signing key %s: %w", key.KID, err)
 			}
 			if key.Sealed, err = k.d.Ring.Seal(ctx, seed, keyAAD(key.KID)); err != nil {
-				return n, fmt.Errorf("edge: re-seal signing key %s: %w", key.KID, err)
+				return nil, fmt.Errorf("edge: re-seal signing key %s: %w", key.KID, err)
 			}
-			_, err = k.d.Store.Apply(ctx, Keys.PutIf(&key, it.Meta.ModifyIndex))
-			if err == nil {
-				n++
-				break
-			}
-			if !raftstore.IsReason(err, raftstore.ReasonStale) || attempt == 3 {
-				return n, fmt.Errorf("edge: re-seal signing key %s: %w", key.KID, err)
-			}
-			// Retired meanwhile: re-seal the row as it is now.
-			v, m, ok := Keys.Get(k.d.Store.Read(), key.KID)
-			if !ok {
-				break
-			}
-			it = raftstore.Item[Key]{Value: v, Meta: m}
+			ops = append(ops, Keys.PutIf(&key, it.Meta.ModifyIndex))
 		}
+		n = len(ops)
+		return ops, nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	return n, nil
 }

@@ -524,7 +524,7 @@ func mustRow(t *testing.T, f *fixture) edge.Key {
 // unwritable is a store that reads but cannot write: no leader.
 type unwritable struct{ *raftstore.Store }
 
-func (unwritable) Apply(context.Context, ...raftstore.Op) (uint64, error) {
+func (unwritable) Update(context.Context, raftstore.Build) (uint64, error) {
 	return 0, errcode.New(errcode.StoreUnavailable, "no leader")
 }
 

@@ -524,9 +524,8 @@ func claimsOf(rd *raftstore.Reader, a identity.Authenticated, appID string) Clai
 		if c.Name == "" {
 			c.Name = a.User.Username
 		}
-		items, _ := identity.Groups.List(rd, raftstore.Query{Index: "member", Key: a.User.ID})
-		for _, it := range items {
-			c.Groups = append(c.Groups, it.Value.Name)
+		if names := identity.GroupNames(rd, a.User.ID); len(names) > 0 {
+			c.Groups = names
 		}
 	case a.Token != nil:
 		c.Subject, c.Name = a.Token.ID, a.Token.Name

@@ -45,7 +45,7 @@ func fixtures(t testing.TB) []fixture {
 	t.Helper()
 	var out []fixture
 	for _, name := range samples {
-		r := detect.Detect(os.DirFS(filepath.Join("..", "samples", name)), nil)
+		r := detect.Detect(os.DirFS(filepath.Join("..", "samples", name)), nil, detect.Runtime{})
 		if r.Winner == nil {
 			t.Fatalf("detection proposes nothing for samples/%s", name)
 		}

@@ -136,6 +136,7 @@ func (h *harness) open() {
 	sharing := wireSharing(store, hasher, pol, w.ring, now, log)
 	det, sources := wireDetection(h.t, h.dir, w, store, pol, log)
 	plans := plan.NewService(plan.Deps{Store: store, Specs: w.specs, Slots: w.slots, Secrets: w.secrets, Adapters: w.adapters, Detections: det, Policy: pol})
+	det.UseRuntimes(plans)
 	sched := wireScheduler(store, cfg, w, plans, sources, pol, h.procs, now, log)
 	srv, err := New(Deps{
 		Logger: log, Version: "test", Config: cfg,

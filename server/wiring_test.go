@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -101,15 +102,23 @@ func wireDetection(t testing.TB, dir string, w wired, store *raftstore.Store, po
 }
 
 // newTestRuntime opens a process runtime under dir with short waits: health
-// checks every 100ms, a workload without a port ready after 200ms.
+// checks every 100ms, a workload without a port ready after 200ms. Go
+// builds start from a Go build cache seed kept between runs (under the
+// user's cache directory, as internal/e2e's), so that only the first run
+// compiles the standard library.
 func newTestRuntime(t testing.TB, dir string) *process.Runtime {
 	t.Helper()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
 	rt, err := process.New(process.Config{
 		WorkDir: filepath.Join(dir, "runtime"), StartTimeout: 30 * time.Second, HealthInterval: 100 * time.Millisecond,
 		SettleTime: 200 * time.Millisecond, StopGrace: 2 * time.Second, RestartBackoff: 100 * time.Millisecond, MaxRestartBackoff: time.Second,
 		// The API's tests look at what the server does, not at the
 		// sandbox (scheduler/process and internal/e2e test that).
-		Isolation: "none",
+		Isolation:   "none",
+		GoCacheSeed: filepath.Join(cache, "svc-tests", "go-seed"),
 	})
 	if err != nil {
 		t.Fatal(err)

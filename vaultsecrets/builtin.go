@@ -11,12 +11,14 @@ import (
 
 // Store is what the builtin adapter needs of the replicated store.
 type Store interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 }
 
-// Ring seals and opens values; Check says whether this node can.
+// Ring seals and opens values; Check says whether this node can. Once Ready
+// has returned, Seal writes nothing, so a store Update's build may call it.
 type Ring interface {
+	Ready(ctx context.Context) error
 	Seal(ctx context.Context, plaintext, aad []byte) ([]byte, error)
 	Open(sealed, aad []byte) ([]byte, error)
 	Check() error
@@ -49,17 +51,14 @@ func NewBuiltin(id string, store Store, ring Ring) *Builtin {
 
 func aad(ref secrets.Ref) []byte { return []byte("secret/" + ref.AppID + "/" + ref.Key) }
 
-// Put seals the value; the next version follows the row's current one.
+// Put seals the value. It writes nothing: the sealed value travels in the
+// secret's row, which numbers its versions (no version of its own).
 func (b *Builtin) Put(ctx context.Context, ref secrets.Ref, value string) (secrets.Stored, error) {
 	sealed, err := b.ring.Seal(ctx, []byte(value), aad(ref))
 	if err != nil {
 		return secrets.Stored{}, err
 	}
-	version := int64(1)
-	if row, _, ok := secrets.Secrets.Get(b.store.Read(), secrets.RowID(ref.AppID, ref.Key)); ok && row.Origin == b.id {
-		version = row.Version + 1
-	}
-	return secrets.Stored{Version: version, Sealed: sealed}, nil
+	return secrets.Stored{Sealed: sealed}, nil
 }
 
 // Get opens the sealed value of the row.
@@ -90,29 +89,40 @@ func (b *Builtin) List(_ context.Context, appID string) ([]secrets.Entry, error)
 }
 
 // Reseal re-seals every value this adapter holds under the keyring's
-// current data key (after a rotation). The version does not change: the
-// value is the same.
+// current data key (after a rotation), one secret per write, through the
+// secrets package's Resealed. The version does not change: the value is
+// the same. A secret deleted or moved to another adapter meanwhile is
+// skipped; one set again meanwhile is re-sealed as it is then.
 func (b *Builtin) Reseal(ctx context.Context) (int, error) {
+	if err := b.ring.Ready(ctx); err != nil {
+		return 0, err
+	}
 	items, _ := secrets.Secrets.List(b.store.Read(), raftstore.Query{Index: "origin", Key: b.id})
 	n := 0
 	for _, it := range items {
-		row := it.Value
-		ref := secrets.Ref{AppID: row.AppID, Key: row.Key}
-		plain, err := b.ring.Open(row.Sealed, aad(ref))
-		if err != nil {
-			return n, fmt.Errorf("re-seal %s of %s: %w", row.Key, row.AppID, err)
-		}
-		row.Sealed, err = b.ring.Seal(ctx, plain, aad(ref))
-		if err != nil {
-			return n, err
-		}
-		if _, err := b.store.Apply(ctx, secrets.Secrets.PutIf(&row, it.Meta.ModifyIndex)); err != nil {
-			if raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound) {
-				continue // rewritten or deleted meanwhile: sealed under the current key already
+		resealed := false
+		_, err := b.store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+			row, meta, ok := secrets.Secrets.Get(r, it.Value.ID)
+			if resealed = ok && row.Origin == b.id; !resealed {
+				return nil, nil
 			}
-			return n, fmt.Errorf("re-seal %s of %s: %w", row.Key, row.AppID, err)
+			ref := secrets.Ref{AppID: row.AppID, Key: row.Key}
+			plain, err := b.ring.Open(row.Sealed, aad(ref))
+			if err != nil {
+				return nil, err
+			}
+			sealed, err := b.ring.Seal(ctx, plain, aad(ref))
+			if err != nil {
+				return nil, err
+			}
+			return []raftstore.Op{secrets.Resealed(raftstore.Item[secrets.Secret]{Value: row, Meta: meta}, sealed)}, nil
+		})
+		if err != nil {
+			return n, fmt.Errorf("re-seal %s of %s: %w", it.Value.Key, it.Value.AppID, err)
 		}
-		n++
+		if resealed {
+			n++
+		}
 	}
 	return n, nil
 }

@@ -11,5 +11,6 @@
 //
 // Both implement secrets.Backend; the secrets service decides what is
 // audited and what the API shows. This package must not touch HTTP routing,
-// the scheduler or any table but the secrets rows it re-seals.
+// the scheduler or any table: the builtin adapter re-seals its values in
+// the secrets rows through secrets.Resealed.
 package vaultsecrets

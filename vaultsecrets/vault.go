@@ -337,7 +337,7 @@ func checkRef(ref secrets.Ref) error {
 }
 
 // Put writes the value as a new version of the secret's KV entry and
-// returns the version Vault gave it.
+// returns the version Vault gave it, with Vault's time of that version.
 func (v *Vault) Put(ctx context.Context, ref secrets.Ref, value string) (secrets.Stored, error) {
 	if err := checkRef(ref); err != nil {
 		return secrets.Stored{}, err
@@ -361,18 +361,28 @@ func (v *Vault) Put(ctx context.Context, ref secrets.Ref, value string) (secrets
 		return secrets.Stored{}, errcode.New(errcode.AdapterFailed, "vault answered %s without a version number", o.what).
 			WithRemedy("check that the mount %s is a KV version 2 secrets engine", v.mount)
 	}
-	return secrets.Stored{Version: version}, nil
+	// Vault's own time of the version orders concurrent writes (an
+	// unreadable one leaves them unordered).
+	created, _ := sec.Data["created_time"].(string)
+	at, _ := time.Parse(time.RFC3339Nano, created)
+	return secrets.Stored{Version: version, At: at}, nil
 }
 
-// Get reads the value of the secret's latest version.
-func (v *Vault) Get(ctx context.Context, ref secrets.Ref, _ secrets.Stored) (string, error) {
+// Get reads the value of the version the secret's row names (the latest
+// without one): a version written by a change whose row was never written
+// is not served.
+func (v *Vault) Get(ctx context.Context, ref secrets.Ref, st secrets.Stored) (string, error) {
 	if err := checkRef(ref); err != nil {
 		return "", err
 	}
 	o := v.op(fmt.Sprintf("reading secret %s", ref.Key), "read on "+v.policyPath("data"))
+	var query map[string][]string
+	if st.Version > 0 {
+		query = map[string][]string{"version": {strconv.FormatInt(st.Version, 10)}}
+	}
 	var sec *api.Secret
 	err := v.do(ctx, func() (err error) {
-		sec, err = v.client.Logical().ReadWithContext(ctx, v.dataPath(ref))
+		sec, err = v.client.Logical().ReadWithDataWithContext(ctx, v.dataPath(ref), query)
 		return err
 	})
 	if err != nil {
@@ -384,7 +394,7 @@ func (v *Vault) Get(ctx context.Context, ref secrets.Ref, _ secrets.Stored) (str
 		return "", notFound
 	}
 	data, _ := sec.Data["data"].(map[string]any)
-	if data == nil { // the latest version was deleted or destroyed
+	if data == nil { // the version was deleted or destroyed
 		return "", notFound
 	}
 	value, ok := data[valueField].(string)

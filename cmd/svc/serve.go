@@ -351,6 +351,8 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	store.RunWhileLeader("spec-retention", raftstore.Every(time.Hour, specs.SweepRetention))
 	plans := plan.NewService(plan.Deps{Store: store, Specs: specs, Slots: storage.slots, Secrets: storage.secrets,
 		Adapters: storage.adapters, Detections: det, Policy: pol})
+	// Detection proposes what the plan's runtime can build.
+	det.UseRuntimes(plans)
 	sched := buildScheduler(gen, store, storage, specs, plans, sources, pol, now)
 	// Every node keeps copies of the builds a new leader would run.
 	go func() { _ = raftstore.Every(syncInterval, sched.SyncArtifacts)(ctx) }()

@@ -47,36 +47,40 @@ func (s *Service) probe(ctx context.Context, l *Loaded) string {
 	return ""
 }
 
-// record writes a health change; an unchanged health writes nothing.
+// record writes a health change; an unchanged health writes nothing (also
+// when another leader recorded the change meanwhile).
 func (s *Service) record(ctx context.Context, a Adapter, reason string) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	r := s.d.Store.Read()
-	old, meta, known := Healths.Get(r, a.ID)
 	healthy := reason == ""
-	if known && old.Healthy == healthy && old.Reason == reason {
-		return nil
-	}
-	now := s.d.Now()
-	h := Health{ID: a.ID, Healthy: healthy, Reason: reason, Since: now}
-	if known && old.Healthy == healthy {
-		h.Since = old.Since // only the reason changed
-	}
-	ops := []raftstore.Op{Healths.PutIf(&h, meta.ModifyIndex)}
-	switch {
-	case !healthy && (!known || old.Healthy):
-		ops = append(ops, events.Emit(ctx, now, "adapter.unhealthy", nil, "adapter", a.ID,
-			map[string]any{"adapter_id": a.ID, "category": a.Category, "reason": reason}))
-	case healthy && known && !old.Healthy:
-		ops = append(ops, events.Emit(ctx, now, "adapter.recovered", nil, "adapter", a.ID,
-			map[string]any{"adapter_id": a.ID, "category": a.Category}))
-	}
-	if _, err := s.d.Store.Apply(ctx, ops...); err != nil {
-		if raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonExists) {
-			return nil // another leader recorded it meanwhile
+	changed := false
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		old, meta, known := Healths.Get(r, a.ID)
+		if changed = !known || old.Healthy != healthy || old.Reason != reason; !changed {
+			return nil, nil
 		}
+		now := s.d.Now()
+		h := Health{ID: a.ID, Healthy: healthy, Reason: reason, Since: now}
+		if known && old.Healthy == healthy {
+			h.Since = old.Since // only the reason changed
+		}
+		ops := []raftstore.Op{Healths.PutIf(&h, meta.ModifyIndex)}
+		switch {
+		case !healthy && (!known || old.Healthy):
+			ops = append(ops, events.Emit(ctx, now, "adapter.unhealthy", nil, "adapter", a.ID,
+				map[string]any{"adapter_id": a.ID, "category": a.Category, "reason": reason}))
+		case healthy && known && !old.Healthy:
+			ops = append(ops, events.Emit(ctx, now, "adapter.recovered", nil, "adapter", a.ID,
+				map[string]any{"adapter_id": a.ID, "category": a.Category}))
+		}
+		return ops, nil
+	})
+	if err != nil {
 		return fmt.Errorf("record health of adapter %s: %w", a.ID, err)
+	}
+	if !changed {
+		return nil
 	}
 	if healthy {
 		s.d.Logger.Info("adapter healthy", "adapter_id", a.ID, "category", a.Category)

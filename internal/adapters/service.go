@@ -23,12 +23,14 @@ import (
 
 // Store is what the service needs of the replicated store.
 type Store interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 }
 
-// Sealer seals credentials (the keyring).
+// Sealer seals credentials (the keyring). Once Ready has returned, Seal
+// writes nothing, so a store Update's build may call it.
 type Sealer interface {
+	Ready(ctx context.Context) error
 	Seal(ctx context.Context, plaintext, aad []byte) ([]byte, error)
 	Open(sealed, aad []byte) ([]byte, error)
 }
@@ -439,13 +441,35 @@ func (s *Service) Configure(ctx context.Context, req Request) (v View, created b
 			return View{}, false, errcode.Invalid("credentials."+name, "a credential is non-empty UTF-8 text of at most %d bytes; send null to remove it", maxSettingBytes)
 		}
 	}
-	r := s.d.Store.Read()
+	if len(req.Credentials) > 0 {
+		if err := s.d.Ring.Ready(ctx); err != nil {
+			return View{}, false, fmt.Errorf("seal credentials: %w", err)
+		}
+	}
+	// A configuration made meanwhile is built upon: what this request does
+	// not name keeps the values it set.
+	var next Adapter
+	_, err = s.d.Store.Update(ctx, func(r *raftstore.Reader) (ops []raftstore.Op, err error) {
+		next, created, ops, err = s.configuration(ctx, r, req, k, settings, reset)
+		return ops, err
+	})
+	if err != nil {
+		return View{}, false, err
+	}
+	v = s.view(s.d.Store.Read(), next, s.loaded())
+	v.PendingRestart = true
+	return v, created, nil
+}
+
+// configuration builds Configure's change on the view r: the adapter as it
+// will be, whether it is new, and the operations.
+func (s *Service) configuration(ctx context.Context, r *raftstore.Reader, req Request, k Kind, settings map[string]string, reset []string) (Adapter, bool, []raftstore.Op, error) {
 	old, meta, exists := s.target(r, req, k)
 	if req.AdapterID != "" && !exists && !(k.Default && req.AdapterID == k.DefaultID) {
-		return View{}, false, errcode.New(errcode.NotFound, "no adapter %s", req.AdapterID)
+		return Adapter{}, false, nil, errcode.New(errcode.NotFound, "no adapter %s", req.AdapterID)
 	}
 	if exists && old.Category != req.Category {
-		return View{}, false, errcode.Invalid("category", "adapter %s is a %s adapter; its category cannot change", old.ID, old.Category)
+		return Adapter{}, false, nil, errcode.Invalid("category", "adapter %s is a %s adapter; its category cannot change", old.ID, old.Category)
 	}
 	now := s.d.Now()
 	next := Adapter{ID: old.ID, Category: k.Category, Kind: k.Name, Settings: map[string]string{}, Credentials: map[string][]byte{},
@@ -482,37 +506,28 @@ func (s *Service) Configure(ctx context.Context, req Request) (v View, created b
 		}
 		sealed, err := s.d.Ring.Seal(ctx, []byte(*val), credAAD(next.ID, name))
 		if err != nil {
-			return View{}, false, fmt.Errorf("seal credential %s: %w", name, err)
+			return Adapter{}, false, nil, fmt.Errorf("seal credential %s: %w", name, err)
 		}
 		next.Credentials[name] = sealed
 		changed = true
 	}
 	if err := checkRequired(k, next); err != nil {
-		return View{}, false, err
+		return Adapter{}, false, nil, err
 	}
 	if k.Validate != nil {
 		if err := k.Validate(withDefaults(k, next.Settings), slices.Sorted(maps.Keys(next.Credentials))); err != nil {
-			return View{}, false, err
+			return Adapter{}, false, nil, err
 		}
 	}
 	details := map[string]any{"category": next.Category, "kind": next.Kind, "credentials_changed": changed,
 		"settings": slices.Sorted(maps.Keys(next.Settings)), "revision": next.Revision}
-	_, err = s.d.Store.Apply(ctx,
+	return next, !exists, []raftstore.Op{
 		Adapters.PutIf(&next, meta.ModifyIndex),
 		audit.Record(ctx, now, "adapter.configure", "", audit.Target{Kind: "adapter", ID: next.ID}, details),
 		events.Emit(ctx, now, "adapter.configured", nil, "adapter", next.ID, map[string]any{
 			"category": next.Category, "kind": next.Kind, "credentials_changed": changed,
 		}),
-	)
-	if err != nil {
-		if raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound) {
-			return View{}, false, errcode.New(errcode.StateInvalid, "adapter %s was configured by someone else meanwhile; read it again and retry", next.ID)
-		}
-		return View{}, false, fmt.Errorf("configure adapter: %w", err)
-	}
-	v = s.view(s.d.Store.Read(), next, s.loaded())
-	v.PendingRestart = true
-	return v, !exists, nil
+	}, nil
 }
 
 // singleCategories hold one configured adapter per kind: configuring the
@@ -598,33 +613,40 @@ func checkRequired(k Kind, a Adapter) error {
 	return nil
 }
 
-// Reseal re-seals every stored credential under the keyring's current key.
+// Reseal re-seals every stored credential under the keyring's current key,
+// in one write; an adapter configured meanwhile is re-sealed as it is then.
 func (s *Service) Reseal(ctx context.Context) (int, error) {
-	items, _ := Adapters.List(s.d.Store.Read(), raftstore.Query{})
+	if err := s.d.Ring.Ready(ctx); err != nil {
+		return 0, err
+	}
 	n := 0
-	for _, it := range items {
-		a := it.Value
-		if len(a.Credentials) == 0 {
-			continue
-		}
-		next := a
-		next.Credentials = map[string][]byte{}
-		for name, sealed := range a.Credentials {
-			plain, err := s.d.Ring.Open(sealed, credAAD(a.ID, name))
-			if err != nil {
-				return n, fmt.Errorf("re-seal credential %s of %s: %w", name, a.ID, err)
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		items, _ := Adapters.List(r, raftstore.Query{})
+		var ops []raftstore.Op
+		n = 0
+		for _, it := range items {
+			a := it.Value
+			if len(a.Credentials) == 0 {
+				continue
 			}
-			if next.Credentials[name], err = s.d.Ring.Seal(ctx, plain, credAAD(a.ID, name)); err != nil {
-				return n, err
+			next := a
+			next.Credentials = map[string][]byte{}
+			for name, sealed := range a.Credentials {
+				plain, err := s.d.Ring.Open(sealed, credAAD(a.ID, name))
+				if err != nil {
+					return nil, fmt.Errorf("re-seal credential %s of %s: %w", name, a.ID, err)
+				}
+				if next.Credentials[name], err = s.d.Ring.Seal(ctx, plain, credAAD(a.ID, name)); err != nil {
+					return nil, err
+				}
 			}
+			ops = append(ops, Adapters.PutIf(&next, it.Meta.ModifyIndex))
+			n += len(a.Credentials)
 		}
-		if _, err := s.d.Store.Apply(ctx, Adapters.PutIf(&next, it.Meta.ModifyIndex)); err != nil {
-			if raftstore.IsReason(err, raftstore.ReasonStale) {
-				continue // configured again meanwhile: sealed under the current key already
-			}
-			return n, fmt.Errorf("re-seal credentials of %s: %w", a.ID, err)
-		}
-		n += len(a.Credentials)
+		return ops, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("re-seal adapter credentials: %w", err)
 	}
 	return n, nil
 }

@@ -156,26 +156,9 @@ func TestTableOwnership(t *testing.T) {
 	if tables < 20 {
 		t.Fatalf("found %d table declarations; the check would see too little", tables)
 	}
-	var bad []string
-	for _, v := range got {
-		if !slices.Contains(pendingOwnership, v) {
-			bad = append(bad, v)
-		}
+	if len(got) > 0 {
+		t.Errorf("packages write tables they do not own; call the owning package's op builders instead:\n\t%s", strings.Join(got, "\n\t"))
 	}
-	if len(bad) > 0 {
-		t.Errorf("packages write tables they do not own; call the owning package's op builders instead:\n\t%s", strings.Join(bad, "\n\t"))
-	}
-	for _, v := range pendingOwnership {
-		if !slices.Contains(got, v) {
-			t.Errorf("%q is fixed: remove it from pendingOwnership", v)
-		}
-	}
-}
-
-// pendingOwnership lists the writes being moved to their owners' op
-// builders (issue 15); it only shrinks, and goes when empty.
-var pendingOwnership = []string{
-	"vaultsecrets/builtin.go writes secrets.Secrets (PutIf)",
 }
 
 // TestOwnershipCheckCatchesViolations runs the check on made-up files.
@@ -255,33 +238,8 @@ func applyDeclarations(files []parsedFile, storePkg string) []string {
 func TestServicesWriteThroughUpdate(t *testing.T) {
 	m := mainModule(t)
 	got := applyDeclarations(parseModule(t, m.Path, loadPackages(t)), m.Path+"/raftstore")
-	var bad []string
-	for _, v := range got {
-		if !slices.Contains(pendingApply, v) {
-			bad = append(bad, v)
-		}
-	}
-	if len(bad) > 0 {
-		t.Errorf("services write with the store's Update, not Apply; declare Update(ctx, raftstore.Build) instead:\n\t%s", strings.Join(bad, "\n\t"))
-	}
-	for _, v := range pendingApply {
-		if !slices.Contains(got, v) {
-			t.Errorf("%q is fixed: remove it from pendingApply", v)
-		}
+	if len(got) > 0 {
+		t.Errorf("services write with the store's Update, not Apply; declare Update(ctx, raftstore.Build) instead:\n\t%s", strings.Join(got, "\n\t"))
 	}
 }
 
-// pendingApply lists the services being moved onto Update (issue 15); it
-// only shrinks, and goes when empty.
-var pendingApply = []string{
-	"edge/keys.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/adapters/service.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/idempotency/idempotency.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/identity/service.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/keyring/keyring.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/launcher/launcher.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/operator/operator.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/policy/service.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/secrets/service.go declares Apply(ctx, ...raftstore.Op)",
-	"vaultsecrets/builtin.go declares Apply(ctx, ...raftstore.Op)",
-}

@@ -52,7 +52,7 @@ func BenchmarkDetectTypicalRepo(b *testing.B) {
 	}
 	b.Run(fmt.Sprintf("MapFS/%d-files", n), func(b *testing.B) {
 		for b.Loop() {
-			if r := Detect(repo, nil); r.Winner == nil || r.Winner.Detector != "compose" {
+			if r := Detect(repo, nil, Runtime{}); r.Winner == nil || r.Winner.Detector != "compose" {
 				b.Fatalf("winner = %+v", r.Winner)
 			}
 		}
@@ -70,7 +70,7 @@ func BenchmarkDetectTypicalRepo(b *testing.B) {
 	dirFS := os.DirFS(dir)
 	b.Run(fmt.Sprintf("DirFS/%d-files", n), func(b *testing.B) {
 		for b.Loop() {
-			if r := Detect(dirFS, nil); r.Winner == nil || r.Winner.Detector != "compose" {
+			if r := Detect(dirFS, nil, Runtime{}); r.Winner == nil || r.Winner.Detector != "compose" {
 				b.Fatalf("winner = %+v", r.Winner)
 			}
 		}
@@ -85,4 +85,37 @@ func skipped(p string) bool {
 		}
 	}
 	return false
+}
+
+// goRepo is a Go service of about 200 files that ships a Dockerfile and
+// takes its port from a flag declared in cmd/<name>, where most Go
+// services declare their flags; a few other files mention ports.
+func goRepo() fstest.MapFS {
+	fsys := fstest.MapFS{}
+	add := func(p, s string) { fsys[p] = &fstest.MapFile{Data: []byte(s), Mode: 0o644} }
+	add("go.mod", "module github.com/acme/api\n\ngo 1.24\n\nrequire github.com/lib/pq v1.10.9\n")
+	add("Dockerfile", "FROM golang:1 AS build\nCOPY . .\nRUN go build -o /api ./cmd/api\nFROM scratch\nCOPY --from=build /api /api\nEXPOSE 80\nENTRYPOINT [\"/api\"]\n")
+	add("cmd/api/main.go", "package main\n\nimport \"flag\"\n\nvar (\n\tport = flag.Int(\"http-port\", 8000, \"HTTP port\")\n\tmetrics = flag.String(\"metrics-addr\", \":9100\", \"metrics address\")\n)\n\nfunc main() { flag.Parse(); run(*port) }\n")
+	for i := range 200 {
+		body := fmt.Sprintf("package api\n\n// Handler%d serves part %d.\nfunc Handler%d(w http.ResponseWriter, r *http.Request) {\n\tw.Write([]byte(%q))\n}\n", i, i, i, "ok")
+		if i%50 == 0 {
+			body += "\n// A client of another service's port.\nvar peer = config.String(\"peer\", \"db:5432\", \"the peer's address\")\n"
+		}
+		add(fmt.Sprintf("internal/api/h%03d.go", i), body)
+	}
+	return fsys
+}
+
+func BenchmarkDetectGoRepo(b *testing.B) {
+	repo := goRepo()
+	for _, rt := range []Runtime{{}, processRuntime} {
+		want := map[bool]string{true: "dockerfile", false: "go"}[rt.Kind == ""]
+		b.Run(fmt.Sprintf("runtime=%q", rt.Kind), func(b *testing.B) {
+			for b.Loop() {
+				if r := Detect(repo, nil, rt); r.Winner == nil || r.Winner.Detector != want {
+					b.Fatalf("winner = %+v; want %s", r.Winner, want)
+				}
+			}
+		})
+	}
 }

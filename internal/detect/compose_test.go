@@ -23,7 +23,7 @@ func composeBid(t *testing.T, files map[string]string) Bid {
 	for p, s := range files {
 		fsys[p] = &fstest.MapFile{Data: []byte(s)}
 	}
-	r, dropped := detect(fsys, nil)
+	r, dropped := detect(fsys, nil, Runtime{})
 	if len(dropped) > 0 {
 		t.Fatalf("bids dropped: %v", dropped)
 	}
@@ -55,7 +55,7 @@ func constructs(b Bid) []string {
 }
 
 func TestComposeRejectionSample(t *testing.T) {
-	r := Detect(os.DirFS(filepath.Join("testdata", "samples", "compose-rejected")), nil)
+	r := Detect(os.DirFS(filepath.Join("testdata", "samples", "compose-rejected")), nil, Runtime{})
 	if r.Winner == nil || r.Winner.Detector != "compose" {
 		t.Fatalf("winner = %+v; want compose", r.Winner)
 	}
@@ -356,7 +356,7 @@ services:
 	if len(b.questions) != 1 || b.questions[0].Key != KeyPort || b.questions[0].Default != "8080" {
 		t.Errorf("questions = %+v; want the port", b.questions)
 	}
-	r := Detect(fstest.MapFS{"compose.yaml": {Data: []byte("services:\n  worker:\n    build: .\n  app:\n    build: .\n")}}, map[string]string{KeyPort: "7000"})
+	r := Detect(fstest.MapFS{"compose.yaml": {Data: []byte("services:\n  worker:\n    build: .\n  app:\n    build: .\n")}}, map[string]string{KeyPort: "7000"}, Runtime{})
 	if r.Winner.Proposal.Workloads["app"].Run.Port != 7000 || len(r.Questions) != 0 {
 		t.Errorf("answered: app run = %+v, questions %+v", r.Winner.Proposal.Workloads["app"].Run, r.Questions)
 	}
@@ -367,7 +367,7 @@ func TestComposeWithoutAppServicesDoesNotBid(t *testing.T) {
 		"compose.yaml": {Data: []byte("services:\n  db:\n    image: postgres:16\n")},
 		"go.mod":       {Data: []byte("module x\n")},
 		"main.go":      {Data: []byte("package main\n\nfunc main() { http.ListenAndServe(\":8080\", nil) }\n")},
-	}, nil)
+	}, nil, Runtime{})
 	if r.Winner == nil || r.Winner.Detector != "go" || len(r.RunnersUp) != 0 {
 		t.Errorf("winner = %+v, runners-up %d; want go alone (compose only declares a database)", r.Winner, len(r.RunnersUp))
 	}
@@ -375,7 +375,7 @@ func TestComposeWithoutAppServicesDoesNotBid(t *testing.T) {
 
 func TestComposeUnloadableDoesNotBid(t *testing.T) {
 	for _, src := range []string{"services: [", "services:\n  web:\n    image: 5\n    ports: {a: b}\n", "- just\n- a list\n", ""} {
-		r, dropped := detect(fstest.MapFS{"compose.yaml": {Data: []byte(src)}}, nil)
+		r, dropped := detect(fstest.MapFS{"compose.yaml": {Data: []byte(src)}}, nil, Runtime{})
 		if r.Winner != nil || len(dropped) > 0 {
 			t.Errorf("%q: winner %+v, dropped %v; want no bid", src, r.Winner, dropped)
 		}

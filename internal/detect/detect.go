@@ -25,6 +25,18 @@ const (
 	KeyRunCommand = "run.command"
 )
 
+// Runtime is what the runtime that would run the app can do, as far as
+// detection weighs it: a bid whose proposal it cannot run ranks after
+// every bid it can, whatever the scores. The zero value knows nothing of
+// the runtime, and every bid counts as runnable.
+type Runtime struct {
+	// Kind names the runtime in evidence ("process", "nomad").
+	Kind string
+	// Builds lists the build kinds it runs (spec.Build.Kind); empty when
+	// not known.
+	Builds []string
+}
+
 // Result is what detection found: the winning bid, the others, and the
 // facts the winner could not find.
 type Result struct {
@@ -47,6 +59,9 @@ type Bid struct {
 	// questions are the facts this bid could not find and that the answers
 	// did not give; the proposal holds their defaults meanwhile.
 	questions []Question
+	// unrunnable marks a proposal the runtime cannot run; its evidence
+	// says why.
+	unrunnable bool
 }
 
 // Evidence is one file and what it told a detector.
@@ -81,19 +96,21 @@ var detectors = []Detector{
 	staticDetector{},
 }
 
-// Detect decides how the app in fsys runs. Every detector bids; the highest
-// score wins (ties go to the detector name that sorts first). answers give
-// facts asked by earlier questions: an answered question is filled into
-// the proposals and no longer asked. It reads only fsys, within the limits
-// of Tree, and its result depends only on fsys and answers.
-func Detect(fsys fs.FS, answers map[string]string) Result {
-	r, _ := detect(fsys, answers)
+// Detect decides how the app in fsys runs on rt. Every detector bids; a
+// bid whose proposal rt can run ranks before one it cannot (which says why
+// in its evidence), then the highest score wins (ties go to the detector
+// name that sorts first). answers give facts asked by earlier questions:
+// an answered question is filled into the proposals and no longer asked.
+// It reads only fsys, within the limits of Tree, and its result depends
+// only on fsys, answers and rt.
+func Detect(fsys fs.FS, answers map[string]string, rt Runtime) Result {
+	r, _ := detect(fsys, answers, rt)
 	return r
 }
 
 // detect is Detect that also returns the bids dropped because their
 // proposal failed the sanity check (a detector's bug; tests expect none).
-func detect(fsys fs.FS, answers map[string]string) (Result, []string) {
+func detect(fsys fs.FS, answers map[string]string, rt Runtime) (Result, []string) {
 	t := newTree(fsys, answers)
 	var bids []Bid
 	var dropped []string
@@ -106,9 +123,16 @@ func detect(fsys fs.FS, answers map[string]string) (Result, []string) {
 			dropped = append(dropped, b.Detector+": "+err.Error())
 			continue
 		}
+		rt.weigh(&b)
 		bids = append(bids, b)
 	}
 	slices.SortStableFunc(bids, func(a, b Bid) int {
+		if a.unrunnable != b.unrunnable {
+			if b.unrunnable {
+				return -1
+			}
+			return 1
+		}
 		if a.Score != b.Score {
 			return b.Score - a.Score
 		}

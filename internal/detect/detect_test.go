@@ -198,7 +198,7 @@ func TestSamples(t *testing.T) {
 		want := samples[name]
 		t.Run(name, func(t *testing.T) {
 			fsys := os.DirFS(filepath.Join("testdata", "samples", name))
-			r, dropped := detect(fsys, nil)
+			r, dropped := detect(fsys, nil, Runtime{})
 			if len(dropped) > 0 {
 				t.Errorf("bids dropped by the sanity check: %v", dropped)
 			}
@@ -252,7 +252,7 @@ func TestSamples(t *testing.T) {
 			if len(want.questions) == 0 {
 				return
 			}
-			answered, dropped := detect(fsys, want.answers)
+			answered, dropped := detect(fsys, want.answers, Runtime{})
 			if len(dropped) > 0 {
 				t.Errorf("bids dropped with answers: %v", dropped)
 			}
@@ -286,7 +286,8 @@ func cmpLen(v any) int {
 
 // checkBids checks what holds of every result: each proposal passes
 // spec.Validate and survives a JSON round trip through spec.Parse,
-// runners-up are in order, the winner is not among them.
+// runners-up are in order (what the runtime runs first, then by score and
+// name), the winner is not among them.
 func checkBids(t *testing.T, r Result) {
 	t.Helper()
 	bids := append([]Bid{*r.Winner}, r.RunnersUp...)
@@ -309,7 +310,11 @@ func checkBids(t *testing.T, r Result) {
 		}
 		if i > 0 {
 			prev := bids[i-1]
-			if prev.Score < b.Score || (prev.Score == b.Score && prev.Detector >= b.Detector) {
+			switch {
+			case prev.unrunnable && !b.unrunnable:
+				t.Errorf("bids out of order: %s, which the runtime cannot run, before %s", prev.Detector, b.Detector)
+			case prev.unrunnable != b.unrunnable:
+			case prev.Score < b.Score || (prev.Score == b.Score && prev.Detector >= b.Detector):
 				t.Errorf("bids out of order: %s (%d) before %s (%d)", prev.Detector, prev.Score, b.Detector, b.Score)
 			}
 		}

@@ -3,6 +3,7 @@ package detect
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"testing/fstest"
 
@@ -23,7 +24,7 @@ func mapFS(files map[string]string) fstest.MapFS {
 // validate.
 func run(t *testing.T, files map[string]string, answers map[string]string) Result {
 	t.Helper()
-	r, dropped := detect(mapFS(files), answers)
+	r, dropped := detect(mapFS(files), answers, Runtime{})
 	if len(dropped) > 0 {
 		t.Fatalf("bids dropped: %v", dropped)
 	}
@@ -98,9 +99,9 @@ func TestDeterministic(t *testing.T) {
 	}
 	for _, d := range dirs {
 		fsys := os.DirFS(filepath.Join("testdata", "samples", d.Name()))
-		first := Detect(fsys, nil)
+		first := Detect(fsys, nil, Runtime{})
 		for range 5 {
-			if diff := cmp.Diff(first, Detect(fsys, nil), cmp.AllowUnexported(Bid{})); diff != "" {
+			if diff := cmp.Diff(first, Detect(fsys, nil, Runtime{}), cmp.AllowUnexported(Bid{})); diff != "" {
 				t.Fatalf("%s: a second Detect differs (-first +second):\n%s", d.Name(), diff)
 			}
 		}
@@ -108,35 +109,84 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestGoPort(t *testing.T) {
+	app := []string{"./app"}
+	portFlag := func(name, value string) []string {
+		return []string{"sh", "-c", "exec ./app --" + name + "=" + value}
+	}
 	tests := []struct {
 		name      string
 		src       string
+		answers   map[string]string
 		port      int
 		env       string
+		command   []string
 		questions []string
 	}{
-		{"literal", `http.ListenAndServe("0.0.0.0:8081", nil)`, 8081, "", nil},
-		{"server addr", `srv := &http.Server{Addr: ":9090"}`, 9090, "", nil},
-		{"gin", `r.Run(":7000")`, 7000, "", nil},
-		{"env with fallback literal", "port := os.Getenv(\"PORT\")\nif port == \"\" { port = \"5050\" }\nhttp.ListenAndServe(\":\"+port, nil)", 5050, "5050", nil},
-		{"env with listen fallback", "addr := \":4040\"\nif p := os.Getenv(\"PORT\"); p != \"\" { addr = \":\" + p }\nhttp.ListenAndServe(addr, nil)", 4040, "4040", nil},
-		{"env only", `http.ListenAndServe(":"+os.Getenv("PORT"), nil)`, 8080, "8080", []string{KeyPort}},
-		{"nothing", `fmt.Println("hi")`, 8080, "8080", []string{KeyPort}},
+		{"literal", `http.ListenAndServe("0.0.0.0:8081", nil)`, nil, 8081, "", app, nil},
+		{"server addr", `srv := &http.Server{Addr: ":9090"}`, nil, 9090, "", app, nil},
+		{"gin", `r.Run(":7000")`, nil, 7000, "", app, nil},
+		{"env with fallback literal", "port := os.Getenv(\"PORT\")\nif port == \"\" { port = \"5050\" }\nhttp.ListenAndServe(\":\"+port, nil)", nil, 5050, "5050", app, nil},
+		{"env with listen fallback", "addr := \":4040\"\nif p := os.Getenv(\"PORT\"); p != \"\" { addr = \":\" + p }\nhttp.ListenAndServe(addr, nil)", nil, 4040, "4040", app, nil},
+		{"env only", `http.ListenAndServe(":"+os.Getenv("PORT"), nil)`, nil, 8080, "8080", app, []string{KeyPort}},
+		// A program that does not read PORT says how it takes its port.
+		{"flag.Int port", "port := flag.Int(\"port\", 9000, \"port to listen on\")\nflag.Parse()\nhttp.ListenAndServe(fmt.Sprintf(\":%d\", *port), nil)", nil,
+			9000, "9000", portFlag("port", `"$PORT"`), nil},
+		{"whoami: StringVar port, default from another variable", `flag.StringVar(&port, "port", getEnv("WHOAMI_PORT_NUMBER", "80"), "give me a port number")`, nil,
+			8080, "8080", portFlag("port", `"$PORT"`), nil},
+		{"string addr", `addr := flag.String("addr", "localhost:7070", "listen address")`, nil, 7070, "7070", portFlag("addr", `":$PORT"`), nil},
+		{"string port holding an address", `flag.StringVar(&listen, "port", ":6060", "")`, nil, 6060, "6060", portFlag("port", `":$PORT"`), nil},
+		{"pflag IntVarP", `cmd.Flags().IntVarP(&port, "http-port", "p", 3000, "HTTP port")`, nil, 3000, "3000", portFlag("http-port", `"$PORT"`), nil},
+		{"pflag StringP", `pflag.StringP("listen-addr", "l", "0.0.0.0:5005", "")`, nil, 5005, "5005", portFlag("listen-addr", `":$PORT"`), nil},
+		{"number flag named listen", `flag.Uint("listen", 4242, "")`, nil, 4242, "4242", portFlag("listen", `"$PORT"`), nil},
+		{"privileged default", `flag.Int("port", 80, "")`, nil, 8080, "8080", portFlag("port", `"$PORT"`), nil},
+		{"bare name beats prefixed", "flag.String(\"http-addr\", \":1111\", \"\")\nflag.Int(\"port\", 4000, \"\")", nil, 4000, "4000", portFlag("port", `"$PORT"`), nil},
+		{"flag beats a literal listen address", "addr := flag.String(\"listen\", \":8081\", \"\")\nsrv := &http.Server{Addr: \":5000\"}", nil,
+			8081, "8081", portFlag("listen", `":$PORT"`), nil},
+		{"PORT beats a flag", `flag.StringVar(&port, "port", os.Getenv("PORT"), "")`, nil, 8080, "8080", app, []string{KeyPort}},
+		// Flags of other listeners and of clients are not the port.
+		{"other listeners", "flag.String(\"metrics-addr\", \"\", \"\")\nflag.Int(\"grpc-port\", 9, \"\")\nflag.String(\"db.addr\", \"db:5432\", \"\")\nviper.GetInt(\"port\")", nil,
+			8080, "8080", app, []string{KeyPort, KeyRunCommand}},
+		{"nothing", `fmt.Println("hi")`, nil, 8080, "8080", app, []string{KeyPort, KeyRunCommand}},
+		{"nothing, answered with a variable", `fmt.Println("hi")`, map[string]string{KeyPort: "8000", KeyRunCommand: "./app -listen :$PORT"},
+			8000, "8000", []string{"sh", "-c", "./app -listen :$PORT"}, nil},
+		{"nothing, answered with words", `fmt.Println("hi")`, map[string]string{KeyPort: "8000", KeyRunCommand: "./app serve --config 'my app.yaml'"},
+			8000, "8000", []string{"./app", "serve", "--config", "my app.yaml"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := run(t, map[string]string{
 				"go.mod":  "module example.com/x\n",
 				"main.go": "package main\n\nfunc main() {\n" + tt.src + "\n}\n",
-			}, nil)
+			}, tt.answers)
 			w := r.Winner.Proposal.Workloads["web"]
 			if w.Run.Port != tt.port || w.Env["PORT"].Value != tt.env {
 				t.Errorf("port %d, PORT %q; want %d, %q", w.Run.Port, w.Env["PORT"].Value, tt.port, tt.env)
 			}
+			if diff := cmp.Diff(tt.command, w.Run.Command); diff != "" {
+				t.Errorf("run command (-want +got):\n%s", diff)
+			}
 			if diff := cmp.Diff(tt.questions, questionKeys(r), cmpEmpty); diff != "" {
 				t.Errorf("questions (-want +got):\n%s", diff)
 			}
+			if known := len(tt.questions) == 0 && tt.answers == nil; known != (r.Winner.Score == 75) {
+				t.Errorf("score %d with questions %v; a known port scores 75, an asked one 65", r.Winner.Score, tt.questions)
+			}
 		})
+	}
+}
+
+// TestGoPortFlagEvidence: a proposal that passes $PORT to a flag says so,
+// naming the file that declares the flag.
+func TestGoPortFlagEvidence(t *testing.T) {
+	r := run(t, map[string]string{
+		"go.mod":         "module example.com/x\n",
+		"main.go":        "package main\n\nfunc main() { run() }\n",
+		"server.go":      "package main\n\nvar addr = flag.String(\"addr\", \":8443\", \"listen address\")\n",
+		"cmd/x/other.go": "package main\n",
+	}, nil)
+	want := Evidence{Path: "server.go", Reason: "takes its port from the flag -addr (an address, default port 8443), not from PORT: the run command passes $PORT to it"}
+	if !slices.Contains(r.Winner.Evidence, want) {
+		t.Errorf("evidence = %+v; want %+v", r.Winner.Evidence, want)
 	}
 }
 
@@ -153,7 +203,7 @@ func TestGoPicksCmdByModuleName(t *testing.T) {
 		"cmd/migrate/main.go": "package main\n",
 		"cmd/shop/main.go":    "package main\n",
 		"cmd/tool/doc.go":     "// Package tool.\npackage tool\n",
-	}, map[string]string{KeyPort: "8000"})
+	}, map[string]string{KeyPort: "8000", KeyRunCommand: "./app"})
 	if got := r.Winner.Proposal.Workloads["web"].Build.Command; got != "go build -o app ./cmd/shop" {
 		t.Errorf("build = %q; want the cmd named after the module", got)
 	}
@@ -164,7 +214,7 @@ func TestGoPicksCmdByModuleName(t *testing.T) {
 
 func TestInvalidPortAnswerAsksAgain(t *testing.T) {
 	for _, bad := range []string{"", "http", "0", "70000", "-1"} {
-		r := run(t, map[string]string{"go.mod": "module x\n", "main.go": "package main\n"}, map[string]string{KeyPort: bad})
+		r := run(t, map[string]string{"go.mod": "module x\n", "main.go": "package main\n"}, map[string]string{KeyPort: bad, KeyRunCommand: "./app"})
 		if diff := cmp.Diff([]string{KeyPort}, questionKeys(r)); diff != "" {
 			t.Errorf("answer %q: questions (-want +got):\n%s", bad, diff)
 		}

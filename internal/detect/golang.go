@@ -12,8 +12,10 @@ import (
 )
 
 // goDetector bids on a Go module with a main package at the root or in
-// cmd/<name>. Scores: 75 when the code says its port (a listen address or
-// PORT with a fallback), 65 when the port is asked.
+// cmd/<name>. Scores: 75 when the code says its port (PORT with a
+// fallback, a port flag, which the run command gives $PORT, or a listen
+// address), 65 when the port is asked. A program that shows none of these
+// is asked its port and its run command too.
 type goDetector struct{}
 
 var _ Detector = goDetector{}
@@ -46,22 +48,33 @@ func (goDetector) Bid(t *Tree) (Bid, bool) {
 	env := envSources{dbType: driverSlotType(goRequires(string(mod)))}
 	env.loadEnvExample(t)
 	port := scanGoPort(t, mainDir, &env)
+	fixed := false // the code listens on one port: PORT means nothing to it
 	switch {
-	case port.literal > 0:
-		w.Run.Port = port.literal
-		b.Score = 75
-		b.evidence(port.where, "listens on port %d", port.literal)
 	case port.env && port.fallback > 0:
 		w.Run.Port = port.fallback
-		w.Env = map[string]spec.EnvValue{"PORT": spec.Literal(strconv.Itoa(port.fallback))}
 		b.Score = 75
 		b.evidence(port.where, "reads PORT (falling back to %d)", port.fallback)
 	case port.env:
 		w.Run.Port = b.askPort(t, "Port the app listens on (it reads PORT)", 8080)
-		w.Env = map[string]spec.EnvValue{"PORT": spec.Literal(strconv.Itoa(w.Run.Port))}
 		b.evidence(port.where, "reads PORT")
+	case port.flag != nil:
+		f := port.flag
+		w.Run.Port = f.port
+		if w.Run.Port < 1024 {
+			w.Run.Port = 8080 // svc chooses the port: an unprivileged one
+		}
+		w.Run.Command = f.command("./app")
+		b.Score = 75
+		b.evidence(f.where, "takes its port from the flag -%s (%s), not from PORT: the run command passes $PORT to it", f.name, f.describe())
+	case port.literal > 0:
+		w.Run.Port, fixed = port.literal, true
+		b.Score = 75
+		b.evidence(port.where, "listens on port %d", port.literal)
 	default:
-		w.Run.Port = b.askPort(t, "Port the app listens on (the code does not say)", 8080)
+		w.Run.Port = b.askPort(t, "Port the app listens on (svc gives it in PORT)", 8080)
+		w.Run.Command = goAskCommand(t, &b)
+	}
+	if !fixed {
 		w.Env = map[string]spec.EnvValue{"PORT": spec.Literal(strconv.Itoa(w.Run.Port))}
 	}
 	b.Proposal = spec.Document{Workloads: map[string]spec.Workload{"web": w}}
@@ -153,10 +166,11 @@ func isGoMain(t *Tree, dir string) bool {
 
 // goPort is what the code says about its port.
 type goPort struct {
-	literal  int    // a listen address with a port
-	env      bool   // reads PORT
-	fallback int    // the port used when PORT is unset
-	where    string // the file that says it
+	literal  int         // a listen address with a port
+	env      bool        // reads PORT
+	fallback int         // the port used when PORT is unset
+	where    string      // the file that says it
+	flag     *goPortFlag // a command-line flag that sets it
 }
 
 var (
@@ -189,6 +203,9 @@ func scanGoPort(t *Tree, mainDir string, env *envSources) goPort {
 			continue
 		}
 		env.scanEnvReads(f, src)
+		if fl, ok := scanGoPortFlag(f, src); ok && (found.flag == nil || fl.rank < found.flag.rank) {
+			found.flag = &fl
+		}
 		if found.literal == 0 {
 			if m := goListenRE.FindSubmatch(src); m != nil {
 				if p, err := strconv.Atoi(string(m[1])); err == nil && p >= 1 && p <= 65535 {
@@ -208,11 +225,12 @@ func scanGoPort(t *Tree, mainDir string, env *envSources) goPort {
 		}
 	}
 	if found.env {
-		// A listen address next to PORT is its fallback, not a fixed port.
+		// A listen address next to PORT is its fallback, not a fixed port;
+		// a flag's default may read PORT.
 		if found.fallback == 0 {
 			found.fallback = found.literal
 		}
-		found.literal = 0
+		found.literal, found.flag = 0, nil
 	}
 	return found
 }

@@ -90,7 +90,7 @@ func TestTreeDoesNotFollowSymlinks(t *testing.T) {
 }
 
 func TestTreeNil(t *testing.T) {
-	r := Detect(nil, nil)
+	r := Detect(nil, nil, Runtime{})
 	if r.Winner != nil || r.RunnersUp == nil || r.Questions == nil {
 		t.Errorf("Detect(nil) = %+v; want no winner and empty lists", r)
 	}

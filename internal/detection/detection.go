@@ -1,5 +1,8 @@
 // Package detection owns each app's detection record: running detection
-// (package detect) on the app's current checkout, keeping the winner,
+// (package detect) on the app's current checkout, weighed by what the
+// runtime a new app would deploy on can build (the plan's own choice,
+// plan.Service.DefaultRuntime), so that a proposal that runtime can run
+// wins over one it cannot; keeping the winner,
 // runners-up, questions and answers in the replicated store, showing what
 // accepting the proposal would change, and accepting it: values set at
 // accept go into the proposal (a secret value to the secrets adapter) and
@@ -19,12 +22,14 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/audit"
 	"github.com/svchost/svc/internal/detect"
 	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/plan"
 	"github.com/svchost/svc/internal/secrets"
 	"github.com/svchost/svc/internal/source"
 	"github.com/svchost/svc/internal/spec"
@@ -90,6 +95,14 @@ var (
 	_ secretWriter = (*secrets.Service)(nil)
 )
 
+// Runtimes say which runtime a new app would deploy on, with its
+// capabilities.
+type Runtimes interface {
+	DefaultRuntime() (plan.Runtime, error)
+}
+
+var _ Runtimes = (*plan.Service)(nil)
+
 // Deps are the service's collaborators.
 type Deps struct {
 	Store     Store
@@ -102,8 +115,9 @@ type Deps struct {
 
 // Service runs and records detection.
 type Service struct {
-	d  Deps
-	mu sync.Mutex // one detection at a time on this server (each takes milliseconds)
+	d        Deps
+	mu       sync.Mutex // one detection at a time on this server (each takes milliseconds)
+	runtimes atomic.Pointer[Runtimes]
 }
 
 // New returns the detection service.
@@ -113,6 +127,13 @@ func New(d Deps) *Service {
 	}
 	return &Service{d: d}
 }
+
+// UseRuntimes has detection weigh the bids by what the runtime a new app
+// would deploy on can build. What says so, the plan service, is built
+// after detection (a plan asks detection for its compose rejection); until
+// it is set, detection knows nothing of the runtime and the scores alone
+// rank the bids.
+func (s *Service) UseRuntimes(r Runtimes) { s.runtimes.Store(&r) }
 
 // OnCheckout runs detection on a new checkout: the hook the source service
 // calls.
@@ -177,7 +198,7 @@ func (s *Service) run(ctx context.Context, appID string, c source.Checkout, entr
 	}
 	rec := Record{AppID: appID, Commit: c.Commit, CheckoutID: c.ID}
 	start := time.Now()
-	res, err := detectDir(c.AppDir(), old.Answers)
+	res, err := detectDir(c.AppDir(), old.Answers, s.runtime())
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	if err != nil {
 		rec.Status, rec.Error = StatusFailed, err.Error()
@@ -206,12 +227,27 @@ func (s *Service) run(ctx context.Context, appID string, c source.Checkout, entr
 	return normalized(rec), nil
 }
 
-func detectDir(dir string, answers map[string]string) (detect.Result, error) {
+func detectDir(dir string, answers map[string]string, rt detect.Runtime) (detect.Result, error) {
 	st, err := os.Stat(dir)
 	if err != nil || !st.IsDir() {
 		return detect.Result{}, errors.New("the checkout has no directory to detect in (is the subdir right?)")
 	}
-	return detect.Detect(os.DirFS(dir), answers), nil
+	return detect.Detect(os.DirFS(dir), answers, rt), nil
+}
+
+// runtime is what detection knows of the runtime a new app would deploy
+// on: nothing when no runtime would do (none loaded yet, or none meets
+// host policy; the plan says so).
+func (s *Service) runtime() detect.Runtime {
+	r := s.runtimes.Load()
+	if r == nil || *r == nil {
+		return detect.Runtime{}
+	}
+	rt, err := (*r).DefaultRuntime()
+	if err != nil {
+		return detect.Runtime{}
+	}
+	return detect.Runtime{Kind: rt.Kind, Builds: rt.Builds}
 }
 
 func winnerName(r Record) string {

@@ -57,7 +57,13 @@ func (s *appServer) token() string {
 // reconciler schedule, signed in as admin. env adds SVC_ variables.
 func startAppServer(t testing.TB, name string, env ...string) *appServer {
 	t.Helper()
-	work := filepath.Join(passableDir(t), "work")
+	return startAppServerIn(t, name, filepath.Join(passableDir(t), "work"), env...)
+}
+
+// startAppServerIn is startAppServer on the work directory work (a
+// benchmark's, on the disk it measures).
+func startAppServerIn(t testing.TB, name, work string, env ...string) *appServer {
+	t.Helper()
 	s := &appServer{work: work}
 	s.p = newProc(t, name, append([]string{
 		"SVC_SERVER_ADDR=127.0.0.1:0",

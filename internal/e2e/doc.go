@@ -20,6 +20,8 @@
 //	SVC_E2E_RACE=1          build the binary with -race (and fail on a race report)
 //	SVC_SOAK_DURATION=10m   keep killing cluster leaders for that long instead of 3 rounds
 //	SVC_E2E_LOG_DIR=dir     keep the processes' logs in dir instead of the test's temp dir
+//	SVC_BENCH_DIR=dir       where BenchmarkWritesBesideEtcd keeps svc's and etcd's data (the repository's .bench)
+//	ETCD_BIN=path           the etcd that benchmark compares with (etcd on PATH; without one, svc alone)
 //
 // go test -short runs one leader kill instead of three.
 package e2e

@@ -62,10 +62,7 @@ var Records = &raftstore.Table[Record]{
 
 // Store is what the service needs of the replicated store.
 type Store interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
 	Update(ctx context.Context, build raftstore.Build) (uint64, error)
-	Read() *raftstore.Reader
-	ConsistentRead(ctx context.Context) (*raftstore.Reader, error)
 }
 
 var _ Store = (*raftstore.Store)(nil)
@@ -112,46 +109,50 @@ type Reservation struct {
 
 // Begin reserves the key for a request whose body hashes to requestHash. It
 // returns either a completed record to replay, or a reservation that the
-// caller must Complete or Release.
+// caller must Complete or Release. Of requests racing for one key, one
+// reserves it; the others, built again on the state it left, are told the
+// key is in use (or replay its answer).
 func (s *Service) Begin(ctx context.Context, id, requestHash string) (*Record, *Reservation, error) {
-	r := s.store.Read()
-	for attempt := 0; ; attempt++ {
+	var replay *Record
+	var res Record
+	index, err := s.store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		replay = nil
 		now := s.now()
 		rec, meta, ok := Records.Get(r, id)
 		live := ok && now.Before(rec.ExpiresAt)
 		if live {
 			if rec.RequestHash != requestHash {
-				return nil, nil, errcode.New(errcode.StateInvalid,
+				return nil, errcode.New(errcode.StateInvalid,
 					"this Idempotency-Key was already used with a different request").
 					WithRemedy("use a new key for a different request")
 			}
 			if rec.State == StateDone {
-				return &rec, nil, nil
+				replay = &rec
+				return nil, nil
 			}
 			if now.Before(rec.LockedUntil) {
 				e := errcode.New(errcode.StateInvalid, "a request with this Idempotency-Key is still in progress").
 					WithRemedy("retry once the first request has answered")
 				e.RetryAfter = 1
-				return nil, nil, e
+				return nil, e
 			}
 		}
-		res := Record{
+		res = Record{
 			ID: id, State: StatePending, RequestHash: requestHash,
 			CreatedAt: now, ExpiresAt: now.Add(TTL), LockedUntil: now.Add(PendingTTL),
 		}
-		index, err := s.store.Apply(ctx, Records.PutIf(&res, meta.ModifyIndex))
-		if err == nil {
-			return nil, &Reservation{rec: res, index: index}, nil
+		return []raftstore.Op{Records.PutIf(&res, meta.ModifyIndex)}, nil
+	})
+	switch {
+	case err != nil:
+		if _, ok := errcode.As(err); ok {
+			return nil, nil, err
 		}
-		if attempt > 0 || !(raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound)) {
-			return nil, nil, fmt.Errorf("reserve idempotency key: %w", err)
-		}
-		// Another request (perhaps on another node) got there first, or
-		// this node's view was behind: look again at the latest state.
-		if r, err = s.store.ConsistentRead(ctx); err != nil {
-			return nil, nil, fmt.Errorf("reserve idempotency key: %w", err)
-		}
+		return nil, nil, fmt.Errorf("reserve idempotency key: %w", err)
+	case replay != nil:
+		return replay, nil, nil
 	}
+	return nil, &Reservation{rec: res, index: index}, nil
 }
 
 // Complete records the answer to replay. An answer over MaxBody is not kept:
@@ -162,7 +163,7 @@ func (s *Service) Complete(ctx context.Context, res *Reservation, status int, co
 	}
 	rec := res.rec
 	rec.State, rec.Status, rec.ContentType, rec.Location, rec.Body = StateDone, status, contentType, location, body
-	if _, err := s.store.Apply(ctx, Records.PutIf(&rec, res.index)); err != nil {
+	if err := s.held(ctx, res, Records.PutIf(&rec, res.index)); err != nil {
 		return fmt.Errorf("complete idempotency record: %w", err)
 	}
 	return nil
@@ -170,10 +171,23 @@ func (s *Service) Complete(ctx context.Context, res *Reservation, status int, co
 
 // Release drops a reservation so that a retry runs the request again.
 func (s *Service) Release(ctx context.Context, res *Reservation) error {
-	if _, err := s.store.Apply(ctx, Records.DeleteIf(res.rec.ID, res.index)); err != nil {
+	if err := s.held(ctx, res, Records.DeleteIf(res.rec.ID, res.index)); err != nil {
 		return fmt.Errorf("release idempotency record: %w", err)
 	}
 	return nil
+}
+
+// held writes op, a change of the reservation's record, while the record
+// is still the reservation; once another request took the key over (the
+// reservation was abandoned past PendingTTL), it is refused.
+func (s *Service) held(ctx context.Context, res *Reservation, op raftstore.Op) error {
+	_, err := s.store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		if _, meta, ok := Records.Get(r, res.rec.ID); !ok || meta.ModifyIndex != res.index {
+			return nil, errcode.New(errcode.StateInvalid, "the reservation of this Idempotency-Key was taken over by another request")
+		}
+		return []raftstore.Op{op}, nil
+	})
+	return err
 }
 
 // gcBatch bounds the rows one expiry command removes.

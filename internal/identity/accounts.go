@@ -126,7 +126,8 @@ func (s *Service) CreateUser(ctx context.Context, n NewUser) (User, string, erro
 		return User{}, "", err
 	}
 	u.EmailVerified = u.Email != ""
-	if err := s.apply(ctx, s.userCreatedOps(ctx, &u, "api")...); err != nil {
+	err = s.update(ctx, func(*raftstore.Reader) ([]raftstore.Op, error) { return s.userCreatedOps(ctx, &u, "api"), nil })
+	if err != nil {
 		return User{}, "", err
 	}
 	return u, generated, nil
@@ -176,41 +177,55 @@ type UserPatch struct {
 // administrator vouches for an address set before verification existed);
 // a person setting their own address makes it unverified.
 func (s *Service) UpdateUser(ctx context.Context, c authz.Caller, id string, p UserPatch) (User, error) {
-	r := s.d.Store.Read()
+	var out User
+	err := s.update(ctx, func(r *raftstore.Reader) (ops []raftstore.Op, err error) {
+		out, ops, err = s.userPatch(ctx, r, c, id, p)
+		return ops, err
+	})
+	if err != nil {
+		return User{}, err
+	}
+	return out, nil
+}
+
+// userPatch builds the change UpdateUser makes to an account as r shows
+// it: the account as it will be and the operations (none when nothing
+// changes).
+func (s *Service) userPatch(ctx context.Context, r *raftstore.Reader, c authz.Caller, id string, p UserPatch) (User, []raftstore.Op, error) {
 	u, meta, ok := Users.Get(r, id)
 	if !ok || (!c.IsUser(id) && !c.Has(authz.InstallView) && !c.Has(authz.InstallUsersManage)) {
-		return User{}, errcode.New(errcode.NotFound, "no account %s", id)
+		return User{}, nil, errcode.New(errcode.NotFound, "no account %s", id)
 	}
 	manage := c.Has(authz.InstallUsersManage)
 	renames := p.Username != nil && *p.Username != u.Username
 	restatus := p.Status != nil && *p.Status != u.Status
 	if !manage && (!c.IsUser(id) || renames || restatus) {
-		return User{}, verbRequired(authz.InstallUsersManage)
+		return User{}, nil, verbRequired(authz.InstallUsersManage)
 	}
 	changed := map[string]any{}
 	if p.Username != nil && *p.Username != u.Username {
 		if u.Source != SourceLocal {
-			return User{}, errcode.Invalid("username", "the username of an account from an identity adapter is set by the adapter")
+			return User{}, nil, errcode.Invalid("username", "the username of an account from an identity adapter is set by the adapter")
 		}
 		if err := checkUsername(*p.Username); err != nil {
-			return User{}, err
+			return User{}, nil, err
 		}
 		changed["username"] = map[string]any{"from": u.Username, "to": *p.Username}
 		u.Username = *p.Username
 	}
 	if p.DisplayName != nil && *p.DisplayName != u.DisplayName {
 		if err := checkDisplayName(*p.DisplayName); err != nil {
-			return User{}, err
+			return User{}, nil, err
 		}
 		changed["display_name"] = true
 		u.DisplayName = *p.DisplayName
 	}
 	if p.Email != nil && (*p.Email != u.Email || (manage && *p.Email != "" && !u.EmailVerified)) {
 		if u.Source != SourceLocal {
-			return User{}, errcode.Invalid("email", "the email of an account from an identity adapter is set by the adapter")
+			return User{}, nil, errcode.Invalid("email", "the email of an account from an identity adapter is set by the adapter")
 		}
 		if err := checkEmail(*p.Email); err != nil {
-			return User{}, err
+			return User{}, nil, err
 		}
 		if *p.Email != u.Email {
 			changed["email"] = true
@@ -221,7 +236,7 @@ func (s *Service) UpdateUser(ctx context.Context, c authz.Caller, id string, p U
 	var endSessions []raftstore.Op
 	if p.Status != nil && *p.Status != u.Status {
 		if *p.Status != StatusActive && *p.Status != StatusSuspended {
-			return User{}, errcode.Invalid("status", "status is active or suspended")
+			return User{}, nil, errcode.Invalid("status", "status is active or suspended")
 		}
 		changed["status"] = map[string]any{"from": u.Status, "to": *p.Status}
 		u.Status = *p.Status
@@ -230,17 +245,14 @@ func (s *Service) UpdateUser(ctx context.Context, c authz.Caller, id string, p U
 		}
 	}
 	if len(changed) == 0 {
-		return u, nil
+		return u, nil, nil
 	}
 	u.UpdatedAt = s.now()
 	ops := append([]raftstore.Op{
 		Users.PutIf(&u, meta.ModifyIndex),
 		audit.Record(ctx, s.now(), "user.update", "", audit.Target{Kind: "user", ID: id}, changed),
 	}, endSessions...)
-	if err := s.apply(ctx, ops...); err != nil {
-		return User{}, err
-	}
-	return u, nil
+	return u, ops, nil
 }
 
 // DeleteUser deletes an account with everything that exists only for it:
@@ -249,13 +261,20 @@ func (s *Service) UpdateUser(ctx context.Context, c authz.Caller, id string, p U
 // AUTH_TOKEN_ORPHANED, as the specification asks. Service tokens it created
 // outlive it. Refused when nobody would remain able to manage accounts.
 func (s *Service) DeleteUser(ctx context.Context, id string) error {
-	r := s.d.Store.Read()
+	return s.update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) { return s.userDeletion(ctx, r, id) })
+}
+
+// userDeletion builds DeleteUser's change on the view r.
+func (s *Service) userDeletion(ctx context.Context, r *raftstore.Reader, id string) ([]raftstore.Op, error) {
 	u, meta, ok := Users.Get(r, id)
 	if !ok {
-		return errcode.New(errcode.NotFound, "no account %s", id)
+		return nil, errcode.New(errcode.NotFound, "no account %s", id)
 	}
 	now := s.now()
-	ops := []raftstore.Op{Users.DeleteIf(id, meta.ModifyIndex)}
+	// The memberships and grants removed are those of r: a membership or a
+	// grant given meanwhile has the change built again.
+	ops := []raftstore.Op{Users.DeleteIf(id, meta.ModifyIndex),
+		Groups.CheckTable(r.TableIndex(Groups)), Grants.CheckTable(r.TableIndex(Grants))}
 	ops = append(ops, s.sessionDeletes(r, id, "")...)
 	groups, _ := Groups.List(r, raftstore.Query{Index: "member", Key: id})
 	for _, g := range groups {
@@ -271,39 +290,43 @@ func (s *Service) DeleteUser(ctx context.Context, id string) error {
 		audit.Record(ctx, now, "user.delete", "", audit.Target{Kind: "user", ID: id}, map[string]any{"username": u.Username}),
 		events.Emit(ctx, now, "user.deleted", nil, "user", id, map[string]any{"username": u.Username}),
 	)
-	return s.apply(ctx, ops...)
+	return ops, nil
 }
 
 // SetUserRole gives an account an installation role (or, with roleID nil,
 // removes it). The last administrator cannot be demoted: refused when nobody
 // would remain able to manage accounts.
 func (s *Service) SetUserRole(ctx context.Context, id string, roleID *string) (User, error) {
-	r := s.d.Store.Read()
-	u, meta, ok := Users.Get(r, id)
-	if !ok {
-		return User{}, errcode.New(errcode.NotFound, "no account %s", id)
-	}
-	if err := checkInstallRole(r, roleID); err != nil {
-		return User{}, err
-	}
-	if ptrEq(u.RoleID, roleID) {
-		return u, nil
-	}
-	old := u.RoleID
-	u.RoleID, u.UpdatedAt = roleID, s.now()
-	now := s.now()
-	action, ev, data := "user.role.set", "grant.role_changed", map[string]any{"role_id": deref0(roleID)}
-	switch {
-	case old == nil:
-		ev, data = "grant.created", map[string]any{"plane": PlaneControl, "role_id": *roleID, "principal_kind": authz.KindUser, "principal_id": id, "passcode": false}
-	case roleID == nil:
-		action, ev, data = "user.role.remove", "grant.deleted", map[string]any{"scope": "install"}
-	}
-	err := s.apply(ctx,
-		Users.PutIf(&u, meta.ModifyIndex),
-		audit.Record(ctx, now, action, "", audit.Target{Kind: "user", ID: id}, map[string]any{"role_id": deref0(roleID), "previous_role_id": deref0(old)}),
-		events.Emit(ctx, now, ev, nil, "user", id, data),
-	)
+	var u User
+	err := s.update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		var meta raftstore.Meta
+		var ok bool
+		u, meta, ok = Users.Get(r, id)
+		if !ok {
+			return nil, errcode.New(errcode.NotFound, "no account %s", id)
+		}
+		if err := checkInstallRole(r, roleID); err != nil {
+			return nil, err
+		}
+		if ptrEq(u.RoleID, roleID) {
+			return nil, nil
+		}
+		old := u.RoleID
+		u.RoleID, u.UpdatedAt = roleID, s.now()
+		now := s.now()
+		action, ev, data := "user.role.set", "grant.role_changed", map[string]any{"role_id": deref0(roleID)}
+		switch {
+		case old == nil:
+			ev, data = "grant.created", map[string]any{"plane": PlaneControl, "role_id": *roleID, "principal_kind": authz.KindUser, "principal_id": id, "passcode": false}
+		case roleID == nil:
+			action, ev, data = "user.role.remove", "grant.deleted", map[string]any{"scope": "install"}
+		}
+		return []raftstore.Op{
+			Users.PutIf(&u, meta.ModifyIndex),
+			audit.Record(ctx, now, action, "", audit.Target{Kind: "user", ID: id}, map[string]any{"role_id": deref0(roleID), "previous_role_id": deref0(old)}),
+			events.Emit(ctx, now, ev, nil, "user", id, data),
+		}, nil
+	})
 	if err != nil {
 		return User{}, err
 	}
@@ -313,27 +336,35 @@ func (s *Service) SetUserRole(ctx context.Context, id string, roleID *string) (U
 // ResetPassword sets another local account's password and ends all its
 // sessions; by default the account must change it at next sign-in.
 func (s *Service) ResetPassword(ctx context.Context, id, pw string, mustChange bool) error {
-	r := s.d.Store.Read()
-	u, meta, ok := Users.Get(r, id)
-	if !ok {
-		return errcode.New(errcode.NotFound, "no account %s", id)
+	// The password is checked and hashed once, before the write.
+	localUser := func(r *raftstore.Reader) (User, raftstore.Meta, error) {
+		u, meta, ok := Users.Get(r, id)
+		if !ok {
+			return User{}, meta, errcode.New(errcode.NotFound, "no account %s", id)
+		}
+		if u.Source != SourceLocal {
+			return User{}, meta, errcode.New(errcode.StateInvalid, "the password of an account from an identity adapter is kept by the adapter")
+		}
+		return u, meta, checkPassword(pw, u.Username)
 	}
-	if u.Source != SourceLocal {
-		return errcode.New(errcode.StateInvalid, "the password of an account from an identity adapter is kept by the adapter")
-	}
-	if err := checkPassword(pw, u.Username); err != nil {
+	if _, _, err := localUser(s.d.Store.Read()); err != nil {
 		return err
 	}
 	hash, err := s.d.Hasher.Hash(ctx, pw)
 	if err != nil {
 		return fmt.Errorf("hash password: %w", err)
 	}
-	u.PasswordHash, u.MustChangePassword, u.UpdatedAt = hash, mustChange, s.now()
-	ops := append([]raftstore.Op{
-		Users.PutIf(&u, meta.ModifyIndex),
-		audit.Record(ctx, s.now(), "user.password.reset", "", audit.Target{Kind: "user", ID: id}, map[string]any{"must_change_password": mustChange}),
-	}, s.sessionDeletes(r, id, "")...)
-	return s.apply(ctx, ops...)
+	return s.update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		u, meta, err := localUser(r)
+		if err != nil {
+			return nil, err
+		}
+		u.PasswordHash, u.MustChangePassword, u.UpdatedAt = hash, mustChange, s.now()
+		return append([]raftstore.Op{
+			Users.PutIf(&u, meta.ModifyIndex),
+			audit.Record(ctx, s.now(), "user.password.reset", "", audit.Target{Kind: "user", ID: id}, map[string]any{"must_change_password": mustChange}),
+		}, s.sessionDeletes(r, id, "")...), nil
+	})
 }
 
 // ChangeOwnPassword changes the caller's own password after checking the
@@ -342,8 +373,7 @@ func (s *Service) ResetPassword(ctx context.Context, id, pw string, mustChange b
 // from client, so that a stolen session cannot try passwords without end.
 func (s *Service) ChangeOwnPassword(ctx context.Context, c authz.Caller, client Client, currentSession, current, next string) error {
 	id := c.Principal.UserID
-	r := s.d.Store.Read()
-	u, meta, ok := Users.Get(r, id)
+	u, _, ok := Users.Get(s.d.Store.Read(), id)
 	if !ok || id == "" {
 		return errcode.New(errcode.PermDenied, "only an account can change its password")
 	}
@@ -372,12 +402,23 @@ func (s *Service) ChangeOwnPassword(ctx context.Context, c authz.Caller, client 
 	if err != nil {
 		return fmt.Errorf("hash password: %w", err)
 	}
-	u.PasswordHash, u.MustChangePassword, u.UpdatedAt = hash, false, s.now()
-	ops := append([]raftstore.Op{
-		Users.PutIf(&u, meta.ModifyIndex),
-		audit.Record(ctx, s.now(), "user.password.change", "", audit.Target{Kind: "user", ID: id}, nil),
-	}, s.sessionDeletes(r, id, currentSession)...)
-	return s.apply(ctx, ops...)
+	proved := u.PasswordHash
+	return s.update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		u, meta, ok := Users.Get(r, id)
+		if !ok {
+			return nil, errcode.New(errcode.PermDenied, "only an account can change its password")
+		}
+		if u.PasswordHash != proved {
+			// Changed or reset meanwhile: the password given as current
+			// is not the current one any more.
+			return nil, errcode.New(errcode.PermDenied, "the current password is wrong")
+		}
+		u.PasswordHash, u.MustChangePassword, u.UpdatedAt = hash, false, s.now()
+		return append([]raftstore.Op{
+			Users.PutIf(&u, meta.ModifyIndex),
+			audit.Record(ctx, s.now(), "user.password.change", "", audit.Target{Kind: "user", ID: id}, nil),
+		}, s.sessionDeletes(r, id, currentSession)...), nil
+	})
 }
 
 // grantDeleted is the event of an installation role (appID "") or an app

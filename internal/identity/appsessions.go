@@ -206,7 +206,10 @@ func (s *Service) BeginAppSession(ctx context.Context, n NewAppSession) (string,
 		// A person's app cookie lasts as long as their session can.
 		a.SessionID, a.UserID, a.ExpiresAt = sess.ID, sess.UserID, sess.CreatedAt.Add(SessionMax)
 	}
-	if _, err := s.d.Store.Apply(ctx, AppSessions.Insert(&a)); err != nil {
+	_, err := s.d.Store.Update(ctx, func(*raftstore.Reader) ([]raftstore.Op, error) {
+		return []raftstore.Op{AppSessions.Insert(&a)}, nil
+	})
+	if err != nil {
 		return "", fmt.Errorf("begin an app session: %w", err)
 	}
 	return code, nil
@@ -236,42 +239,57 @@ func (s *Service) RedeemAppSession(ctx context.Context, appID, code string, stat
 	if !ok {
 		return AppCookie{}, badHandoff()
 	}
-	a, meta, r, found := s.appSession(ctx, id)
+	// A code minted on another node a moment ago: this node's view holds
+	// it once appSession has looked.
+	s.appSession(ctx, id)
 	now := s.now()
+	_, cookie, secretHash := newSecret(ids.AppSession)
+	_, cookieSecret, _ := strings.Cut(cookie, ".")
+	var a AppSession
 	reason := ""
-	switch {
-	case !found:
-		reason = "unknown"
-	case a.RedeemedAt != nil || len(a.CodeHash) == 0:
-		reason = "used"
-	case !secretMatches(secret, a.CodeHash):
-		reason = "forged"
-	case !now.Before(a.CodeExpiresAt):
-		reason = "expired"
-	case a.AppID != appID:
-		reason = "another_app"
-	case !secretMatches(stateSecret(a.StateID), a.StateHash):
-		reason = "another_browser"
-	case !s.bindingAlive(r, &a, now):
-		reason = "ended"
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		var meta raftstore.Meta
+		var found bool
+		a, meta, found = AppSessions.Get(r, id)
+		// Another request that redeemed it first, or the sweep that
+		// removed it, makes it used or unknown.
+		if reason = s.unredeemable(r, a, found, appID, secret, stateSecret, now); reason != "" {
+			return nil, nil
+		}
+		redeemed := a
+		redeemed.CodeHash, redeemed.SecretHash, redeemed.RedeemedAt = nil, secretHash, &now
+		return []raftstore.Op{AppSessions.PutIf(&redeemed, meta.ModifyIndex)}, nil
+	})
+	if err != nil {
+		return AppCookie{}, fmt.Errorf("redeem an app session: %w", err)
 	}
 	if reason != "" {
 		s.d.Logger.Debug("handoff refused", "app_id", appID, "app_session_id", id, "reason", reason)
 		return AppCookie{}, badHandoff()
 	}
-	_, cookie, secretHash := newSecret(ids.AppSession)
-	_, cookieSecret, _ := strings.Cut(cookie, ".")
-	redeemed := a
-	redeemed.CodeHash, redeemed.SecretHash, redeemed.RedeemedAt = nil, secretHash, &now
-	if _, err := s.d.Store.Apply(ctx, AppSessions.PutIf(&redeemed, meta.ModifyIndex)); err != nil {
-		if raced(err) {
-			// Another request redeemed it (or the sweep removed it) first.
-			s.d.Logger.Debug("handoff refused", "app_id", appID, "app_session_id", id, "reason", "raced")
-			return AppCookie{}, badHandoff()
-		}
-		return AppCookie{}, fmt.Errorf("redeem an app session: %w", err)
-	}
 	return AppCookie{Value: a.ID + "." + cookieSecret, ExpiresAt: a.ExpiresAt, StateID: a.StateID}, nil
+}
+
+// unredeemable says why an app session's code cannot be redeemed for the
+// app now ("" when it can).
+func (s *Service) unredeemable(r *raftstore.Reader, a AppSession, found bool, appID, secret string, stateSecret func(string) string, now time.Time) string {
+	switch {
+	case !found:
+		return "unknown"
+	case a.RedeemedAt != nil || len(a.CodeHash) == 0:
+		return "used"
+	case !secretMatches(secret, a.CodeHash):
+		return "forged"
+	case !now.Before(a.CodeExpiresAt):
+		return "expired"
+	case a.AppID != appID:
+		return "another_app"
+	case !secretMatches(stateSecret(a.StateID), a.StateHash):
+		return "another_browser"
+	case !s.bindingAlive(r, &a, now):
+		return "ended"
+	}
+	return ""
 }
 
 // AppAuth is what an app cookie authenticates: a person (through their
@@ -304,13 +322,13 @@ func (s *Service) AuthenticateApp(ctx context.Context, appID, cookie string) (Ap
 		}
 		return AppAuth{Authenticated: Authenticated{Principal: authz.Principal{Kind: authz.KindAnonymous}}, Admitted: true}, nil
 	}
-	sess, meta, u, ok := s.liveSession(r, a.SessionID, now)
+	sess, _, u, ok := s.liveSession(r, a.SessionID, now)
 	if !ok {
 		return AppAuth{}, ended
 	}
 	if now.Sub(sess.RefreshedAt) >= sessionRefresh {
 		// Using an app is using the session it came from.
-		s.refreshSession(sess, meta.ModifyIndex, now)
+		s.refreshSession(sess.ID, now)
 	}
 	return AppAuth{Authenticated: Authenticated{
 		Principal: authz.Principal{Kind: authz.KindUser, ID: u.ID, UserID: u.ID},

@@ -50,6 +50,17 @@ func (f facts) groupsOf(userID string) []Group {
 	return out
 }
 
+// GroupNames returns the names of the groups an account is a member of in
+// the view r, by group ID: what the edge tells an app of a person's groups.
+func GroupNames(r *raftstore.Reader, userID string) []string {
+	groups := facts{r: r}.groupsOf(userID)
+	out := make([]string, len(groups))
+	for i, g := range groups {
+		out[i] = g.Name
+	}
+	return out
+}
+
 // AppRoles returns the roles of the control-plane grants on an app that reach
 // the principal: grants to its account and the account's groups (a user, or
 // a delegated token acting for one), or to the token itself (a service

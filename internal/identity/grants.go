@@ -23,8 +23,10 @@ import (
 )
 
 // Sealer seals and opens values with the keyring (the keys admission
-// cookies are signed with).
+// cookies are signed with). Once Ready has returned, Seal writes nothing,
+// so a store Update's build may call it.
 type Sealer interface {
+	Ready(ctx context.Context) error
 	Seal(ctx context.Context, plaintext, aad []byte) ([]byte, error)
 	Open(sealed, aad []byte) ([]byte, error)
 }
@@ -255,7 +257,7 @@ func (s *Sharing) CreateGrant(ctx context.Context, c authz.Caller, appID string,
 			return GrantInfo{}, err
 		}
 	}
-	err := s.write(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+	err := update(ctx, s.d.Store, func(r *raftstore.Reader) ([]raftstore.Op, error) {
 		app, ok := s.d.Apps.FindApp(r, appID)
 		if !ok {
 			return nil, noApp(appID)
@@ -314,14 +316,25 @@ func (s *Sharing) UpdateGrant(ctx context.Context, c authz.Caller, appID, grantI
 	if p.RoleID != nil && *p.RoleID == "" {
 		return GrantInfo{}, errcode.Invalid("role_id", "role_id cannot be empty; delete the grant to take it away")
 	}
-	hash := ""
+	// A new passcode is hashed, and the key of its generation drawn, once
+	// before the write; the key is sealed in the build, for the generation
+	// the grant then has (Ready first, so that sealing writes nothing).
+	hash, key := "", []byte(nil)
 	if p.Passcode != nil && *p.Passcode != "" {
 		if err := checkPasscode(*p.Passcode); err != nil {
 			return GrantInfo{}, err
 		}
+		if err := s.d.Ring.Ready(ctx); err != nil {
+			return GrantInfo{}, fmt.Errorf("seal the admission key: %w", err)
+		}
+		h, err := s.d.Hasher.Hash(ctx, *p.Passcode)
+		if err != nil {
+			return GrantInfo{}, fmt.Errorf("hash passcode: %w", err)
+		}
+		hash, key = h, newKey()
 	}
 	var out Grant
-	err := s.write(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+	err := update(ctx, s.d.Store, func(r *raftstore.Reader) ([]raftstore.Op, error) {
 		g, meta, ok := Grants.Get(r, grantID)
 		if !ok || g.AppID != appID {
 			return nil, noGrant(appID, grantID)
@@ -374,14 +387,7 @@ func (s *Sharing) UpdateGrant(ctx context.Context, c authz.Caller, appID, grantI
 				out.Passcode, out.PasscodeHash, out.PasscodeKey = false, "", nil
 				details["passcode"] = "removed"
 			case *p.Passcode != "":
-				if hash == "" {
-					h, err := s.d.Hasher.Hash(ctx, *p.Passcode)
-					if err != nil {
-						return nil, fmt.Errorf("hash passcode: %w", err)
-					}
-					hash = h
-				}
-				if err := s.sealNewKey(ctx, &out); err != nil {
+				if err := s.sealNewKey(ctx, &out, key); err != nil {
 					return nil, err
 				}
 				out.Passcode, out.PasscodeHash = true, hash
@@ -411,7 +417,7 @@ func (s *Sharing) UpdateGrant(ctx context.Context, c authz.Caller, appID, grantI
 // DeleteGrant removes a grant (the grant to everyone and its passcode
 // included), with its audit entry and grant.deleted.
 func (s *Sharing) DeleteGrant(ctx context.Context, c authz.Caller, appID, grantID string) error {
-	return s.write(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+	return update(ctx, s.d.Store, func(r *raftstore.Reader) ([]raftstore.Op, error) {
 		g, meta, ok := Grants.Get(r, grantID)
 		if !ok || g.AppID != appID {
 			return nil, noGrant(appID, grantID)
@@ -438,34 +444,6 @@ func (s *Sharing) DeleteGrant(ctx context.Context, c authz.Caller, appID, grantI
 			events.Emit(ctx, now, "grant.deleted", &app, "grant", g.ID, map[string]any{"scope": "app"}),
 		}, nil
 	})
-}
-
-// write builds a change from a read view and applies it. When a
-// precondition failed because something changed meanwhile, it builds again
-// from a consistent view, at most three times in all. A build that returns
-// no operations writes nothing.
-func (s *Sharing) write(ctx context.Context, build func(r *raftstore.Reader) ([]raftstore.Op, error)) error {
-	r := s.d.Store.Read()
-	for attempt := 1; ; attempt++ {
-		ops, err := build(r)
-		if err != nil || len(ops) == 0 {
-			return err
-		}
-		_, err = s.d.Store.Apply(ctx, ops...)
-		if err == nil || !raced(err) {
-			return err
-		}
-		if attempt == 3 {
-			return errcode.New(errcode.StateInvalid, "the app's sharing changed while this request was made; try again")
-		}
-		if r, err = s.d.Store.ConsistentRead(ctx); err != nil {
-			return err
-		}
-	}
-}
-
-func raced(err error) bool {
-	return raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound)
 }
 
 // principalChecks checks that a grant's principal exists and may be shared

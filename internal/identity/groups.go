@@ -42,41 +42,53 @@ func (s *Service) CreateGroup(ctx context.Context, name string) (Group, error) {
 	}
 	now := s.now()
 	g := Group{ID: ids.New(ids.Group), Name: name, Source: SourceLocal, MemberIDs: []string{}, CreatedAt: now}
-	err := s.apply(ctx,
-		Groups.Insert(&g),
-		audit.Record(ctx, now, "group.create", "", audit.Target{Kind: "group", ID: g.ID}, map[string]any{"name": name}),
-	)
+	err := s.update(ctx, func(*raftstore.Reader) ([]raftstore.Op, error) {
+		return []raftstore.Op{
+			Groups.Insert(&g),
+			audit.Record(ctx, now, "group.create", "", audit.Target{Kind: "group", ID: g.ID}, map[string]any{"name": name}),
+		}, nil
+	})
 	return g, err
 }
 
 // changeGroup applies fn to a group and writes it with its audit entry and
 // events. The store refuses a change that would leave nobody able to manage
 // accounts.
+//
+// fn may run several times, each on a newer view (see raftstore.Build): it
+// must have no side effects but on g and details.
 func (s *Service) changeGroup(ctx context.Context, id, action string, details map[string]any, fn func(r *raftstore.Reader, g *Group) ([]*events.Event, error)) (Group, error) {
-	r := s.d.Store.Read()
-	g, meta, ok := Groups.Get(r, id)
-	if !ok {
-		return Group{}, errcode.New(errcode.NotFound, "no group %s", id)
-	}
-	g.MemberIDs = slices.Clone(g.MemberIDs)
-	evs, err := fn(r, &g)
+	var out Group
+	err := s.update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		g, meta, ok := Groups.Get(r, id)
+		if !ok {
+			return nil, errcode.New(errcode.NotFound, "no group %s", id)
+		}
+		g.MemberIDs = slices.Clone(g.MemberIDs)
+		evs, err := fn(r, &g)
+		if err != nil {
+			return nil, err
+		}
+		out = g
+		ops := []raftstore.Op{
+			Groups.PutIf(&g, meta.ModifyIndex),
+			audit.Record(ctx, s.now(), action, "", audit.Target{Kind: "group", ID: id}, details),
+		}
+		for _, ev := range evs {
+			ops = append(ops, events.Insert(ev))
+		}
+		// The members must exist when the write commits.
+		for _, m := range g.MemberIDs {
+			if _, mm, ok := Users.Get(r, m); ok {
+				ops = append(ops, Users.Check(m, mm.ModifyIndex))
+			}
+		}
+		return ops, nil
+	})
 	if err != nil {
 		return Group{}, err
 	}
-	ops := []raftstore.Op{
-		Groups.PutIf(&g, meta.ModifyIndex),
-		audit.Record(ctx, s.now(), action, "", audit.Target{Kind: "group", ID: id}, details),
-	}
-	for _, ev := range evs {
-		ops = append(ops, events.Insert(ev))
-	}
-	// The members must exist when the write commits.
-	for _, m := range g.MemberIDs {
-		if _, mm, ok := Users.Get(r, m); ok {
-			ops = append(ops, Users.Check(m, mm.ModifyIndex))
-		}
-	}
-	return g, s.apply(ctx, ops...)
+	return out, nil
 }
 
 func (s *Service) checkMembers(r *raftstore.Reader, userIDs []string) ([]string, error) {
@@ -169,19 +181,20 @@ func (s *Service) SetGroupRole(ctx context.Context, id string, roleID *string) (
 // keep what they hold another way. Refused when nobody would remain able to
 // manage accounts.
 func (s *Service) DeleteGroup(ctx context.Context, id string) error {
-	r := s.d.Store.Read()
-	g, meta, ok := Groups.Get(r, id)
-	if !ok {
-		return errcode.New(errcode.NotFound, "no group %s", id)
-	}
-	ops := []raftstore.Op{Groups.DeleteIf(id, meta.ModifyIndex)}
-	if g.RoleID != nil {
-		ops = append(ops, grantDeleted(ctx, s.now(), "", "group", id))
-	}
-	grants := s.grantDeletes(ctx, r, "group", id)
-	ops = append(ops, grants...)
-	ops = append(ops, audit.Record(ctx, s.now(), "group.delete", "", audit.Target{Kind: "group", ID: id}, map[string]any{"name": g.Name, "grants_removed": len(grants) / 2}))
-	return s.apply(ctx, ops...)
+	return s.update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		g, meta, ok := Groups.Get(r, id)
+		if !ok {
+			return nil, errcode.New(errcode.NotFound, "no group %s", id)
+		}
+		// A grant to the group given meanwhile has the change built again.
+		ops := []raftstore.Op{Groups.DeleteIf(id, meta.ModifyIndex), Grants.CheckTable(r.TableIndex(Grants))}
+		if g.RoleID != nil {
+			ops = append(ops, grantDeleted(ctx, s.now(), "", "group", id))
+		}
+		grants := s.grantDeletes(ctx, r, "group", id)
+		ops = append(ops, grants...)
+		return append(ops, audit.Record(ctx, s.now(), "group.delete", "", audit.Target{Kind: "group", ID: id}, map[string]any{"name": g.Name, "grants_removed": len(grants) / 2})), nil
+	})
 }
 
 // Roles lists roles of a scope ("install", "app", or "all"): built-in first.
@@ -231,10 +244,12 @@ func (s *Service) CreateRole(ctx context.Context, name string, scope authz.Scope
 		return authz.Role{}, errcode.Invalid("verbs", "a role of scope %s cannot hold %s", scope, v)
 	}
 	role := authz.Role{ID: ids.New(ids.Role), Name: name, Scope: scope, Verbs: vs}
-	err := s.apply(ctx,
-		Roles.Insert(&role),
-		audit.Record(ctx, s.now(), "role.create", "", audit.Target{Kind: "role", ID: role.ID}, map[string]any{"name": name, "scope": scope, "verbs": vs}),
-	)
+	err := s.update(ctx, func(*raftstore.Reader) ([]raftstore.Op, error) {
+		return []raftstore.Op{
+			Roles.Insert(&role),
+			audit.Record(ctx, s.now(), "role.create", "", audit.Target{Kind: "role", ID: role.ID}, map[string]any{"name": name, "scope": scope, "verbs": vs}),
+		}, nil
+	})
 	return role, err
 }
 
@@ -245,12 +260,19 @@ func (s *Service) DeleteRole(ctx context.Context, id string) error {
 	if _, builtin := authz.BuiltinRole(id); builtin {
 		return errcode.New(errcode.StateInvalid, "built-in roles cannot be deleted").WithDetail("protected", id)
 	}
-	r := s.d.Store.Read()
+	return s.update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) { return s.roleDeletion(ctx, r, id) })
+}
+
+// roleDeletion builds DeleteRole's change on the view r.
+func (s *Service) roleDeletion(ctx context.Context, r *raftstore.Reader, id string) ([]raftstore.Op, error) {
 	role, meta, ok := Roles.Get(r, id)
 	if !ok {
-		return errcode.New(errcode.NotFound, "no role %s", id)
+		return nil, errcode.New(errcode.NotFound, "no role %s", id)
 	}
-	ops := []raftstore.Op{Roles.DeleteIf(id, meta.ModifyIndex)}
+	// The role is taken from the accounts, groups and grants of r: one given
+	// meanwhile has the change built again (validateRole is the guard).
+	ops := []raftstore.Op{Roles.DeleteIf(id, meta.ModifyIndex),
+		Users.CheckTable(r.TableIndex(Users)), Groups.CheckTable(r.TableIndex(Groups)), Grants.CheckTable(r.TableIndex(Grants))}
 	now := s.now()
 	users, _ := Users.List(r, raftstore.Query{Index: "role", Key: id})
 	for _, u := range users {
@@ -270,5 +292,5 @@ func (s *Service) DeleteRole(ctx context.Context, id string) error {
 	}
 	ops = append(ops, audit.Record(ctx, s.now(), "role.delete", "", audit.Target{Kind: "role", ID: id}, map[string]any{
 		"name": role.Name, "accounts": len(users), "groups": len(groups), "grants": len(grants)}))
-	return s.apply(ctx, ops...)
+	return ops, nil
 }

@@ -378,8 +378,9 @@ func (h *countingHasher) reset() { h.hash.Store(0); h.verify.Store(0); h.dummy.S
 
 var _ Hasher = (*countingHasher)(nil)
 
-// barrierStore holds every Apply until n of them have arrived, so that n
-// concurrent changes all read the state before any of them writes.
+// barrierStore holds every change, once built from its first view, until
+// n of them have been built, so that n concurrent changes all read the
+// state before any of them writes.
 type barrierStore struct {
 	Store
 	wg sync.WaitGroup
@@ -391,21 +392,32 @@ func newBarrierStore(s Store, n int) *barrierStore {
 	return b
 }
 
-func (b *barrierStore) Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error) {
-	b.wg.Done()
-	b.wg.Wait()
-	return b.Store.Apply(ctx, ops...)
+func (b *barrierStore) Update(ctx context.Context, build raftstore.Build) (uint64, error) {
+	first := true
+	return b.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		ops, err := build(r)
+		if first {
+			first = false
+			b.wg.Done()
+			b.wg.Wait()
+		}
+		return ops, err
+	})
 }
 
-// hookStore runs before once, just before the first Apply reaches the
-// store: another change slipped in between a service's read and its write.
+// hookStore runs before once, just after the first change is built and
+// before it reaches the store: another change slipped in between a
+// service's read and its write.
 type hookStore struct {
 	Store
 	once   sync.Once
 	before func()
 }
 
-func (h *hookStore) Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error) {
-	h.once.Do(h.before)
-	return h.Store.Apply(ctx, ops...)
+func (h *hookStore) Update(ctx context.Context, build raftstore.Build) (uint64, error) {
+	return h.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		ops, err := build(r)
+		h.once.Do(h.before)
+		return ops, err
+	})
 }

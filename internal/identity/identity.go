@@ -260,8 +260,8 @@ func accountManagers(r *raftstore.Reader, max int) []string {
 // validateRole keeps custom roles custom: a stored role is never built in,
 // never reuses a built-in ID, and holds only verbs its scope allows. A role
 // is deleted only when nothing names it any more (DeleteRole clears the
-// accounts, groups and grants it knows of in the same write; one given
-// meanwhile makes the deletion fail rather than leave a dangling role).
+// accounts, groups and grants it read in the same write, and is built
+// again when one was given meanwhile; this refusal is the guard behind it).
 func validateRole(rd *raftstore.Reader, old, r *authz.Role) error {
 	if r == nil {
 		if old != nil && roleInUse(rd, old.ID) {

@@ -70,17 +70,18 @@ func (s *Sharing) setPasscode(ctx context.Context, g *Grant, code string) error 
 	if err != nil {
 		return fmt.Errorf("hash passcode: %w", err)
 	}
-	if err := s.sealNewKey(ctx, g); err != nil {
+	if err := s.sealNewKey(ctx, g, newKey()); err != nil {
 		return err
 	}
 	g.Passcode, g.PasscodeHash = true, hash
 	return nil
 }
 
-// sealNewKey moves a grant to the next passcode generation, with a new key.
-func (s *Sharing) sealNewKey(ctx context.Context, g *Grant) error {
+// sealNewKey moves a grant to the next passcode generation, whose key is
+// key.
+func (s *Sharing) sealNewKey(ctx context.Context, g *Grant, key []byte) error {
 	g.PasscodeGeneration++
-	sealed, err := s.d.Ring.Seal(ctx, newKey(), keyAAD(g.AppID, g.ID, g.PasscodeGeneration))
+	sealed, err := s.d.Ring.Seal(ctx, key, keyAAD(g.AppID, g.ID, g.PasscodeGeneration))
 	if err != nil {
 		return fmt.Errorf("seal the admission key: %w", err)
 	}
@@ -197,8 +198,10 @@ func (s *Sharing) EnterPasscode(ctx context.Context, appID, code string, c Clien
 	exp := now.Add(AdmissionTTL).Truncate(time.Second)
 	a := admission{app: appID, grant: g.ID, generation: g.PasscodeGeneration, expires: exp.Unix()}
 	cookie := a.sign(key)
-	_, err = s.d.Store.Apply(ctx, audit.Record(ctx, now, "passcode.admit", appID, audit.Target{Kind: "grant", ID: g.ID},
-		map[string]any{"passcode_generation": g.PasscodeGeneration, "client_ip": c.IP, "expires_at": exp}))
+	_, err = s.d.Store.Update(ctx, func(*raftstore.Reader) ([]raftstore.Op, error) {
+		return []raftstore.Op{audit.Record(ctx, now, "passcode.admit", appID, audit.Target{Kind: "grant", ID: g.ID},
+			map[string]any{"passcode_generation": g.PasscodeGeneration, "client_ip": c.IP, "expires_at": exp})}, nil
+	})
 	if err != nil {
 		return Admission{}, err
 	}
@@ -313,27 +316,37 @@ func parseAdmission(s string) (admission, bool) {
 }
 
 // Reseal re-seals every admission key under the keyring's current data
-// key, after a rotation.
+// key, after a rotation, one grant per write. A grant deleted meanwhile is
+// skipped; one changed meanwhile is re-sealed as it is then.
 func (s *Sharing) Reseal(ctx context.Context) (int, error) {
+	if err := s.d.Ring.Ready(ctx); err != nil {
+		return 0, err
+	}
 	items, _ := Grants.List(s.d.Store.Read(), raftstore.Query{Filter: func(v any) bool { return len(v.(*Grant).PasscodeKey) > 0 }})
 	n := 0
 	for _, it := range items {
-		g := it.Value
-		aad := keyAAD(g.AppID, g.ID, g.PasscodeGeneration)
-		key, err := s.d.Ring.Open(g.PasscodeKey, aad)
-		if err != nil {
-			return n, fmt.Errorf("re-seal the admission key of grant %s: %w", g.ID, err)
-		}
-		if g.PasscodeKey, err = s.d.Ring.Seal(ctx, key, aad); err != nil {
-			return n, err
-		}
-		if _, err := s.d.Store.Apply(ctx, Grants.PutIf(&g, it.Meta.ModifyIndex)); err != nil {
-			if raced(err) {
-				continue // changed or deleted meanwhile: sealed under the current key already
+		resealed := false
+		_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+			g, meta, ok := Grants.Get(r, it.Value.ID)
+			if resealed = ok && len(g.PasscodeKey) > 0; !resealed {
+				return nil, nil
 			}
-			return n, fmt.Errorf("re-seal the admission key of grant %s: %w", g.ID, err)
+			aad := keyAAD(g.AppID, g.ID, g.PasscodeGeneration)
+			key, err := s.d.Ring.Open(g.PasscodeKey, aad)
+			if err != nil {
+				return nil, err
+			}
+			if g.PasscodeKey, err = s.d.Ring.Seal(ctx, key, aad); err != nil {
+				return nil, err
+			}
+			return []raftstore.Op{Grants.PutIf(&g, meta.ModifyIndex)}, nil
+		})
+		if err != nil {
+			return n, fmt.Errorf("re-seal the admission key of grant %s: %w", it.Value.ID, err)
 		}
-		n++
+		if resealed {
+			n++
+		}
 	}
 	return n, nil
 }

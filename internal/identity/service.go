@@ -19,9 +19,10 @@ import (
 	"github.com/svchost/svc/raftstore"
 )
 
-// Store is what the service needs of the replicated store.
+// Store is what the service needs of the replicated store: every write is
+// an Update (build the change from a view; a change that raced another is
+// built again on a newer one, so it is applied, not refused).
 type Store interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
 	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 	ConsistentRead(ctx context.Context) (*raftstore.Reader, error)
@@ -125,10 +126,19 @@ func secretMatches(secret string, hash []byte) bool {
 	return subtle.ConstantTimeCompare(sum[:], hash) == 1
 }
 
-// apply writes ops, translating the store's refusals of this package's
-// unique indexes into clear errors.
-func (s *Service) apply(ctx context.Context, ops ...raftstore.Op) error {
-	_, err := s.d.Store.Apply(ctx, ops...)
+// update makes one change through the store's Update, translating the
+// store's refusals of this package's unique indexes into clear errors.
+func (s *Service) update(ctx context.Context, build raftstore.Build) error {
+	return update(ctx, s.d.Store, build)
+}
+
+// update makes one change through st's Update, translating the store's
+// refusals of this package's unique indexes (a username, a group's or a
+// role's name that is taken) into clear errors. A name taken by a write
+// the view did not include is built again on a newer view, and then
+// refused as taken.
+func update(ctx context.Context, st Store, build raftstore.Build) error {
+	_, err := st.Update(ctx, build)
 	if err == nil {
 		return nil
 	}

@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -50,8 +51,8 @@ func (s *Service) SignIn(ctx context.Context, username, pw string, c Client) (Si
 		return SignedIn{}, err
 	}
 	r := s.d.Store.Read()
-	u, meta, found := Users.First(r, "username", strings.ToLower(username))
-	reason, rehashed := "", false
+	u, _, found := Users.First(r, "username", strings.ToLower(username))
+	reason, rehashed := "", ""
 	switch {
 	case len(pw) > password.MaxBytes || len(username) > 64:
 		// No password this long was ever accepted: refuse without hashing
@@ -73,7 +74,7 @@ func (s *Service) SignIn(ctx context.Context, username, pw string, c Client) (Si
 			reason = "suspended"
 		case rehash:
 			if h, err := s.d.Hasher.Hash(ctx, pw); err == nil {
-				u.PasswordHash, rehashed = h, true
+				rehashed = h
 			}
 		}
 	}
@@ -88,11 +89,21 @@ func (s *Service) SignIn(ctx context.Context, username, pw string, c Client) (Si
 	ctx = actor.With(ctx, actor.Actor{Kind: authz.KindUser, ID: u.ID, RequestID: actor.From(ctx).RequestID})
 	in, ops := s.openSession(ctx, u, c)
 	ops = append(ops, audit.Record(ctx, s.now(), "session.create", "", audit.Target{Kind: "session", ID: in.sessionID}, map[string]any{"via": "password", "client_ip": c.IP}))
-	if rehashed {
-		// A rehash with newer parameters rides along with the sign-in.
-		ops = append(ops, Users.PutIf(&u, meta.ModifyIndex))
-	}
-	if err := s.apply(ctx, ops...); err != nil {
+	verified := u.PasswordHash
+	err = s.update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		if rehashed == "" {
+			return ops, nil
+		}
+		// A rehash with newer parameters rides along with the sign-in,
+		// unless the password changed meanwhile.
+		cur, meta, ok := Users.Get(r, u.ID)
+		if !ok || cur.PasswordHash != verified {
+			return ops, nil
+		}
+		cur.PasswordHash = rehashed
+		return append(slices.Clip(ops), Users.PutIf(&cur, meta.ModifyIndex)), nil
+	})
+	if err != nil {
 		return SignedIn{}, err
 	}
 	return in.SignedIn, nil
@@ -129,10 +140,12 @@ func (s *Service) recordFailure(ctx context.Context, userID, reason string) {
 	if userID != "" {
 		target = audit.Target{Kind: "user", ID: userID}
 	}
-	err := s.apply(ctx,
-		audit.Record(ctx, now, "session.create_failed", "", target, map[string]any{"reason": reason}),
-		events.Emit(ctx, now, "user.sign_in_failed", nil, target.Kind, target.ID, map[string]any{"reason": reason, "adapter_id": nil}),
-	)
+	err := s.update(ctx, func(*raftstore.Reader) ([]raftstore.Op, error) {
+		return []raftstore.Op{
+			audit.Record(ctx, now, "session.create_failed", "", target, map[string]any{"reason": reason}),
+			events.Emit(ctx, now, "user.sign_in_failed", nil, target.Kind, target.ID, map[string]any{"reason": reason, "adapter_id": nil}),
+		}, nil
+	})
 	if err != nil {
 		s.d.Logger.Warn("could not record a refused sign-in", "err", err)
 	}
@@ -155,18 +168,16 @@ func (s *Service) SignOut(ctx context.Context, cookie string) error {
 	if !ok {
 		return nil
 	}
-	sess, _, ok := Sessions.Get(s.d.Store.Read(), id)
-	if !ok || !secretMatches(secret, sess.SecretHash) {
-		return nil
-	}
-	err := s.apply(ctx,
-		Sessions.Delete(id),
-		audit.Record(ctx, s.now(), "session.delete", "", audit.Target{Kind: "session", ID: id}, nil),
-	)
-	if raftstore.IsReason(err, raftstore.ReasonNotFound) {
-		return nil // ended meanwhile
-	}
-	return err
+	return s.update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		sess, _, ok := Sessions.Get(r, id)
+		if !ok || !secretMatches(secret, sess.SecretHash) {
+			return nil, nil // none, or ended meanwhile
+		}
+		return []raftstore.Op{
+			Sessions.Delete(id),
+			audit.Record(ctx, s.now(), "session.delete", "", audit.Target{Kind: "session", ID: id}, nil),
+		}, nil
+	})
 }
 
 // sessionDeletes returns ops deleting every session of an account but keep.
@@ -212,12 +223,12 @@ func (s *Service) authSession(ctx context.Context, cookie string) (Authenticated
 	}
 	r := s.d.Store.Read()
 	now := s.now()
-	sess, meta, u, ok := s.liveSession(r, id, now)
+	sess, _, u, ok := s.liveSession(r, id, now)
 	if !ok || !secretMatches(secret, sess.SecretHash) {
 		return Authenticated{}, ended
 	}
 	if now.Sub(sess.RefreshedAt) >= sessionRefresh {
-		s.refreshSession(sess, meta.ModifyIndex, now)
+		s.refreshSession(sess.ID, now)
 	}
 	return Authenticated{
 		Principal: authz.Principal{Kind: authz.KindUser, ID: u.ID, UserID: u.ID},
@@ -240,16 +251,23 @@ func (s *Service) liveSession(r *raftstore.Reader, id string, now time.Time) (Se
 }
 
 // refreshSession extends a session in use, in the background: a sliding
-// idle limit under the absolute SessionMax.
-func (s *Service) refreshSession(sess Session, index uint64, now time.Time) {
-	sess.RefreshedAt = now
-	sess.ExpiresAt = minTime(now.Add(SessionIdle), sess.CreatedAt.Add(SessionMax))
-	s.background(sess.ID, "extend a session", Sessions.PutIf(&sess, index))
+// idle limit under the absolute SessionMax. A session that ended, or was
+// extended meanwhile, is left as it is.
+func (s *Service) refreshSession(id string, now time.Time) {
+	s.background(id, "extend a session", func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		sess, meta, ok := Sessions.Get(r, id)
+		if !ok || now.Sub(sess.RefreshedAt) < sessionRefresh {
+			return nil, nil
+		}
+		sess.RefreshedAt = now
+		sess.ExpiresAt = minTime(now.Add(SessionIdle), sess.CreatedAt.Add(SessionMax))
+		return []raftstore.Op{Sessions.PutIf(&sess, meta.ModifyIndex)}, nil
+	})
 }
 
-// background writes op once per key at a time, off the request's path; a
-// write made moot meanwhile (the row changed or went) is dropped.
-func (s *Service) background(key, what string, op raftstore.Op) {
+// background makes a change once per key at a time, off the request's
+// path; build drops a write made moot meanwhile by writing nothing.
+func (s *Service) background(key, what string, build raftstore.Build) {
 	if _, busy := s.inflight.LoadOrStore(key, true); busy {
 		return
 	}
@@ -257,7 +275,7 @@ func (s *Service) background(key, what string, op raftstore.Op) {
 		defer s.inflight.Delete(key)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := s.d.Store.Apply(ctx, op); err != nil && !raftstore.IsReason(err, raftstore.ReasonStale) && !raftstore.IsReason(err, raftstore.ReasonNotFound) {
+		if _, err := s.d.Store.Update(ctx, build); err != nil {
 			s.d.Logger.Warn("could not "+what, "id", key, "err", err)
 		}
 	}()
@@ -277,7 +295,7 @@ func (s *Service) authToken(ctx context.Context, bearer string) (Authenticated, 
 		return Authenticated{}, invalid
 	}
 	r := s.d.Store.Read()
-	t, meta, ok := Tokens.Get(r, id)
+	t, _, ok := Tokens.Get(r, id)
 	if !ok || !secretMatches(secret, t.SecretHash) {
 		return Authenticated{}, invalid
 	}
@@ -294,16 +312,23 @@ func (s *Service) authToken(ctx context.Context, bearer string) (Authenticated, 
 		a.Principal.UserID, a.User = u.ID, &u
 	}
 	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) >= tokenTouch {
-		s.touchToken(t, meta.ModifyIndex, now)
+		s.touchToken(t.ID, now)
 	}
 	return a, nil
 }
 
 // touchToken records a token's use, at most once per tokenTouch, in the
-// background.
-func (s *Service) touchToken(t Token, index uint64, now time.Time) {
-	t.LastUsedAt = &now
-	s.background(t.ID, "record a token's use", Tokens.PutIf(&t, index))
+// background. A token revoked, or whose use was recorded meanwhile, is left
+// as it is.
+func (s *Service) touchToken(id string, now time.Time) {
+	s.background(id, "record a token's use", func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		t, meta, ok := Tokens.Get(r, id)
+		if !ok || (t.LastUsedAt != nil && now.Sub(*t.LastUsedAt) < tokenTouch) {
+			return nil, nil
+		}
+		t.LastUsedAt = &now
+		return []raftstore.Op{Tokens.PutIf(&t, meta.ModifyIndex)}, nil
+	})
 }
 
 // ExpireSessions deletes sessions past their expiry; a leader loop.

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/svchost/svc/internal/actor"
@@ -47,15 +48,25 @@ func (s *Service) Setup(ctx context.Context, username, displayName, pw string, c
 		return SignedIn{}, err
 	}
 	// One write: the account (with its one audit entry), its session and
-	// their events; the request is audited once.
+	// their events; the request is audited once. It is made only while no
+	// account exists: of two setups, the second is built again on a view
+	// holding the first's account, and refused.
 	ctx = actor.With(ctx, actor.Actor{Kind: authz.KindAnonymous, RequestID: actor.From(ctx).RequestID})
-	ops := append([]raftstore.Op{Users.CheckTable(r.TableIndex(Users))}, s.userCreatedOps(ctx, &u, "setup")...)
+	created := s.userCreatedOps(ctx, &u, "setup")
 	userCtx := actor.With(ctx, actor.Actor{Kind: authz.KindUser, ID: u.ID, RequestID: actor.From(ctx).RequestID})
 	in, sessionOps := s.openSession(userCtx, u, c)
-	if err := s.apply(ctx, append(ops, sessionOps...)...); err != nil {
-		if raftstore.IsReason(err, raftstore.ReasonStale) {
-			return SignedIn{}, s.setupRefused(c, "another setup won the race")
+	lost := errors.New("another setup won the race")
+	err = s.update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		if Users.Count(r) > 0 {
+			return nil, lost
 		}
+		ops := append([]raftstore.Op{Users.CheckTable(r.TableIndex(Users))}, created...)
+		return append(ops, sessionOps...), nil
+	})
+	if errors.Is(err, lost) {
+		return SignedIn{}, s.setupRefused(c, lost.Error())
+	}
+	if err != nil {
 		return SignedIn{}, err
 	}
 	return in.SignedIn, nil
@@ -114,11 +125,14 @@ func (s *Service) FirstRun(ctx context.Context, pw string) (created bool, err er
 	}
 	ctx = actor.With(ctx, actor.System)
 	ops := append([]raftstore.Op{Users.CheckTable(0)}, s.userCreatedOps(ctx, &u, "admin_password")...)
-	if err := s.apply(ctx, ops...); err != nil {
-		if raftstore.IsReason(err, raftstore.ReasonStale) {
-			return false, nil // another node created it first
+	err = s.update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		if created = r.TableIndex(Users) == 0; !created {
+			return nil, nil // another node created it first
 		}
+		return ops, nil
+	})
+	if err != nil {
 		return false, err
 	}
-	return true, nil
+	return created, nil
 }

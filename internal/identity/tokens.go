@@ -82,11 +82,13 @@ func (s *Service) CreateToken(ctx context.Context, c authz.Caller, kind string, 
 	if kind == TokenService {
 		eventKind = "account" // the specification's word for a service token
 	}
-	err := s.apply(ctx,
-		Tokens.Insert(&t),
-		audit.Record(ctx, now, "token.create", "", audit.Target{Kind: "token", ID: id}, map[string]any{"name": t.Name, "kind": kind, "agent": t.Agent}),
-		events.Emit(ctx, now, "token.created", nil, "token", id, map[string]any{"name": t.Name, "kind": eventKind}),
-	)
+	err := s.update(ctx, func(*raftstore.Reader) ([]raftstore.Op, error) {
+		return []raftstore.Op{
+			Tokens.Insert(&t),
+			audit.Record(ctx, now, "token.create", "", audit.Target{Kind: "token", ID: id}, map[string]any{"name": t.Name, "kind": kind, "agent": t.Agent}),
+			events.Emit(ctx, now, "token.created", nil, "token", id, map[string]any{"name": t.Name, "kind": eventKind}),
+		}, nil
+	})
 	if err != nil {
 		return Token{}, "", err
 	}
@@ -122,25 +124,28 @@ func tokenValues(items []raftstore.Item[Token]) []Token {
 // install.users.manage. A caller without the verb cannot see the token (no
 // endpoint lists it to them) and gets NOT_FOUND.
 func (s *Service) RevokeToken(ctx context.Context, c authz.Caller, id string) error {
-	t, _, ok := Tokens.Get(s.d.Store.Read(), id)
-	notFound := errcode.New(errcode.NotFound, "no token %s", id)
-	if !ok {
-		return notFound
-	}
-	own := t.Kind == TokenDelegated && c.IsUser(t.OwnerID) || c.Principal.ID == id
-	switch {
-	case own:
-	case t.Kind == TokenService && !c.Has(authz.InstallTokensManage):
-		return notFound
-	case t.Kind == TokenDelegated && !c.Has(authz.InstallUsersManage):
-		return notFound
-	}
-	now := s.now()
-	// Revocation wins over a concurrent record of the token's use; what was
-	// shared with a service token goes with it.
-	ops := append([]raftstore.Op{Tokens.Delete(id)}, s.grantDeletes(ctx, s.d.Store.Read(), authz.KindToken, id)...)
-	return s.apply(ctx, append(ops,
-		audit.Record(ctx, now, "token.revoke", "", audit.Target{Kind: "token", ID: id}, map[string]any{"name": t.Name, "kind": t.Kind}),
-		events.Emit(ctx, now, "token.revoked", nil, "token", id, nil),
-	)...)
+	return s.update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		t, _, ok := Tokens.Get(r, id)
+		notFound := errcode.New(errcode.NotFound, "no token %s", id)
+		if !ok {
+			return nil, notFound
+		}
+		own := t.Kind == TokenDelegated && c.IsUser(t.OwnerID) || c.Principal.ID == id
+		switch {
+		case own:
+		case t.Kind == TokenService && !c.Has(authz.InstallTokensManage):
+			return nil, notFound
+		case t.Kind == TokenDelegated && !c.Has(authz.InstallUsersManage):
+			return nil, notFound
+		}
+		now := s.now()
+		// Revocation wins over a concurrent record of the token's use; what
+		// was shared with a service token goes with it (a grant given
+		// meanwhile has the change built again).
+		ops := append([]raftstore.Op{Tokens.Delete(id), Grants.CheckTable(r.TableIndex(Grants))}, s.grantDeletes(ctx, r, authz.KindToken, id)...)
+		return append(ops,
+			audit.Record(ctx, now, "token.revoke", "", audit.Target{Kind: "token", ID: id}, map[string]any{"name": t.Name, "kind": t.Kind}),
+			events.Emit(ctx, now, "token.revoked", nil, "token", id, nil),
+		), nil
+	})
 }

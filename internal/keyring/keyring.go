@@ -161,7 +161,7 @@ var Keys = &raftstore.Table[DataKey]{
 
 // Store is what the ring needs of the replicated store.
 type Store interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 }
 
@@ -201,6 +201,9 @@ const envelopeVersion = 1
 // Seal encrypts plaintext under the current data key (creating the first
 // one on first use), binding it to aad. The result names its key, so that
 // it opens after rotations.
+//
+// Seal writes to the store only to create the first data key: once Ready
+// has returned, it writes nothing, so a store Update's build may call it.
 func (r *Ring) Seal(ctx context.Context, plaintext, aad []byte) ([]byte, error) {
 	id, key, err := r.current(ctx)
 	if err != nil {
@@ -275,6 +278,14 @@ func newGCM(key []byte) (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
+// Ready makes sure a data key exists, creating the first when there is
+// none, so that Seal writes nothing from then on. Call it before a store
+// Update whose build seals.
+func (r *Ring) Ready(ctx context.Context) error {
+	_, _, err := r.current(ctx)
+	return err
+}
+
 // current returns the newest data key, creating the first when there is
 // none.
 func (r *Ring) current(ctx context.Context) (string, []byte, error) {
@@ -324,7 +335,9 @@ func (r *Ring) key(id string) ([]byte, error) {
 }
 
 // add draws a new data key, wraps it and stores it, with an audit entry
-// when rotating (audit non-nil).
+// when rotating (entry non-nil). The first key (entry nil) is written only
+// if the table is still empty: when two first seals race, one key is made
+// and both use it.
 func (r *Ring) add(ctx context.Context, entry *audit.Entry) (DataKey, error) {
 	now := r.now()
 	plain := make([]byte, KeySize)
@@ -341,18 +354,30 @@ func (r *Ring) add(ctx context.Context, entry *audit.Entry) (DataKey, error) {
 		return DataKey{}, fmt.Errorf("keyring: draw a nonce: %w", err)
 	}
 	dk := DataKey{ID: id, Wrapped: gcm.Seal(nonce, nonce, plain, []byte("svc-data-key/"+id)), KEKID: r.kek.id, CreatedAt: now}
-	ops := []raftstore.Op{Keys.Insert(&dk)}
 	if entry != nil {
 		entry.TargetKind, entry.TargetID = ptr("data_key"), ptr(id)
-		ops = append(ops, audit.Insert(entry))
 	}
-	if _, err := r.store.Apply(ctx, ops...); err != nil {
+	got := dk
+	_, err = r.store.Update(ctx, func(v *raftstore.Reader) ([]raftstore.Op, error) {
+		got = dk
+		if entry != nil {
+			return []raftstore.Op{Keys.Insert(&dk), audit.Insert(entry)}, nil
+		}
+		if items, _ := Keys.List(v, raftstore.Query{Reverse: true, Limit: 1}); len(items) > 0 {
+			got = items[0].Value // another first seal made it meanwhile
+			return nil, nil
+		}
+		return []raftstore.Op{Keys.CheckTable(v.TableIndex(Keys)), Keys.Insert(&dk)}, nil
+	})
+	if err != nil {
 		return DataKey{}, fmt.Errorf("keyring: store a data key: %w", err)
 	}
-	r.mu.Lock()
-	r.plain[id] = plain
-	r.mu.Unlock()
-	return dk, nil
+	if got.ID == id {
+		r.mu.Lock()
+		r.plain[id] = plain
+		r.mu.Unlock()
+	}
+	return got, nil
 }
 
 func ptr(s string) *string { return &s }

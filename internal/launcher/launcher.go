@@ -90,7 +90,7 @@ const (
 
 // Store is what the service needs of the replicated store.
 type Store interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 }
 
@@ -212,31 +212,34 @@ func rowID(me, appID string) string { return me + "/" + appID }
 
 // Favor pins an app the caller can open.
 func (s *Service) Favor(ctx context.Context, c authz.Caller, appID string) error {
-	r := s.store.Read()
-	if err := openable(r, c, appID); err != nil {
-		return err
-	}
 	me := owner(c)
-	if _, _, ok := Favorites.Get(r, rowID(me, appID)); ok {
-		return nil // already a favorite: nothing changes, nothing to audit
-	}
-	now := s.now()
-	return s.apply(ctx, "pin a favorite",
-		Favorites.PutIf(&Favorite{ID: rowID(me, appID), Owner: me, AppID: appID, CreatedAt: now}, 0),
-		audit.Record(ctx, now, "favorite.create", appID, audit.Target{Kind: "app", ID: appID}, nil))
+	return s.update(ctx, "pin a favorite", func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		if err := openable(r, c, appID); err != nil {
+			return nil, err
+		}
+		if _, _, ok := Favorites.Get(r, rowID(me, appID)); ok {
+			return nil, nil // already a favorite: nothing changes, nothing to audit
+		}
+		now := s.now()
+		return []raftstore.Op{
+			Favorites.PutIf(&Favorite{ID: rowID(me, appID), Owner: me, AppID: appID, CreatedAt: now}, 0),
+			audit.Record(ctx, now, "favorite.create", appID, audit.Target{Kind: "app", ID: appID}, nil),
+		}, nil
+	})
 }
 
 // Unfavor unpins an app.
 func (s *Service) Unfavor(ctx context.Context, c authz.Caller, appID string) error {
-	r := s.store.Read()
-	_, meta, ok := Favorites.Get(r, rowID(owner(c), appID))
-	if !ok {
-		return errcode.New(errcode.NotFound, "app %s is not among your favorites", appID)
-	}
-	now := s.now()
-	return s.apply(ctx, "unpin a favorite",
-		Favorites.DeleteIf(rowID(owner(c), appID), meta.ModifyIndex),
-		audit.Record(ctx, now, "favorite.delete", appID, audit.Target{Kind: "app", ID: appID}, nil))
+	return s.update(ctx, "unpin a favorite", func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		_, meta, ok := Favorites.Get(r, rowID(owner(c), appID))
+		if !ok {
+			return nil, errcode.New(errcode.NotFound, "app %s is not among your favorites", appID)
+		}
+		return []raftstore.Op{
+			Favorites.DeleteIf(rowID(owner(c), appID), meta.ModifyIndex),
+			audit.Record(ctx, s.now(), "favorite.delete", appID, audit.Target{Kind: "app", ID: appID}, nil),
+		}, nil
+	})
 }
 
 func checkSectionName(name string) (string, error) {
@@ -248,28 +251,35 @@ func checkSectionName(name string) (string, error) {
 	return name, nil
 }
 
-// CreateSection adds a section at the end of the caller's list.
+// CreateSection adds a section at the end of the caller's list. A name is
+// unique among a person's sections, whatever its case.
 func (s *Service) CreateSection(ctx context.Context, c authz.Caller, name string) (Section, error) {
 	name, err := checkSectionName(name)
 	if err != nil {
 		return Section{}, err
 	}
-	r := s.store.Read()
 	me := owner(c)
-	mine := s.sections(r, me)
-	if len(mine) >= MaxSections {
-		return Section{}, errcode.New(errcode.StateInvalid, "at most %d sections", MaxSections)
+	var sec Section
+	err = s.update(ctx, "create a section", func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		mine := s.sections(r, me)
+		if len(mine) >= MaxSections {
+			return nil, errcode.New(errcode.StateInvalid, "at most %d sections", MaxSections)
+		}
+		pos := 0
+		for _, x := range mine {
+			pos = max(pos, x.Position+1)
+		}
+		now := s.now()
+		sec = Section{ID: ids.NewAt(ids.Section, now), Owner: me, Name: name, Position: pos, CreatedAt: now}
+		return []raftstore.Op{
+			Sections.Insert(&sec),
+			audit.Record(ctx, now, "section.create", "", audit.Target{Kind: "section", ID: sec.ID}, map[string]any{"name": name}),
+		}, nil
+	})
+	if err != nil {
+		return Section{}, err
 	}
-	pos := 0
-	for _, x := range mine {
-		pos = max(pos, x.Position+1)
-	}
-	now := s.now()
-	sec := Section{ID: ids.NewAt(ids.Section, now), Owner: me, Name: name, Position: pos, CreatedAt: now}
-	err = s.apply(ctx, "create a section",
-		Sections.Insert(&sec),
-		audit.Record(ctx, now, "section.create", "", audit.Target{Kind: "section", ID: sec.ID}, map[string]any{"name": name}))
-	return sec, err
+	return sec, nil
 }
 
 // mine returns one of the caller's sections; another person's is NOT_FOUND.
@@ -281,96 +291,107 @@ func mine(r *raftstore.Reader, c authz.Caller, id string) (Section, raftstore.Me
 	return sec, meta, nil
 }
 
-// UpdateSection renames a section and, with position, moves it.
+// UpdateSection renames a section and, with position, moves it. Changes
+// made meanwhile are kept but for what this one sets.
 func (s *Service) UpdateSection(ctx context.Context, c authz.Caller, id string, name *string, position *int) (Section, error) {
-	r := s.store.Read()
-	sec, meta, err := mine(r, c, id)
+	if name != nil {
+		n, err := checkSectionName(*name)
+		if err != nil {
+			return Section{}, err
+		}
+		name = &n
+	}
+	if position != nil && (*position < 0 || *position > 10*MaxSections) {
+		return Section{}, errcode.Invalid("position", "position must be from 0 to %d", 10*MaxSections)
+	}
+	var sec Section
+	err := s.update(ctx, "change a section", func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		var meta raftstore.Meta
+		var err error
+		if sec, meta, err = mine(r, c, id); err != nil {
+			return nil, err
+		}
+		if name != nil {
+			sec.Name = *name
+		}
+		if position != nil {
+			sec.Position = *position
+		}
+		return []raftstore.Op{
+			Sections.PutIf(&sec, meta.ModifyIndex),
+			audit.Record(ctx, s.now(), "section.update", "", audit.Target{Kind: "section", ID: id}, map[string]any{"name": sec.Name, "position": sec.Position}),
+		}, nil
+	})
 	if err != nil {
 		return Section{}, err
 	}
-	if name != nil {
-		if sec.Name, err = checkSectionName(*name); err != nil {
-			return Section{}, err
-		}
-	}
-	if position != nil {
-		if *position < 0 || *position > 10*MaxSections {
-			return Section{}, errcode.Invalid("position", "position must be from 0 to %d", 10*MaxSections)
-		}
-		sec.Position = *position
-	}
-	now := s.now()
-	err = s.apply(ctx, "change a section",
-		Sections.PutIf(&sec, meta.ModifyIndex),
-		audit.Record(ctx, now, "section.update", "", audit.Target{Kind: "section", ID: id}, map[string]any{"name": sec.Name, "position": sec.Position}))
-	return sec, err
+	return sec, nil
 }
 
 // DeleteSection removes a section; its apps return to the ungrouped list.
 func (s *Service) DeleteSection(ctx context.Context, c authz.Caller, id string) error {
-	r := s.store.Read()
-	_, meta, err := mine(r, c, id)
-	if err != nil {
-		return err
-	}
-	ops := []raftstore.Op{Sections.DeleteIf(id, meta.ModifyIndex)}
-	fl, _ := Filings.List(r, raftstore.Query{Index: "section", Key: id})
-	for _, f := range fl {
-		ops = append(ops, Filings.Delete(f.Value.ID))
-	}
-	ops = append(ops, audit.Record(ctx, s.now(), "section.delete", "", audit.Target{Kind: "section", ID: id}, nil))
-	return s.apply(ctx, "delete a section", ops...)
+	return s.update(ctx, "delete a section", func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		_, meta, err := mine(r, c, id)
+		if err != nil {
+			return nil, err
+		}
+		ops := []raftstore.Op{Sections.DeleteIf(id, meta.ModifyIndex)}
+		fl, _ := Filings.List(r, raftstore.Query{Index: "section", Key: id})
+		for _, f := range fl {
+			ops = append(ops, Filings.DeleteIf(f.Value.ID, f.Meta.ModifyIndex))
+		}
+		return append(ops, audit.Record(ctx, s.now(), "section.delete", "", audit.Target{Kind: "section", ID: id}, nil)), nil
+	})
 }
 
 // File puts an app the caller can open into one of its sections, moving it
 // out of any other.
 func (s *Service) File(ctx context.Context, c authz.Caller, sectionID, appID string) error {
-	r := s.store.Read()
-	if _, _, err := mine(r, c, sectionID); err != nil {
-		return err
-	}
-	if err := openable(r, c, appID); err != nil {
-		return err
-	}
 	me := owner(c)
-	old, meta, ok := Filings.Get(r, rowID(me, appID))
-	if ok && old.SectionID == sectionID {
-		return nil
-	}
-	now := s.now()
-	return s.apply(ctx, "file an app",
-		Sections.Check(sectionID, sectionMeta(r, sectionID)),
-		Filings.PutIf(&Filing{ID: rowID(me, appID), Owner: me, AppID: appID, SectionID: sectionID}, meta.ModifyIndex),
-		audit.Record(ctx, now, "section.app.add", appID, audit.Target{Kind: "section", ID: sectionID}, nil))
-}
-
-func sectionMeta(r *raftstore.Reader, id string) uint64 {
-	_, m, _ := Sections.Get(r, id)
-	return m.ModifyIndex
+	return s.update(ctx, "file an app", func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		_, secMeta, err := mine(r, c, sectionID)
+		if err != nil {
+			return nil, err
+		}
+		if err := openable(r, c, appID); err != nil {
+			return nil, err
+		}
+		old, meta, ok := Filings.Get(r, rowID(me, appID))
+		if ok && old.SectionID == sectionID {
+			return nil, nil
+		}
+		return []raftstore.Op{
+			Sections.Check(sectionID, secMeta.ModifyIndex),
+			Filings.PutIf(&Filing{ID: rowID(me, appID), Owner: me, AppID: appID, SectionID: sectionID}, meta.ModifyIndex),
+			audit.Record(ctx, s.now(), "section.app.add", appID, audit.Target{Kind: "section", ID: sectionID}, nil),
+		}, nil
+	})
 }
 
 // Unfile takes an app out of a section.
 func (s *Service) Unfile(ctx context.Context, c authz.Caller, sectionID, appID string) error {
-	r := s.store.Read()
-	if _, _, err := mine(r, c, sectionID); err != nil {
-		return err
-	}
-	f, meta, ok := Filings.Get(r, rowID(owner(c), appID))
-	if !ok || f.SectionID != sectionID {
-		return errcode.New(errcode.NotFound, "app %s is not in section %s", appID, sectionID)
-	}
-	return s.apply(ctx, "take an app out of a section",
-		Filings.DeleteIf(f.ID, meta.ModifyIndex),
-		audit.Record(ctx, s.now(), "section.app.remove", appID, audit.Target{Kind: "section", ID: sectionID}, nil))
+	return s.update(ctx, "take an app out of a section", func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		if _, _, err := mine(r, c, sectionID); err != nil {
+			return nil, err
+		}
+		f, meta, ok := Filings.Get(r, rowID(owner(c), appID))
+		if !ok || f.SectionID != sectionID {
+			return nil, errcode.New(errcode.NotFound, "app %s is not in section %s", appID, sectionID)
+		}
+		return []raftstore.Op{
+			Filings.DeleteIf(f.ID, meta.ModifyIndex),
+			audit.Record(ctx, s.now(), "section.app.remove", appID, audit.Target{Kind: "section", ID: sectionID}, nil),
+		}, nil
+	})
 }
 
-func (s *Service) apply(ctx context.Context, what string, ops ...raftstore.Op) error {
-	if _, err := s.store.Apply(ctx, ops...); err != nil {
-		switch {
-		case raftstore.IsReason(err, raftstore.ReasonConflict):
+// update makes one change through the store's Update: a change that raced
+// another is built again on a newer view, so it is applied, not refused. A
+// section name the person already has is refused (STATE_INVALID).
+func (s *Service) update(ctx context.Context, what string, build raftstore.Build) error {
+	if _, err := s.store.Update(ctx, build); err != nil {
+		if raftstore.IsReason(err, raftstore.ReasonConflict) {
 			return errcode.New(errcode.StateInvalid, "you already have a section of that name").WithDetail("field", "name")
-		case raftstore.IsReason(err, raftstore.ReasonStale), raftstore.IsReason(err, raftstore.ReasonNotFound):
-			return errcode.New(errcode.StateInvalid, "it changed meanwhile; try again")
 		}
 		return fmt.Errorf("%s: %w", what, err)
 	}

@@ -41,7 +41,6 @@ const (
 
 // Store is what the service needs of the replicated store.
 type Store interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
 	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 	Status() raftstore.Status
@@ -100,8 +99,10 @@ func (s *Service) WriteProbe(ctx context.Context, payloadBytes int) (ProbeResult
 	}
 	p := Probe{ID: ids.New(ids.Probe), Node: s.node, WrittenAt: s.now().UTC(), Payload: make([]byte, payloadBytes)}
 	start := time.Now()
-	index, err := s.store.Apply(ctx, Probes.Insert(&p),
-		audit.Record(ctx, p.WrittenAt, "operator.probe.create", "", audit.Target{Kind: "probe", ID: p.ID}, map[string]any{"payload_bytes": payloadBytes}))
+	index, err := s.store.Update(ctx, func(*raftstore.Reader) ([]raftstore.Op, error) {
+		return []raftstore.Op{Probes.Insert(&p),
+			audit.Record(ctx, p.WrittenAt, "operator.probe.create", "", audit.Target{Kind: "probe", ID: p.ID}, map[string]any{"payload_bytes": payloadBytes})}, nil
+	})
 	if err != nil {
 		return ProbeResult{}, fmt.Errorf("write probe: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/raftstore"
 )
 
 // RecordRestart writes the audit entry of a restart of this node's server
@@ -13,7 +14,8 @@ import (
 // asked for.
 func (s *Service) RecordRestart(ctx context.Context) error {
 	entry := audit.New(ctx, s.now().UTC(), "server.restart", "", audit.Target{Kind: "node", ID: s.node}, nil)
-	if _, err := s.store.Apply(ctx, audit.Insert(entry)); err != nil {
+	_, err := s.store.Update(ctx, func(*raftstore.Reader) ([]raftstore.Op, error) { return []raftstore.Op{audit.Insert(entry)}, nil })
+	if err != nil {
 		return fmt.Errorf("record restart: %w", err)
 	}
 	return nil

@@ -126,6 +126,18 @@ func (s *Service) rejection(appID string) error {
 	return s.d.Detections.Rejection(appID)
 }
 
+// DefaultRuntime is the runtime a deploy of a spec that names none would
+// use under the policy in force, with its capabilities (detection weighs
+// its proposals by what it can build); the refusal when no runtime would
+// do.
+func (s *Service) DefaultRuntime() (Runtime, error) {
+	rt, refusal := chooseRuntime(Input{Policy: s.d.Policy.Current(), Runtimes: s.runtimes()})
+	if refusal != nil {
+		return Runtime{}, refusal
+	}
+	return rt, nil
+}
+
 // runtimes are the loaded runtime adapters with their live capabilities.
 func (s *Service) runtimes() []Runtime {
 	var out []Runtime

@@ -34,7 +34,7 @@ var Table = &raftstore.Table[Saved]{
 
 // Store is what the service needs of the replicated store.
 type Store interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 }
 
@@ -80,24 +80,27 @@ func (s *Service) Fixed() []string {
 // Replace replaces the saved policy with the one in body (a decoded JSON
 // object of settings; missing ones take their defaults). A setting fixed at
 // startup may appear only with its fixed value (STATE_INVALID otherwise),
-// and the saved value of a fixed setting is kept as it was.
+// and the saved value of a fixed setting is kept as it was. Of two
+// replacements made at once, the later one applied is the policy.
 func (s *Service) Replace(ctx context.Context, body map[string]any) (Policy, error) {
-	r := s.store.Read()
-	old, meta := s.saved(r)
-	next, err := s.candidate(body, old)
-	if err != nil {
-		return Policy{}, err
-	}
-	changed := changedSettings(old, next)
-	if len(changed) == 0 {
-		return s.fixed.Apply(next), nil
-	}
-	now := s.now()
-	_, err = s.store.Apply(ctx,
-		Table.PutIf(&Saved{ID: savedID, Policy: next}, meta.ModifyIndex),
-		audit.Record(ctx, now, "policy.update", "", audit.Target{Kind: "policy", ID: savedID}, map[string]any{"changed": changed}),
-		events.Emit(ctx, now, "policy.updated", nil, "", "", nil),
-	)
+	var next Policy
+	_, err := s.store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		old, meta := s.saved(r)
+		var err error
+		if next, err = s.candidate(body, old); err != nil {
+			return nil, err
+		}
+		changed := changedSettings(old, next)
+		if len(changed) == 0 {
+			return nil, nil
+		}
+		now := s.now()
+		return []raftstore.Op{
+			Table.PutIf(&Saved{ID: savedID, Policy: next}, meta.ModifyIndex),
+			audit.Record(ctx, now, "policy.update", "", audit.Target{Kind: "policy", ID: savedID}, map[string]any{"changed": changed}),
+			events.Emit(ctx, now, "policy.updated", nil, "", "", nil),
+		}, nil
+	})
 	if err != nil {
 		return Policy{}, err
 	}

@@ -14,7 +14,7 @@ import (
 
 // Store is what the service needs of the replicated store.
 type Store interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 }
 
@@ -36,12 +36,20 @@ type Service struct{ d Deps }
 // NewService returns the secrets service.
 func NewService(d Deps) *Service { return &Service{d: d} }
 
-// attempts bounds the retries of a write that raced another write.
-const attempts = 5
-
 // Put sets a secret: a new secret, or a new version of an existing one
 // (a rotation). Its audit entry and the app.secret_changed event (the key,
 // never the value) commit with the row.
+//
+// The value goes to the primary adapter once, before the row is written
+// (a change to the row that raced another is built again, never written to
+// the adapter again). Concurrent writes to one secret are all applied, one
+// after another: the builtin adapter's versions are numbered by the row
+// (one more than the row's), vault's by vault, and a vault write whose row
+// comes after the row of a newer vault version (by vault's clock) leaves
+// the newer one in place: the row only moves to newer versions. When the
+// row cannot be written after the adapter took the value, the adapter
+// holds a version no row names: reads name the row's version, so it is
+// never served, and the request retried writes a newer version and its row.
 func (s *Service) Put(ctx context.Context, ref Ref, value string) (View, error) {
 	if err := CheckKey(ref.Key); err != nil {
 		return View{}, err
@@ -54,45 +62,80 @@ func (s *Service) Put(ctx context.Context, ref Ref, value string) (View, error) 
 	if err != nil {
 		return View{}, err
 	}
-	for try := 1; ; try++ {
-		r := s.d.Store.Read()
-		app, appMeta, ok := apps.Apps.Get(r, ref.AppID)
-		if !ok {
-			return View{}, errcode.New(errcode.NotFound, "no app %s", ref.AppID)
+	// What would refuse the row is checked before the adapter writes.
+	if _, _, err := settable(s.d.Store.Read(), ref); err != nil {
+		return View{}, err
+	}
+	stored, err := backend.Put(ctx, ref, value)
+	if err != nil {
+		return View{}, fmt.Errorf("put secret %s: %w", ref.Key, err)
+	}
+	var row Secret
+	var moved string // the origin the value moved from
+	_, err = s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		app, appMeta, err := settable(r, ref)
+		if err != nil {
+			return nil, err
 		}
 		old, meta, exists := Secrets.Get(r, RowID(ref.AppID, ref.Key))
-		if !exists {
-			if n, _ := Secrets.List(r, raftstore.Query{Index: "app", Key: ref.AppID, Limit: MaxPerApp}); len(n) >= MaxPerApp {
-				return View{}, errcode.New(errcode.StateInvalid, "an app may have at most %d secrets", MaxPerApp)
-			}
-		}
-		stored, err := backend.Put(ctx, ref, value)
-		if err != nil {
-			return View{}, fmt.Errorf("put secret %s: %w", ref.Key, err)
-		}
 		now := s.d.Now()
-		row := Secret{ID: RowID(ref.AppID, ref.Key), AppID: ref.AppID, Key: ref.Key, Origin: primary,
-			Version: stored.Version, Sealed: stored.Sealed, CreatedAt: now, UpdatedAt: now}
+		row = Secret{ID: RowID(ref.AppID, ref.Key), AppID: ref.AppID, Key: ref.Key, Origin: primary,
+			Version: stored.Version, VersionAt: stored.At, Sealed: stored.Sealed, CreatedAt: now, UpdatedAt: now}
+		moved = ""
 		if exists {
 			row.CreatedAt = old.CreatedAt
+			if old.Origin != primary {
+				moved = old.Origin
+			}
 		}
-		_, err = s.d.Store.Apply(ctx,
+		same := exists && old.Origin == primary
+		details := map[string]any{"key": ref.Key, "origin": row.Origin, "version": row.Version, "created": !exists}
+		switch {
+		case stored.Version == 0: // the row numbers the versions
+			row.Version = 1
+			if same {
+				row.Version = old.Version + 1
+			}
+			details["version"] = row.Version
+		case same && !stored.At.IsZero() && old.VersionAt.After(stored.At):
+			// A newer version's row came first: this write is audited,
+			// and the row stays on the newer version.
+			details["superseded_by"] = old.Version
+			return []raftstore.Op{
+				apps.Apps.Check(ref.AppID, appMeta.ModifyIndex),
+				Secrets.Check(old.ID, meta.ModifyIndex),
+				audit.Record(ctx, now, "secret.set", ref.AppID, audit.Target{Kind: "secret", ID: ref.Key}, details),
+			}, nil
+		}
+		return []raftstore.Op{
 			apps.Apps.Check(ref.AppID, appMeta.ModifyIndex),
 			Secrets.PutIf(&row, meta.ModifyIndex),
-			audit.Record(ctx, now, "secret.set", ref.AppID, audit.Target{Kind: "secret", ID: ref.Key},
-				map[string]any{"key": ref.Key, "origin": row.Origin, "version": row.Version, "created": !exists}),
+			audit.Record(ctx, now, "secret.set", ref.AppID, audit.Target{Kind: "secret", ID: ref.Key}, details),
 			events.Emit(ctx, now, "app.secret_changed", appRef(app), "", "", map[string]any{"key": ref.Key}),
-		)
-		if err == nil {
-			if exists && old.Origin != row.Origin {
-				dropFrom(ctx, backends, old.Origin, ref)
-			}
-			return row.view(), nil
-		}
-		if !raced(err) || try == attempts {
-			return View{}, fmt.Errorf("put secret %s: %w", ref.Key, err)
+		}, nil
+	})
+	if err != nil {
+		return View{}, fmt.Errorf("put secret %s: %w", ref.Key, err)
+	}
+	if moved != "" {
+		dropFrom(ctx, backends, moved, ref)
+	}
+	return row.view(), nil
+}
+
+// settable returns the app of a secret that may be set in the view r: the
+// app exists, and a new secret stays within MaxPerApp.
+func settable(r *raftstore.Reader, ref Ref) (apps.App, raftstore.Meta, error) {
+	app, meta, ok := apps.Apps.Get(r, ref.AppID)
+	if !ok {
+		return apps.App{}, meta, errcode.New(errcode.NotFound, "no app %s", ref.AppID)
+	}
+	if _, _, exists := Secrets.Get(r, RowID(ref.AppID, ref.Key)); !exists {
+		if n, _ := Secrets.List(r, raftstore.Query{Index: "app", Key: ref.AppID, Limit: MaxPerApp}); len(n) >= MaxPerApp {
+			return apps.App{}, meta, tooMany()
 		}
 	}
+	return app, meta, nil
 }
 
 // dropFrom removes a secret's value from the adapter that held it before it
@@ -102,10 +145,6 @@ func dropFrom(ctx context.Context, backends map[string]Backend, origin string, r
 	if b, ok := backends[origin]; ok {
 		_ = b.Delete(ctx, ref)
 	}
-}
-
-func raced(err error) bool {
-	return raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound)
 }
 
 func appRef(a apps.App) *events.AppRef { return &events.AppRef{ID: a.ID, Name: a.Name, Slug: a.Slug} }
@@ -139,13 +178,16 @@ func (s *Service) Value(ctx context.Context, ref Ref) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	value, err := backend.Get(ctx, ref, Stored{Version: row.Version, Sealed: row.Sealed})
+	value, err := backend.Get(ctx, ref, row.stored())
 	if err != nil {
 		return "", fmt.Errorf("read secret %s: %w", ref.Key, err)
 	}
 	now := s.d.Now()
-	if _, err := s.d.Store.Apply(ctx, audit.Record(ctx, now, "secret.read", ref.AppID,
-		audit.Target{Kind: "secret", ID: ref.Key}, map[string]any{"key": ref.Key, "origin": row.Origin, "version": row.Version})); err != nil {
+	_, err = s.d.Store.Update(ctx, func(*raftstore.Reader) ([]raftstore.Op, error) {
+		return []raftstore.Op{audit.Record(ctx, now, "secret.read", ref.AppID,
+			audit.Target{Kind: "secret", ID: ref.Key}, map[string]any{"key": ref.Key, "origin": row.Origin, "version": row.Version})}, nil
+	})
+	if err != nil {
 		return "", fmt.Errorf("read secret %s: audit: %w", ref.Key, err)
 	}
 	return value, nil
@@ -164,7 +206,7 @@ func (s *Service) Resolve(ctx context.Context, appID, key string) (string, int64
 	if err != nil {
 		return "", 0, err
 	}
-	value, err := backend.Get(ctx, Ref{AppID: appID, Key: key}, Stored{Version: row.Version, Sealed: row.Sealed})
+	value, err := backend.Get(ctx, Ref{AppID: appID, Key: key}, row.stored())
 	if err != nil {
 		return "", 0, fmt.Errorf("read secret %s: %w", key, err)
 	}
@@ -172,39 +214,52 @@ func (s *Service) Resolve(ctx context.Context, appID, key string) (string, int64
 }
 
 // Delete removes a secret from its adapter and then its row, with its audit
-// entry and an app.secret_changed event.
+// entry and an app.secret_changed event. The adapter is asked once, before
+// the row goes. When a set raced the delete (the row removed is not the one
+// the adapter was asked about), the value that set wrote is removed from
+// its adapter too, so that no value of a deleted secret stays behind.
 func (s *Service) Delete(ctx context.Context, ref Ref) error {
-	for try := 1; ; try++ {
-		r := s.d.Store.Read()
+	r := s.d.Store.Read()
+	if !apps.Exists(r, ref.AppID) {
+		return errcode.New(errcode.NotFound, "no app %s", ref.AppID)
+	}
+	row, _, ok := Secrets.Get(r, RowID(ref.AppID, ref.Key))
+	if !ok {
+		return errcode.New(errcode.NotFound, "app %s has no secret %s", ref.AppID, ref.Key)
+	}
+	backend, err := s.backend(row.Origin)
+	if err != nil {
+		return err
+	}
+	if err := backend.Delete(ctx, ref); err != nil {
+		return fmt.Errorf("delete secret %s: %w", ref.Key, err)
+	}
+	var gone Secret
+	_, err = s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
 		app, _, ok := apps.Apps.Get(r, ref.AppID)
 		if !ok {
-			return errcode.New(errcode.NotFound, "no app %s", ref.AppID)
+			return nil, errcode.New(errcode.NotFound, "no app %s", ref.AppID)
 		}
-		row, meta, ok := Secrets.Get(r, RowID(ref.AppID, ref.Key))
-		if !ok {
-			return errcode.New(errcode.NotFound, "app %s has no secret %s", ref.AppID, ref.Key)
-		}
-		backend, err := s.backend(row.Origin)
-		if err != nil {
-			return err
-		}
-		if err := backend.Delete(ctx, ref); err != nil {
-			return fmt.Errorf("delete secret %s: %w", ref.Key, err)
+		var meta raftstore.Meta
+		if gone, meta, ok = Secrets.Get(r, RowID(ref.AppID, ref.Key)); !ok {
+			return nil, errcode.New(errcode.NotFound, "app %s has no secret %s", ref.AppID, ref.Key)
 		}
 		now := s.d.Now()
-		_, err = s.d.Store.Apply(ctx,
-			Secrets.DeleteIf(row.ID, meta.ModifyIndex),
+		return []raftstore.Op{
+			Secrets.DeleteIf(gone.ID, meta.ModifyIndex),
 			audit.Record(ctx, now, "secret.delete", ref.AppID, audit.Target{Kind: "secret", ID: ref.Key},
-				map[string]any{"key": ref.Key, "origin": row.Origin}),
+				map[string]any{"key": ref.Key, "origin": gone.Origin}),
 			events.Emit(ctx, now, "app.secret_changed", appRef(app), "", "", map[string]any{"key": ref.Key}),
-		)
-		if err == nil {
-			return nil
-		}
-		if !raced(err) || try == attempts {
-			return fmt.Errorf("delete secret %s: %w", ref.Key, err)
-		}
+		}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete secret %s: %w", ref.Key, err)
 	}
+	if gone.Origin != row.Origin || gone.Version != row.Version {
+		backends, _ := s.d.Backends()
+		dropFrom(ctx, backends, gone.Origin, ref)
+	}
+	return nil
 }
 
 func (s *Service) backend(origin string) (Backend, error) {
@@ -243,7 +298,14 @@ func (s *Service) SweepDeletedApps(ctx context.Context) error {
 		if err := b.Delete(ctx, Ref{AppID: row.AppID, Key: row.Key}); err != nil {
 			continue // the adapter is down: the next sweep tries again
 		}
-		if _, err := s.d.Store.Apply(ctx, Secrets.DeleteIf(row.ID, it.Meta.ModifyIndex)); err != nil && !raced(err) {
+		_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+			cur, meta, ok := Secrets.Get(r, row.ID)
+			if !ok || apps.Exists(r, cur.AppID) {
+				return nil, nil
+			}
+			return []raftstore.Op{Secrets.DeleteIf(cur.ID, meta.ModifyIndex)}, nil
+		})
+		if err != nil {
 			return fmt.Errorf("sweep secrets of deleted apps: %w", err)
 		}
 	}

@@ -7,7 +7,6 @@ package secretstest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -69,7 +68,10 @@ func Run(t *testing.T, factory Factory) {
 		{"values of every shape come back exactly", shapes},
 		{"keys and values outside the limits are refused", limits},
 		{"the adapter lists names and versions, never values", adapterList},
-		{"concurrent writers leave one consistent row", concurrentWriters},
+		{"concurrent writers are all applied, one after another", concurrentWriters},
+		{"concurrent new secrets of one app are all applied", concurrentKeys},
+		{"a value whose row was not written is never served; the retry converges", unwrittenRow},
+		{"a write whose row comes late never hides a newer version", lateRow},
 		{"every change and every read is audited without the value", auditTrail},
 		{"the secrets of a deleted app are swept away", sweep},
 	}
@@ -301,40 +303,170 @@ func adapterList(t *testing.T, h *harness) {
 	}
 }
 
+// concurrentWriters: 16 writes to one secret at once are all applied, each
+// as its own version; the row ends on the newest, whose value reads back,
+// and each write is audited once.
 func concurrentWriters(t *testing.T, h *harness) {
 	app := h.app("concurrent")
-	const writers = 8
+	const writers = 16
 	var wg sync.WaitGroup
-	errs := make(chan error, writers)
+	views := make([]secrets.View, writers)
+	errs := make([]error, writers)
 	for i := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := h.svc.Put(ctx, secrets.Ref{AppID: app, Key: "RACE"}, fmt.Sprintf("value-%d", i))
-			errs <- err
+			views[i], errs[i] = h.svc.Put(ctx, secrets.Ref{AppID: app, Key: "RACE"}, fmt.Sprintf("value-%d", i))
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	ok := 0
-	for err := range errs {
-		if err == nil {
-			ok++
-		} else if !errors.Is(err, context.Canceled) {
-			t.Logf("a racing writer was refused: %v", err)
+	newest, seen := -1, map[int64]int{}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("writer %d of %d concurrent writers was refused: %v", i, writers, err)
+		}
+		if j, dup := seen[views[i].Version]; dup {
+			t.Fatalf("writers %d and %d were both given version %d", j, i, views[i].Version)
+		}
+		seen[views[i].Version] = i
+		if newest < 0 || views[i].Version > views[newest].Version {
+			newest = i
 		}
 	}
-	if ok == 0 {
-		t.Fatal("no concurrent writer succeeded")
+	list, _ := h.svc.List(app)
+	if len(list) != 1 || list[0].Version != views[newest].Version {
+		t.Fatalf("after the race the store lists %+v, want RACE at the newest version %d", list, views[newest].Version)
 	}
-	v := h.value(app, "RACE")
-	if !strings.HasPrefix(v, "value-") {
-		t.Fatalf("value after the race = %q", v)
+	if v, want := h.value(app, "RACE"), fmt.Sprintf("value-%d", newest); v != want {
+		t.Fatalf("value after the race = %q, want %q (the newest version's)", v, want)
+	}
+	entries, _ := audit.Entries.List(h.env.Store.Read(), raftstore.Query{})
+	sets := 0
+	for _, e := range entries {
+		if e.Value.Action == "secret.set" && e.Value.AppID != nil && *e.Value.AppID == app {
+			sets++
+		}
+	}
+	if sets != writers {
+		t.Errorf("%d secret.set entries, want %d", sets, writers)
+	}
+}
+
+// concurrentKeys: 16 new secrets of one app written at once are all there.
+func concurrentKeys(t *testing.T, h *harness) {
+	app := h.app("concurrent-keys")
+	const writers = 16
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = h.svc.Put(ctx, secrets.Ref{AppID: app, Key: fmt.Sprintf("KEY_%d", i)}, fmt.Sprintf("value-%d", i))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("writer %d was refused: %v", i, err)
+		}
+	}
+	if list, _ := h.svc.List(app); len(list) != writers {
+		t.Fatalf("%d secrets after %d concurrent writes: %+v", len(list), writers, list)
+	}
+	for i := range writers {
+		if v, want := h.value(app, fmt.Sprintf("KEY_%d", i)), fmt.Sprintf("value-%d", i); v != want {
+			t.Errorf("KEY_%d = %q, want %q", i, v, want)
+		}
+	}
+}
+
+// unwrittenRow: when the adapter took a value but its row could not be
+// written (the store refused), reads keep serving the row's value, and the
+// request made again writes a newer version that reads back.
+func unwrittenRow(t *testing.T, h *harness) {
+	app := h.app("unwritten")
+	ref := secrets.Ref{AppID: app, Key: "KEPT"}
+	before := h.put(app, "KEPT", "kept-value")
+	failing := secrets.NewService(secrets.Deps{Store: noRows{h.env.Store}, Now: now,
+		Backends: func() (map[string]secrets.Backend, string) { return map[string]secrets.Backend{h.id: h.backend}, h.id }})
+	if _, err := failing.Put(ctx, ref, "lost-value"); errcode.CodeOf(err) != errcode.StoreUnavailable {
+		t.Fatalf("put with the store refusing: %v, want STORE_UNAVAILABLE", err)
+	}
+	if v := h.value(app, "KEPT"); v != "kept-value" {
+		t.Fatalf("after a write whose row failed, the value read is %q, want the row's %q", v, "kept-value")
+	}
+	again := h.put(app, "KEPT", "lost-value")
+	if again.Version <= before.Version {
+		t.Fatalf("the retry wrote version %d after %d", again.Version, before.Version)
+	}
+	if v := h.value(app, "KEPT"); v != "lost-value" {
+		t.Fatalf("after the retry the value read is %q", v)
+	}
+}
+
+// lateRow: a write whose row is held back until a later write of the same
+// secret has committed is applied too, and the row ends on the newest
+// version (by the adapter's numbering), whose value reads back.
+func lateRow(t *testing.T, h *harness) {
+	app := h.app("late")
+	ref := secrets.Ref{AppID: app, Key: "LATE"}
+	held := &heldStore{Store: h.env.Store, waiting: make(chan struct{}), release: make(chan struct{})}
+	slow := secrets.NewService(secrets.Deps{Store: held, Now: now,
+		Backends: func() (map[string]secrets.Backend, string) { return map[string]secrets.Backend{h.id: h.backend}, h.id }})
+	var first secrets.View
+	var firstErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		first, firstErr = slow.Put(ctx, ref, "first-value")
+	}()
+	<-held.waiting // the first value is in the adapter, its row held back
+	second := h.put(app, "LATE", "second-value")
+	close(held.release)
+	<-done
+	if firstErr != nil {
+		t.Fatalf("the held-back write: %v", firstErr)
+	}
+	if first.Version == second.Version {
+		t.Fatalf("both writes have version %d", first.Version)
+	}
+	newest, want := first, "first-value"
+	if second.Version > first.Version {
+		newest, want = second, "second-value"
 	}
 	list, _ := h.svc.List(app)
-	if len(list) != 1 {
-		t.Fatalf("list after the race = %+v", list)
+	if len(list) != 1 || list[0].Version != newest.Version {
+		t.Fatalf("the store lists %+v, want version %d", list, newest.Version)
 	}
+	if v := h.value(app, "LATE"); v != want {
+		t.Fatalf("value = %q, want %q", v, want)
+	}
+}
+
+// heldStore holds the first write back until release is closed, after
+// saying so on waiting.
+type heldStore struct {
+	*raftstore.Store
+	once    sync.Once
+	waiting chan struct{}
+	release chan struct{}
+}
+
+func (s *heldStore) Update(ctx context.Context, build raftstore.Build) (uint64, error) {
+	s.once.Do(func() {
+		close(s.waiting)
+		<-s.release
+	})
+	return s.Store.Update(ctx, build)
+}
+
+// noRows is a store that reads but refuses every write, as a store without
+// a leader does.
+type noRows struct{ *raftstore.Store }
+
+func (noRows) Update(context.Context, raftstore.Build) (uint64, error) {
+	return 0, errcode.New(errcode.StoreUnavailable, "no leader")
 }
 
 func auditTrail(t *testing.T, h *harness) {

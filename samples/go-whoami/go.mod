@@ -1,0 +1,3 @@
+module example.com/whoami
+
+go 1.22
