@@ -2,11 +2,8 @@ package server
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/svchost/svc/internal/detection"
@@ -19,85 +16,18 @@ import (
 // precondition fails (a taken slug, a volume the spec declares already)
 // answers STATE_INVALID.
 
-// burstRequest is one request of a burst.
-type burstRequest struct{ method, path, body string }
-
-// requests is n requests of one method: paths[i] with bodies[i].
-func requests(method string, paths, bodies []string) []burstRequest {
-	out := make([]burstRequest, len(paths))
-	for i := range out {
-		out[i] = burstRequest{method, paths[i], bodies[i]}
-	}
-	return out
-}
-
-// appsBurst sends the requests over real HTTP to a listening server, as
-// the harness administrator, all released at once, and returns the
-// answers in order.
-func appsBurst(t *testing.T, h *harness, reqs []burstRequest) []answer {
-	t.Helper()
-	srv := httptest.NewServer(h.srv.Handler())
-	defer srv.Close()
-	out := make([]answer, len(reqs))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, r := range reqs {
-		req, err := http.NewRequest(r.method, srv.URL+r.path, strings.NewReader(r.body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+h.token)
-		if r.body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			resp, err := srv.Client().Do(req)
-			if err != nil {
-				t.Errorf("%s %s: %v", r.method, r.path, err)
-				return
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Errorf("%s %s: read the answer: %v", r.method, r.path, err)
-			}
-			out[i] = answer{status: resp.StatusCode, header: resp.Header, body: b}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	return out
-}
-
-// repeated is n copies of s, each with %d replaced by its index.
-func repeated(n int, s string) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = strings.ReplaceAll(s, "%d", fmt.Sprint(i))
-	}
-	return out
-}
-
 // oneWins checks that exactly one answer is status and every other is a
 // 409 STATE_INVALID naming field: one request's precondition held, the
 // others' failed.
 func oneWins(t *testing.T, what string, answers []answer, status int, field string) {
 	t.Helper()
-	won := 0
-	for i, a := range answers {
-		if a.status == status {
-			won++
-			continue
-		}
-		if e := wantError(t, fmt.Sprintf("%s %d", what, i), a, http.StatusConflict, errcode.StateInvalid); e.Details["field"] != field {
-			t.Errorf("%s %d: details %v", what, i, e.Details)
-		}
+	if ok, _ := outcomes(t, what, answers, status, errcode.StateInvalid); ok != 1 {
+		t.Errorf("%d %s requests applied; want 1", ok, what)
 	}
-	if won != 1 {
-		t.Errorf("%d %s requests applied; want 1", won, what)
+	for i, a := range answers {
+		if e, _ := envelopeOf(a); a.status != status && e.Details["field"] != field {
+			t.Errorf("%s %d: details %v, want field %s", what, i, e.Details, field)
+		}
 	}
 }
 
@@ -116,8 +46,11 @@ func TestConcurrentRenamesOfOneAppAllApply(t *testing.T) {
 	h := newHarness(t)
 	app := h.app(t, "Renamed")
 	const n = 32
-	for i, a := range appsBurst(t, h, requests("PATCH", repeated(n, api+"/apps/"+app), repeated(n, `{"name":"Renamed %d"}`))) {
-		wantStatus(t, fmt.Sprintf("rename %d", i), a, http.StatusOK)
+	as := h.wire(t).burst(n, func(i int) (string, string, string, string) {
+		return "PATCH", api + "/apps/" + app, fmt.Sprintf(`{"name":"Renamed %d"}`, i), h.token
+	})
+	if ok, _ := outcomes(t, "rename", as, http.StatusOK, ""); ok != n {
+		t.Errorf("%d of %d renames applied", ok, n)
 	}
 	got := decodeAs[appAnswer](t, h.send("GET", api+"/apps/"+app, "")).App
 	if !strings.HasPrefix(got.Name, "Renamed ") || got.Name == "Renamed" {
@@ -135,7 +68,9 @@ func TestConcurrentSlugClaimsOneWinsTheRestAreStateInvalid(t *testing.T) {
 	for i := range paths {
 		paths[i] = api + "/apps/" + h.app(t, fmt.Sprintf("Claimant %d", i))
 	}
-	oneWins(t, "slug claim", appsBurst(t, h, requests("PATCH", paths, repeated(n, `{"slug":"wanted"}`))), http.StatusOK, "slug")
+	oneWins(t, "slug claim", h.wire(t).burst(n, func(i int) (string, string, string, string) {
+		return "PATCH", paths[i], `{"slug":"wanted"}`, h.token
+	}), http.StatusOK, "slug")
 	late := h.app(t, "Late")
 	wantError(t, "a taken slug", h.send("PATCH", api+"/apps/"+late, `{"slug":"wanted"}`), http.StatusConflict, errcode.StateInvalid)
 }
@@ -146,8 +81,11 @@ func TestConcurrentSpecRevisionsAllApply(t *testing.T) {
 	const n = 16
 	body := strings.Replace(specExampleJSON, `"LOG_LEVEL": "info"`, `"LOG_LEVEL": "level-%d"`, 1)
 	seen := map[uint64]bool{}
-	for i, a := range appsBurst(t, h, requests("POST", repeated(n, api+"/apps/"+app+"/specs"), repeated(n, body))) {
-		wantStatus(t, fmt.Sprintf("revision %d", i), a, http.StatusCreated)
+	as := h.wire(t).burst(n, func(i int) (string, string, string, string) {
+		return "POST", api + "/apps/" + app + "/specs", strings.ReplaceAll(body, "%d", fmt.Sprint(i)), h.token
+	})
+	outcomes(t, "revision", as, http.StatusCreated, "")
+	for _, a := range as {
 		if a.status == http.StatusCreated {
 			seen[decodeAs[specAnswer](t, a).Spec.Number] = true
 		}
@@ -173,8 +111,12 @@ func TestConcurrentVolumeDeclarationsAllApply(t *testing.T) {
 	base := api + "/apps/" + app + "/volumes"
 	const n = 8
 	seen := map[uint64]bool{}
-	for i, a := range appsBurst(t, h, requests("POST", repeated(n, base), repeated(n, `{"name":"v%d","size_bytes":1048576,"path":"/v%d"}`))) {
-		wantStatus(t, fmt.Sprintf("volume %d", i), a, http.StatusCreated)
+	w := h.wire(t)
+	as := w.burst(n, func(i int) (string, string, string, string) {
+		return "POST", base, fmt.Sprintf(`{"name":"v%d","size_bytes":1048576,"path":"/v%d"}`, i, i), h.token
+	})
+	outcomes(t, "volume", as, http.StatusCreated, "")
+	for _, a := range as {
 		if a.status == http.StatusCreated {
 			seen[decodeAs[volumes.Created](t, a).SpecRevision] = true
 		}
@@ -198,7 +140,9 @@ func TestConcurrentVolumeDeclarationsAllApply(t *testing.T) {
 
 	// One name declared by several requests at once: one is applied, the
 	// others are STATE_INVALID (the spec declares it already).
-	oneWins(t, "declaration of one name", appsBurst(t, h, requests("POST", repeated(4, base), repeated(4, `{"name":"dup","size_bytes":1048576,"path":"/dup%d"}`))), http.StatusCreated, "name")
+	oneWins(t, "declaration of one name", w.burst(4, func(i int) (string, string, string, string) {
+		return "POST", base, fmt.Sprintf(`{"name":"dup","size_bytes":1048576,"path":"/dup%d"}`, i), h.token
+	}), http.StatusCreated, "name")
 }
 
 // Pins and renames of one app at once: all applied, and the app row's pin
@@ -210,14 +154,14 @@ func TestConcurrentPinsAndRenamesAllApply(t *testing.T) {
 	for range n {
 		h.specRevision(t, app)
 	}
-	var reqs []burstRequest
-	for i := range n {
-		reqs = append(reqs,
-			burstRequest{"POST", fmt.Sprintf("%s/apps/%s/specs/%d/pin", api, app, i+1), ""},
-			burstRequest{"PATCH", api + "/apps/" + app, fmt.Sprintf(`{"name":"Pinned %d"}`, i)})
-	}
-	for i, a := range appsBurst(t, h, reqs) {
-		wantStatus(t, reqs[i].method+" "+reqs[i].path, a, http.StatusOK)
+	as := h.wire(t).burst(2*n, func(i int) (string, string, string, string) {
+		if i%2 == 0 {
+			return "POST", fmt.Sprintf("%s/apps/%s/specs/%d/pin", api, app, i/2+1), "", h.token
+		}
+		return "PATCH", api + "/apps/" + app, fmt.Sprintf(`{"name":"Pinned %d"}`, i), h.token
+	})
+	if ok, _ := outcomes(t, "pin or rename", as, http.StatusOK, ""); ok != 2*n {
+		t.Errorf("%d of %d pins and renames applied", ok, 2*n)
 	}
 	a := decodeAs[appAnswer](t, h.send("GET", api+"/apps/"+app, "")).App
 	list := decodeAs[specListAnswer](t, h.send("GET", api+"/apps/"+app+"/specs", ""))
@@ -237,8 +181,11 @@ func TestConcurrentDetectionAnswersAddUp(t *testing.T) {
 	base := api + "/apps/" + app
 	wantStatus(t, "upload", h.upload(base+"/source", "application/gzip", flaskApp(t)), http.StatusAccepted)
 	const n = 8
-	for i, a := range appsBurst(t, h, requests("POST", repeated(n, base+"/detection/answers"), repeated(n, `{"answers":{"note_%d":"value %d"}}`))) {
-		wantStatus(t, fmt.Sprintf("answer %d", i), a, http.StatusOK)
+	as := h.wire(t).burst(n, func(i int) (string, string, string, string) {
+		return "POST", base + "/detection/answers", fmt.Sprintf(`{"answers":{"note_%d":"value %d"}}`, i, i), h.token
+	})
+	if ok, _ := outcomes(t, "answer", as, http.StatusOK, ""); ok != n {
+		t.Errorf("%d of %d answers applied", ok, n)
 	}
 	rec := decodeAs[detection.Record](t, h.send("GET", base+"/detection", ""))
 	for i := range n {
