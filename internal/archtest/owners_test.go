@@ -242,4 +242,3 @@ func TestServicesWriteThroughUpdate(t *testing.T) {
 		t.Errorf("services write with the store's Update, not Apply; declare Update(ctx, raftstore.Build) instead:\n\t%s", strings.Join(got, "\n\t"))
 	}
 }
-
