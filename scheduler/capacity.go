@@ -105,13 +105,13 @@ func demand(d spec.Document) (cpu, mem int64, unlimited int) {
 }
 
 // checkCapacity refuses to run d for an app when, with every other app
-// meant to run, it would commit more CPU or memory than the host has.
-func (s *Service) checkCapacity(ctx context.Context, r *raftstore.Reader, appID string, d spec.Document, runtimeID string) error {
+// meant to run, it would commit more CPU or memory than the host has (as
+// the runtime said before the write: it is not asked inside one).
+func (s *Service) checkCapacity(r *raftstore.Reader, appID string, d spec.Document, host Host) error {
 	cpu, mem, _ := demand(d)
 	if cpu == 0 && mem == 0 {
 		return nil
 	}
-	host := s.host(ctx, runtimeID)
 	c := s.committed(r, appID)
 	over := func(what string, need, used, have int64) error {
 		return errcode.New(errcode.CapacityOversubscribe,
@@ -159,35 +159,39 @@ func (s *Service) PortOf(appID string) (int, bool) {
 // longer exist. It runs on the leader.
 func (s *Service) SweepDeletedApps(ctx context.Context) error {
 	r := s.d.Store.Read()
-	var ops []raftstore.Op
-	ports, _ := Ports.List(r, raftstore.Query{})
-	for _, it := range ports {
-		if !apps.Exists(r, it.Value.AppID) {
-			ops = append(ops, Ports.DeleteIf(it.Value.AppID, it.Meta.ModifyIndex))
-		}
-	}
 	rels, _ := Releases.List(r, raftstore.Query{})
 	for _, it := range rels {
 		if !apps.Exists(r, it.Value.AppID) {
-			s.dropRelease(ctx, it.Value, it.Meta)
+			s.dropRelease(ctx, it.Value)
 		}
 	}
-	if len(ops) == 0 {
-		return nil
-	}
-	_, err := s.d.Store.Apply(ctx, ops...)
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		var ops []raftstore.Op
+		ports, _ := Ports.List(r, raftstore.Query{Filter: func(v any) bool { return !apps.Exists(r, v.(*Port).AppID) }})
+		for _, it := range ports {
+			ops = append(ops, Ports.DeleteIf(it.Value.AppID, it.Meta.ModifyIndex))
+		}
+		return ops, nil
+	})
 	return err
 }
 
 // dropRelease stops the job of a deleted app and forgets its release; the
 // app's volumes stay (they outlive it).
-func (s *Service) dropRelease(ctx context.Context, rel Release, meta raftstore.Meta) {
+func (s *Service) dropRelease(ctx context.Context, rel Release) {
 	if _, err := s.runtime(rel.Runtime); err != nil {
 		return
 	}
 	s.retire(ctx, rel.Runtime, rel.JobID)
 	s.forget(rel.AppID)
-	if _, err := s.d.Store.Apply(ctx, Releases.DeleteIf(rel.AppID, meta.ModifyIndex)); err != nil && !raced(err) {
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		cur, meta, ok := Releases.Get(r, rel.AppID)
+		if !ok || cur.JobID != rel.JobID {
+			return nil, nil // forgotten already, or another job's now
+		}
+		return []raftstore.Op{Releases.DeleteIf(rel.AppID, meta.ModifyIndex)}, nil
+	})
+	if err != nil {
 		s.d.Log.Warn("forget the release of a deleted app", "app", rel.AppID, "err", err)
 	}
 }

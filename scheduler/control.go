@@ -11,6 +11,7 @@ import (
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/events"
 	"github.com/svchost/svc/internal/spec"
+	"github.com/svchost/svc/raftstore"
 )
 
 // Start makes an app meant to run; the reconciler converges. Starting
@@ -26,68 +27,67 @@ func (s *Service) Stop(ctx context.Context, appID string) (apps.App, error) {
 }
 
 func (s *Service) setDesired(ctx context.Context, appID, desired, action string) (apps.App, error) {
-	for try := 1; ; try++ {
-		r := s.d.Store.Read()
-		a, meta, ok := apps.Apps.Get(r, appID)
-		if !ok {
-			return apps.App{}, noApp(appID)
+	r := s.d.Store.Read()
+	rel, _, hasRel := Releases.Get(r, appID)
+	var host Host
+	if desired == apps.DesiredRunning && hasRel {
+		host = s.host(ctx, rel.Runtime) // asked before the write, not inside it
+	}
+	now := s.d.Now()
+	var a apps.App
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		var from string
+		var ops []raftstore.Op
+		var err error
+		if a, from, ops, err = apps.DesiredOps(r, appID, desired, now); err != nil {
+			return nil, err
 		}
-		if desired == apps.DesiredRunning && a.DesiredState != desired {
+		if len(ops) > 0 && desired == apps.DesiredRunning {
 			if rel, _, ok := Releases.Get(r, appID); ok {
 				if view, err := s.d.Specs.Get(appID, rel.Revision); err == nil {
-					if err := s.checkCapacity(ctx, r, appID, view.Spec, rel.Runtime); err != nil {
-						return apps.App{}, err
+					if err := s.checkCapacity(r, appID, view.Spec, host); err != nil {
+						return nil, err
 					}
 				}
 			}
 		}
-		now := s.d.Now()
-		from := a.DesiredState
-		a.DesiredState, a.UpdatedAt = desired, now
-		_, err := s.d.Store.Apply(ctx,
-			apps.Apps.PutIf(&a, meta.ModifyIndex),
-			audit.Record(ctx, now, action, appID, audit.Target{Kind: "app", ID: appID},
-				map[string]any{"from": from, "to": desired}),
-		)
-		if err == nil {
-			return a, nil
-		}
-		if !raced(err) || try == attempts {
-			return apps.App{}, fmt.Errorf("%s: %w", action, err)
-		}
+		return append(ops, audit.Record(ctx, now, action, appID, audit.Target{Kind: "app", ID: appID},
+			map[string]any{"from": from, "to": desired})), nil
+	})
+	if err != nil {
+		return apps.App{}, fmt.Errorf("%s: %w", action, err)
 	}
+	return a, nil
 }
 
 // Restart asks for the app's running workloads to be restarted in place
 // (app.restarted); the reconciler on the leader does it. Only a running
 // (or degraded) app restarts.
 func (s *Service) Restart(ctx context.Context, appID string) (apps.App, error) {
-	for try := 1; ; try++ {
-		r := s.d.Store.Read()
-		a, _, ok := apps.Apps.Get(r, appID)
-		if !ok {
-			return apps.App{}, noApp(appID)
+	now := s.d.Now()
+	var a apps.App
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		var ok bool
+		if a, _, ok = apps.Apps.Get(r, appID); !ok {
+			return nil, noApp(appID)
 		}
 		rel, meta, hasRel := Releases.Get(r, appID)
 		if !hasRel || (a.State != apps.StateRunning && a.State != apps.StateDegraded) {
-			return apps.App{}, errcode.New(errcode.StateInvalid, "app %s is %s; only a running app restarts in place", appID, a.State).
+			return nil, errcode.New(errcode.StateInvalid, "app %s is %s; only a running app restarts in place", appID, a.State).
 				WithDetail("state", a.State).
 				WithRemedy("start it (POST /api/v1/apps/%s/start), or deploy it", appID)
 		}
-		now := s.d.Now()
 		rel.RestartGen++
-		_, err := s.d.Store.Apply(ctx,
+		return []raftstore.Op{
 			Releases.PutIf(&rel, meta.ModifyIndex),
 			audit.Record(ctx, now, "app.restart", appID, audit.Target{Kind: "app", ID: appID}, nil),
 			events.Emit(ctx, now, "app.restarted", appRef(a), "app", appID, nil),
-		)
-		if err == nil {
-			return a, nil
-		}
-		if !raced(err) || try == attempts {
-			return apps.App{}, fmt.Errorf("restart app: %w", err)
-		}
+		}, nil
+	})
+	if err != nil {
+		return apps.App{}, fmt.Errorf("restart app: %w", err)
 	}
+	return a, nil
 }
 
 // Status is an app's state and each workload's.
@@ -259,16 +259,17 @@ func (s *Service) Exec(ctx context.Context, appID, workload string, command []st
 	if len(command) == 0 {
 		command = []string{"/bin/sh"}
 	}
-	r := s.d.Store.Read()
-	a, _, _ := apps.Apps.Get(r, appID)
 	now := s.d.Now()
 	shown := strings.Join(command, " ")
-	if _, err := s.d.Store.Apply(ctx,
-		audit.Record(ctx, now, "app.exec", appID, audit.Target{Kind: "workload", ID: workload},
-			map[string]any{"workload": workload, "command": shown}),
-		events.Emit(ctx, now, "app.shell_opened", appRef(a), "workload", workload,
-			map[string]any{"workload": workload, "command": shown}),
-	); err != nil {
+	if _, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		a, _, _ := apps.Apps.Get(r, appID)
+		return []raftstore.Op{
+			audit.Record(ctx, now, "app.exec", appID, audit.Target{Kind: "workload", ID: workload},
+				map[string]any{"workload": workload, "command": shown}),
+			events.Emit(ctx, now, "app.shell_opened", appRef(a), "workload", workload,
+				map[string]any{"workload": workload, "command": shown}),
+		}, nil
+	}); err != nil {
 		return nil, fmt.Errorf("exec: record: %w", err)
 	}
 	return ex.Exec(ctx, ExecRequest{JobID: rel.JobID, Workload: workload, Command: command, TTY: true, Rows: rows, Cols: cols})

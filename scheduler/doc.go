@@ -26,6 +26,14 @@
 //   - control.go and capacity.go: start/stop/restart, status, usage, logs,
 //     exec, capacity and host ports.
 //
+// The app's state and desired state are the apps package's: the deploy
+// worker and the reconciler report what happened (apps.TransitionOps: a
+// deploy began or ended, the workloads were observed so) and start and stop
+// set the desired state (apps.DesiredOps), each inside the scheduler's own
+// one write; this package never writes the apps table itself. Anything that
+// talks to a runtime happens before or after a write, never inside its
+// build.
+//
 // It must not import any adapter, HTTP framework or vendor client;
 // adapters import it for its types, and cmd/svc hands it the loaded
 // runtimes through the Runtimes interface. A deploy's live output is kept

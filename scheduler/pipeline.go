@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -145,34 +146,38 @@ func (s *Service) execute(ctx context.Context, d Deployment) {
 
 // begin moves a queued deployment to building and its app to deploying.
 func (s *Service) begin(ctx context.Context, d Deployment) (Deployment, bool) {
-	for try := 1; try <= attempts; try++ {
-		r := s.d.Store.Read()
-		cur, meta, ok := Deployments.Get(r, d.ID)
-		if !ok || cur.State != DepQueued {
-			return d, false
+	now := s.d.Now()
+	var cur Deployment
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		var meta raftstore.Meta
+		var ok bool
+		if cur, meta, ok = Deployments.Get(r, d.ID); !ok || cur.State != DepQueued {
+			return nil, errNotQueued
 		}
-		now := s.d.Now()
-		cur.State, cur.StartedAt = DepBuilding, &now
-		if a, _, ok := apps.Apps.Get(r, cur.AppID); ok {
-			cur.PriorState = a.State
-		}
-		ops := []raftstore.Op{Deployments.PutIf(&cur, meta.ModifyIndex)}
-		stateOps, err := stateOps(ctx, r, cur.AppID, apps.StateDeploying, now)
+		app, _, _ := apps.Apps.Get(r, cur.AppID)
+		cur.State, cur.StartedAt, cur.PriorState = DepBuilding, &now, app.State
+		stateOps, err := apps.TransitionOps(ctx, r, cur.AppID, apps.Transition{Cause: apps.DeployBegan}, now)
 		if err != nil {
-			s.d.Log.Warn("deploy of a deleted app", "deployment", d.ID, "err", err)
-			s.finish(ctx, cur, nil, err, nil)
-			return d, false
+			return nil, err
 		}
-		if _, err = s.d.Store.Apply(ctx, append(ops, stateOps...)...); err == nil {
-			return cur, true
-		}
-		if !raced(err) {
-			s.d.Log.Warn("start deployment", "deployment", d.ID, "err", err)
-			return d, false
-		}
+		return append([]raftstore.Op{Deployments.PutIf(&cur, meta.ModifyIndex)}, stateOps...), nil
+	})
+	switch {
+	case err == nil:
+		return cur, true
+	case errors.Is(err, errNotQueued):
+	case errcode.Has(err, errcode.NotFound):
+		s.d.Log.Warn("deploy of a deleted app", "deployment", d.ID, "err", err)
+		s.finish(ctx, d, nil, err, nil)
+	default:
+		s.d.Log.Warn("start deployment", "deployment", d.ID, "err", err)
 	}
 	return d, false
 }
+
+// errNotQueued ends begin when the deployment is no longer queued (another
+// worker took it, or it was superseded).
+var errNotQueued = errors.New("the deployment is no longer queued")
 
 // deploy builds (or reuses the release's build of the same revision) and
 // runs the deployment's job. On success the caller switches the release.
@@ -317,39 +322,48 @@ func (s *Service) tailRunLogs(ctx context.Context, rt Runtime, job Job, log *liv
 }
 
 func (s *Service) setState(ctx context.Context, d *Deployment, state string, arts map[string]Artifact) error {
-	for try := 1; ; try++ {
-		r := s.d.Store.Read()
-		cur, meta, ok := Deployments.Get(r, d.ID)
-		if !ok || !cur.Active() {
-			return errcode.New(errcode.StateInvalid, "deployment %s ended meanwhile", d.ID)
+	var cur Deployment
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		var meta raftstore.Meta
+		var ok bool
+		if cur, meta, ok = Deployments.Get(r, d.ID); !ok || !cur.Active() {
+			return nil, errcode.New(errcode.StateInvalid, "deployment %s ended meanwhile", d.ID)
 		}
 		cur.State, cur.Artifacts = state, arts
-		_, err := s.d.Store.Apply(ctx, Deployments.PutIf(&cur, meta.ModifyIndex))
-		if err == nil {
-			*d = cur
-			return nil
-		}
-		if !raced(err) || try == attempts {
-			return err
-		}
+		return []raftstore.Op{Deployments.PutIf(&cur, meta.ModifyIndex)}, nil
+	})
+	if err != nil {
+		return err
 	}
+	*d = cur
+	return nil
 }
 
 // finish records a deployment's end: on success the new release, the app
 // running (and meant to run), deploy.succeeded, and the previous job
 // stopped; on failure deploy.failed with the code, and the app back in
-// the state it had (the previous revision keeps serving).
+// the state it had (the previous revision keeps serving). What runs on
+// the runtime is stopped after the write, never inside it.
 func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause error, lines []LogLine) {
 	ctx = context.WithoutCancel(ctx)
-	var oldJob, oldRuntime string
-	for try := 1; try <= attempts; try++ {
-		r := s.d.Store.Read()
+	now := s.d.Now()
+	var causeCode errcode.Code
+	var causeMsg string
+	if cause != nil {
+		causeCode, causeMsg = s.errorOf(cause) // logged once, before the write
+	}
+	var (
+		ended              bool // the deployment was active, and this write ended it
+		state              string
+		oldJob, oldRuntime string
+	)
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		ended, oldJob, oldRuntime = false, "", ""
 		cur, meta, ok := Deployments.Get(r, d.ID)
 		if !ok || !cur.Active() {
-			return
+			return nil, nil
 		}
 		app, _, appOK := apps.Apps.Get(r, d.AppID)
-		now := s.d.Now()
 		cur.FinishedAt = &now
 		var ops []raftstore.Op
 		old, _, hasOld := Releases.Get(r, d.AppID)
@@ -362,10 +376,10 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 			ops = append(ops, events.Emit(ctx, now, "deploy.succeeded", appRef(app), "deployment", d.ID,
 				map[string]any{"deployment_id": d.ID, "spec_id": d.SpecID, "trigger": d.Trigger}))
 		} else {
+			code, msg := causeCode, causeMsg
 			if cause == nil {
-				cause = noApp(d.AppID)
+				code, msg = s.errorOf(noApp(d.AppID)) // coded: nothing is logged
 			}
-			code, msg := s.errorOf(cause)
 			cur.State = DepFailed
 			cur.ErrorCode, cur.ErrorMessage = new(string), &msg
 			*cur.ErrorCode = string(code)
@@ -376,37 +390,34 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 		}
 		ops = append([]raftstore.Op{Deployments.PutIf(&cur, meta.ModifyIndex)}, ops...)
 		if appOK {
-			to := stateAfter(app, cur, hasOld)
-			var meant func(*apps.App)
-			if cur.State == DepSucceeded {
-				// A deploy leaves the app running the new revision.
-				meant = func(a *apps.App) { a.DesiredState = apps.DesiredRunning }
+			st, err := apps.TransitionOps(ctx, r, app.ID, apps.Transition{Cause: apps.DeployEnded,
+				Succeeded: cur.State == DepSucceeded, Prior: cur.PriorState, Released: hasOld}, now)
+			if err != nil {
+				return nil, err
 			}
-			st, err := apps.StateOps(ctx, r, app.ID, to, now, meant)
-			if err == nil {
-				ops = append(ops, st...)
-			}
+			ops = append(ops, st...)
 		}
 		if lines != nil {
 			ops = append(ops, DeployLogs.Put(capLog(d.ID, d.AppID, lines)))
 		}
-		_, err := s.d.Store.Apply(ctx, ops...)
-		if err == nil {
-			if cause == nil {
-				s.forget(d.AppID)
-			}
-			if oldJob != "" {
-				s.retire(ctx, oldRuntime, oldJob)
-			}
-			if cur.State == DepFailed {
-				s.retire(ctx, d.Runtime, d.ID)
-			}
-			return
-		}
-		if !raced(err) {
-			s.d.Log.Error("record the end of a deployment", "deployment", d.ID, "err", err)
-			return
-		}
+		ended, state = true, cur.State
+		return ops, nil
+	})
+	if err != nil {
+		s.d.Log.Error("record the end of a deployment", "deployment", d.ID, "err", err)
+		return
+	}
+	if !ended {
+		return
+	}
+	if cause == nil {
+		s.forget(d.AppID)
+	}
+	if oldJob != "" {
+		s.retire(ctx, oldRuntime, oldJob)
+	}
+	if state == DepFailed {
+		s.retire(ctx, d.Runtime, d.ID)
 	}
 }
 
@@ -426,34 +437,6 @@ func (s *Service) retire(ctx context.Context, runtimeID, jobID string) {
 			s.d.Log.Warn("discard a retired job", "job", jobID, "err", err)
 		}
 	}
-}
-
-// stateAfter is the app's state once a deploy ends: running after success;
-// after a failure, the state it had before the deploy (a failed app stays
-// failed), or running if a release serves and it was running in some way
-// (the reconciler corrects health), or draft if nothing was ever deployed.
-func stateAfter(app apps.App, d Deployment, hasRelease bool) string {
-	switch {
-	case d.State == DepSucceeded:
-		return apps.StateRunning
-	case app.State != apps.StateDeploying:
-		return app.State
-	case !hasRelease:
-		return apps.StateDraft
-	}
-	switch d.PriorState {
-	case apps.StateFailed, apps.StateStopped:
-		return d.PriorState
-	}
-	if app.DesiredState == apps.DesiredStopped {
-		return apps.StateStopped
-	}
-	return apps.StateRunning
-}
-
-// stateOps moves an app's state with its app.state_changed event.
-func stateOps(ctx context.Context, r *raftstore.Reader, appID, to string, now time.Time) ([]raftstore.Op, error) {
-	return apps.StateOps(ctx, r, appID, to, now, nil)
 }
 
 // makeJob makes the runtime job of an app's revision from its built

@@ -24,7 +24,7 @@ const pruneBatch = 200
 // on the leader.
 func (s *Service) Prune(ctx context.Context) error {
 	r := s.d.Store.Read()
-	var drop []raftstore.Op
+	var drop []string // deployments of deleted apps whose builds and logs went
 	for appID, deps := range deploymentsByApp(r) {
 		rel, _, hasRel := Releases.Get(r, appID)
 		gone := !apps.Exists(r, appID)
@@ -45,21 +45,28 @@ func (s *Service) Prune(ctx context.Context) error {
 				}
 			}
 			if gone && len(drop) < pruneBatch {
-				drop = append(drop, Deployments.DeleteIf(d.ID, it.Meta.ModifyIndex))
-				if _, m, ok := DeployLogs.Get(r, d.ID); ok {
-					drop = append(drop, DeployLogs.DeleteIf(d.ID, m.ModifyIndex))
-				}
+				drop = append(drop, d.ID)
 			}
 		}
 	}
 	if len(drop) == 0 {
 		return nil
 	}
-	_, err := s.d.Store.Apply(ctx, drop...)
-	if err != nil && !raced(err) {
-		return err
-	}
-	return nil
+	// The records go after what they named on the runtimes, each as the
+	// store has it now (ended: a deployment ended stays ended).
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		var ops []raftstore.Op
+		for _, id := range drop {
+			if _, m, ok := Deployments.Get(r, id); ok {
+				ops = append(ops, Deployments.DeleteIf(id, m.ModifyIndex))
+			}
+			if _, m, ok := DeployLogs.Get(r, id); ok {
+				ops = append(ops, DeployLogs.DeleteIf(id, m.ModifyIndex))
+			}
+		}
+		return ops, nil
+	})
+	return err
 }
 
 // removeUnkept removes a finished deployment's artifacts that keep does

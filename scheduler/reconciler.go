@@ -90,7 +90,7 @@ func (s *Service) ReconcileOnce(ctx context.Context) {
 		app, _, ok := apps.Apps.Get(r, rel.AppID)
 		if !ok {
 			// Deleted: its workloads stop now, not at the next sweep.
-			s.dropRelease(ctx, rel, it.Meta)
+			s.dropRelease(ctx, rel)
 			continue
 		}
 		if err := s.reconcileApp(ctx, app, rel, len(active) > 0); err != nil {
@@ -144,7 +144,7 @@ func (s *Service) reconcileApp(ctx context.Context, app apps.App, rel Release, a
 			return s.failed(ctx, app, rel, t, fmt.Sprintf("starting it failed: %s", errcode.MessageOf(err)))
 		}
 		if !maps.Equal(versions, rel.SecretVersions) {
-			s.noteSecretVersions(ctx, rel.AppID, versions)
+			s.noteSecretVersions(ctx, rel.AppID, rel.JobID, versions)
 		}
 		return s.moveState(ctx, app.ID, apps.StateRunning)
 	}
@@ -215,44 +215,35 @@ func (s *Service) failed(ctx context.Context, app apps.App, rel Release, t *trac
 	}
 	window := now.Sub(t.firstFailure).Round(time.Second)
 	s.d.Log.Warn("app failed too often; giving up", "app", app.ID, "failures", t.failures, "window", window, "reason", reason)
-	for try := 1; try <= attempts; try++ {
-		r := s.d.Store.Read()
-		ops, err := stateOps(ctx, r, app.ID, apps.StateFailed, now)
-		if err != nil {
-			return err
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		ops, err := apps.TransitionOps(ctx, r, app.ID, apps.Transition{Cause: apps.Observed, To: apps.StateFailed}, now)
+		if err != nil || len(ops) == 0 {
+			return nil, err // gone, or a deploy holds it now
 		}
 		cur, _, _ := apps.Apps.Get(r, app.ID)
-		ops = append(ops, events.Emit(ctx, now, "app.gave_up", appRef(cur), "", "",
-			map[string]any{"reason": reason, "failures": t.failures, "window": window.String()}))
-		if _, err = s.d.Store.Apply(ctx, ops...); err == nil {
-			s.forget(app.ID)
-			return nil
-		}
-		if !raced(err) {
-			return err
-		}
+		return append(ops, events.Emit(ctx, now, "app.gave_up", appRef(cur), "", "",
+			map[string]any{"reason": reason, "failures": t.failures, "window": window.String()})), nil
+	})
+	if err != nil {
+		return err
 	}
+	s.forget(app.ID)
 	return nil
 }
 
-// moveState moves an app to a state (with app.state_changed) unless it is
-// there already or a deploy holds it.
+// moveState moves an app to the state the reconciler observed (with
+// app.state_changed); the apps package decides whether it moves (not while
+// a deploy holds it, nor out of failed).
 func (s *Service) moveState(ctx context.Context, appID, to string) error {
-	for try := 1; try <= attempts; try++ {
-		r := s.d.Store.Read()
-		a, _, ok := apps.Apps.Get(r, appID)
-		if !ok || a.State == to || a.State == apps.StateDeploying {
-			return nil
+	now := s.d.Now()
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		if !apps.Exists(r, appID) {
+			return nil, nil
 		}
-		ops, err := stateOps(ctx, r, appID, to, s.d.Now())
-		if err != nil || len(ops) == 0 {
-			return err
-		}
-		if _, err = s.d.Store.Apply(ctx, ops...); err == nil || !raced(err) {
-			return err
-		}
-	}
-	return nil
+		ops, err := apps.TransitionOps(ctx, r, appID, apps.Transition{Cause: apps.Observed, To: to}, now)
+		return ops, err
+	})
+	return err
 }
 
 // restartJob restarts a release's job in place and records that the
@@ -261,18 +252,15 @@ func (s *Service) restartJob(ctx context.Context, rt Runtime, rel Release) error
 	if err := rt.Restart(ctx, rel.JobID); err != nil {
 		return err
 	}
-	for try := 1; try <= attempts; try++ {
-		r := s.d.Store.Read()
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
 		cur, meta, ok := Releases.Get(r, rel.AppID)
-		if !ok || cur.JobID != rel.JobID {
-			return nil
+		if !ok || cur.JobID != rel.JobID || cur.RestartedGen >= rel.RestartGen {
+			return nil, nil
 		}
 		cur.RestartedGen = rel.RestartGen
-		if _, err := s.d.Store.Apply(ctx, Releases.PutIf(&cur, meta.ModifyIndex)); err == nil || !raced(err) {
-			return err
-		}
-	}
-	return nil
+		return []raftstore.Op{Releases.PutIf(&cur, meta.ModifyIndex)}, nil
+	})
+	return err
 }
 
 // rotateSecrets deploys again, with trigger secret_rotation, an app whose
@@ -312,12 +300,16 @@ func (s *Service) rotateSecrets(ctx context.Context, app apps.App, rel Release) 
 
 // noteSecretVersions records the bound secrets' versions a re-run job was
 // made with.
-func (s *Service) noteSecretVersions(ctx context.Context, appID string, versions map[string]int64) {
-	r := s.d.Store.Read()
-	cur, meta, ok := Releases.Get(r, appID)
-	if !ok {
-		return
+func (s *Service) noteSecretVersions(ctx context.Context, appID, jobID string, versions map[string]int64) {
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		cur, meta, ok := Releases.Get(r, appID)
+		if !ok || cur.JobID != jobID {
+			return nil, nil // another release's job runs now
+		}
+		cur.SecretVersions = versions
+		return []raftstore.Op{Releases.PutIf(&cur, meta.ModifyIndex)}, nil
+	})
+	if err != nil {
+		s.d.Log.Warn("record the secret versions of a job run again", "app", appID, "err", err)
 	}
-	cur.SecretVersions = versions
-	_, _ = s.d.Store.Apply(ctx, Releases.PutIf(&cur, meta.ModifyIndex))
 }

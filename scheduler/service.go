@@ -29,7 +29,7 @@ import (
 type (
 	// Store is the replicated store.
 	Store interface {
-		Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+		Update(ctx context.Context, build raftstore.Build) (uint64, error)
 		Read() *raftstore.Reader
 	}
 	revisions interface {
@@ -140,13 +140,6 @@ func NewService(cfg Config, d Deps) *Service {
 	return &Service{cfg: cfg, d: d, logs: newLogHub(d.Now), executing: map[string]bool{}, tracks: map[string]*track{}}
 }
 
-// attempts bounds the retries of a write that raced another write.
-const attempts = 5
-
-func raced(err error) bool {
-	return raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound)
-}
-
 func appRef(a apps.App) *events.AppRef { return &events.AppRef{ID: a.ID, Name: a.Name, Slug: a.Slug} }
 
 func noApp(id string) error { return errcode.New(errcode.NotFound, "no app %s", id) }
@@ -164,53 +157,56 @@ func (s *Service) Create(ctx context.Context, appID string, n uint64, trigger st
 	if !res.Deployable {
 		return Deployment{}, refusal(res)
 	}
-	for try := 1; ; try++ {
-		r := s.d.Store.Read()
+	// What the host has is asked of the runtime before the write, never
+	// inside it.
+	host := s.host(ctx, res.Runtime)
+	now := s.d.Now()
+	depID := ids.NewAt(ids.Deployment, now)
+	var dep Deployment
+	_, err = s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
 		app, appMeta, ok := apps.Apps.Get(r, appID)
 		if !ok {
-			return Deployment{}, noApp(appID)
+			return nil, noApp(appID)
 		}
 		rev := n
 		if rev == 0 {
 			if app.Pinned == nil {
-				return Deployment{}, errcode.New(errcode.StateInvalid, "app %s has no pinned revision to deploy", appID).
+				return nil, errcode.New(errcode.StateInvalid, "app %s has no pinned revision to deploy", appID).
 					WithRemedy("accept detection's proposal, or write a revision and pin it")
 			}
 			rev = uint64(app.Pinned.Revision)
 		}
 		view, err := s.d.Specs.Get(appID, rev)
 		if err != nil {
-			return Deployment{}, err
+			return nil, err
 		}
-		// Writing the app row serializes deploy requests per app: two at
-		// once cannot both see no deploy running.
-		touched := app
-		touched.UpdatedAt = s.d.Now()
-		ops := []raftstore.Op{apps.Apps.PutIf(&touched, appMeta.ModifyIndex)}
+		// The decision rests on the app's deployments and the app as read:
+		// a deployment written meanwhile (another request's) makes this
+		// one read again, so that two at once cannot both see no deploy
+		// running.
+		ops := []raftstore.Op{Deployments.CheckTable(r.TableIndex(Deployments)), apps.Apps.Check(appID, appMeta.ModifyIndex)}
 		for _, d := range s.activeOf(r, appID) {
 			switch {
 			case d.State == DepWaitingApproval:
 				d.State = DepSuperseded
-				now := s.d.Now()
 				d.FinishedAt = &now
 				ops = append(ops, Deployments.Put(&d))
 			case trigger == TriggerAPI || trigger == TriggerRollback:
-				return Deployment{}, errcode.New(errcode.StateInvalid, "deployment %s of app %s is still %s", d.ID, appID, d.State).
+				return nil, errcode.New(errcode.StateInvalid, "deployment %s of app %s is still %s", d.ID, appID, d.State).
 					WithDetail("deployment_id", d.ID).
 					WithRemedy("wait for it to finish (GET /api/v1/apps/%s/deployments/%s)", appID, d.ID)
 			}
 		}
-		if err := s.checkCapacity(ctx, r, appID, view.Spec, res.Runtime); err != nil {
-			return Deployment{}, err
+		if err := s.checkCapacity(r, appID, view.Spec, host); err != nil {
+			return nil, err
 		}
 		portOps, err := s.portOps(r, appID)
 		if err != nil {
-			return Deployment{}, err
+			return nil, err
 		}
 		ops = append(ops, portOps...)
-		now := s.d.Now()
-		dep := Deployment{
-			ID: ids.NewAt(ids.Deployment, now), AppID: appID, SpecID: view.ID, Revision: rev,
+		dep = Deployment{
+			ID: depID, AppID: appID, SpecID: view.ID, Revision: rev,
 			State: DepQueued, Trigger: trigger, Runtime: res.Runtime, CreatedAt: now,
 			CreatedBy: actorID(ctx), Approvals: []Approval{}, ApprovalReasons: []string{},
 		}
@@ -226,20 +222,16 @@ func (s *Service) Create(ctx context.Context, appID string, n uint64, trigger st
 				map[string]any{"revision": rev, "trigger": trigger, "runtime": res.Runtime}),
 		)
 		if dep.State == DepWaitingApproval {
-			ops = append(ops, events.Emit(ctx, now, "deploy.waiting_approval", appRef(app), target.Kind, target.ID,
-				map[string]any{"spec_revision": rev, "trigger": trigger, "reasons": dep.ApprovalReasons, "approvals_required": dep.ApprovalsRequired}))
-		} else {
-			ops = append(ops, events.Emit(ctx, now, "deploy.started", appRef(app), target.Kind, target.ID,
-				map[string]any{"spec_revision": rev, "trigger": trigger}))
+			return append(ops, events.Emit(ctx, now, "deploy.waiting_approval", appRef(app), target.Kind, target.ID,
+				map[string]any{"spec_revision": rev, "trigger": trigger, "reasons": dep.ApprovalReasons, "approvals_required": dep.ApprovalsRequired})), nil
 		}
-		_, err = s.d.Store.Apply(ctx, ops...)
-		if err == nil {
-			return dep, nil
-		}
-		if !raced(err) || try == attempts {
-			return Deployment{}, fmt.Errorf("create deployment: %w", err)
-		}
+		return append(ops, events.Emit(ctx, now, "deploy.started", appRef(app), target.Kind, target.ID,
+			map[string]any{"spec_revision": rev, "trigger": trigger})), nil
+	})
+	if err != nil {
+		return Deployment{}, fmt.Errorf("create deployment: %w", err)
 	}
+	return dep, nil
 }
 
 // refusal is the error of a plan that refuses: its first refusal, with
@@ -379,32 +371,31 @@ func (s *Service) Reject(ctx context.Context, appID, depID, reason string) (Depl
 }
 
 func (s *Service) decide(ctx context.Context, appID, depID string, change func(apps.App, *Deployment, time.Time) ([]raftstore.Op, error)) (Deployment, error) {
-	for try := 1; ; try++ {
-		r := s.d.Store.Read()
+	now := s.d.Now()
+	var d Deployment
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
 		app, _, ok := apps.Apps.Get(r, appID)
 		if !ok {
-			return Deployment{}, noApp(appID)
+			return nil, noApp(appID)
 		}
-		d, meta, ok := Deployments.Get(r, depID)
+		var meta raftstore.Meta
+		d, meta, ok = Deployments.Get(r, depID)
 		if !ok || d.AppID != appID {
-			return Deployment{}, errcode.New(errcode.NotFound, "app %s has no deployment %s", appID, depID)
+			return nil, errcode.New(errcode.NotFound, "app %s has no deployment %s", appID, depID)
 		}
 		if d.State != DepWaitingApproval {
-			return Deployment{}, errcode.New(errcode.StateInvalid, "deployment %s is %s, not waiting for approval", depID, d.State)
+			return nil, errcode.New(errcode.StateInvalid, "deployment %s is %s, not waiting for approval", depID, d.State)
 		}
-		now := s.d.Now()
 		ops, err := change(app, &d, now)
 		if err != nil {
-			return Deployment{}, err
+			return nil, err
 		}
-		_, err = s.d.Store.Apply(ctx, append([]raftstore.Op{Deployments.PutIf(&d, meta.ModifyIndex)}, ops...)...)
-		if err == nil {
-			return d, nil
-		}
-		if !raced(err) || try == attempts {
-			return Deployment{}, fmt.Errorf("decide deployment %s: %w", depID, err)
-		}
+		return append([]raftstore.Op{Deployments.PutIf(&d, meta.ModifyIndex)}, ops...), nil
+	})
+	if err != nil {
+		return Deployment{}, fmt.Errorf("decide deployment %s: %w", depID, err)
 	}
+	return d, nil
 }
 
 // runtime returns the loaded runtime adapter a deployment or release names.

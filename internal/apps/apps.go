@@ -1,11 +1,19 @@
 // Package apps owns the app record: its name, slug, state, desired state and
 // source, its table in the replicated store, and creating, reading, listing
-// and deleting apps (with the creator's grants, audit entries and events in
-// the same write).
+// and deleting apps (with the creator's grants, built by the identity
+// package's op builders, audit entries and events in the same write).
+//
+// Only this package writes the apps table. Other packages change an app's
+// row through its op builders (ops.go), inside their own one write:
+// TransitionOps is the app's state machine (what a deploy beginning or
+// ending, or what the reconciler observes, moves the app to, with the
+// app.state_changed event), decided here only; DesiredOps, PinOps and
+// SetIconOps set the desired state, the pinned spec revision and the
+// icon's time.
 //
 // It must not touch sources, detection, specs, deploys or the edge: those
 // build on the record and belong to their own packages. It must not import
-// adapters.
+// adapters, nor write identity's grants itself.
 package apps
 
 import (

@@ -17,7 +17,7 @@ import (
 
 // Store is what the service needs of the replicated store.
 type Store interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 }
 
@@ -52,40 +52,45 @@ func (s *Service) Create(ctx context.Context, c authz.Caller, n New) (App, error
 	if principal == "" {
 		return App{}, errcode.New(errcode.PermDenied, "only an account or a token can create an app")
 	}
-	r := s.store.Read()
 	slug := n.Slug
 	if slug != "" {
 		if err := checkSlug(slug); err != nil {
 			return App{}, err
 		}
-		if _, _, taken := Apps.First(r, "slug", slug); taken {
-			return App{}, errcode.New(errcode.StateInvalid, "the slug %q is taken", slug).WithDetail("field", "slug")
-		}
-	} else {
-		slug = freeSlug(r, Slugify(n.Name))
 	}
 	now := s.now()
-	app := App{
-		ID: ids.NewAt(ids.App, now), Name: n.Name, Slug: slug, State: StateDraft, DesiredState: DesiredRunning,
-		CreatedBy: c.Principal.ID, CreatedAt: now, UpdatedAt: now,
-	}
-	owner := authz.RoleOwner
-	ops := []raftstore.Op{
-		Apps.Insert(&app),
-		identity.Grants.Insert(&identity.Grant{ID: ids.NewAt(ids.Grant, now), AppID: app.ID, Plane: identity.PlaneControl,
-			PrincipalKind: kind, PrincipalID: principal, RoleID: &owner, CreatedAt: now}),
-		identity.Grants.Insert(&identity.Grant{ID: ids.NewAt(ids.Grant, now), AppID: app.ID, Plane: identity.PlaneData,
-			PrincipalKind: kind, PrincipalID: principal, CreatedAt: now}),
-		audit.Record(ctx, now, "app.create", app.ID, audit.Target{Kind: "app", ID: app.ID}, map[string]any{"name": app.Name, "slug": app.Slug}),
-		events.Emit(ctx, now, "app.created", refOf(app), "", "", map[string]any{"name": app.Name, "slug": app.Slug}),
-	}
-	if _, err := s.store.Apply(ctx, ops...); err != nil {
-		if raftstore.IsReason(err, raftstore.ReasonConflict) {
-			return App{}, errcode.New(errcode.StateInvalid, "the slug %q is taken", slug).WithDetail("field", "slug")
+	id := ids.NewAt(ids.App, now)
+	var app App
+	_, err := s.store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		chosen := slug
+		if chosen == "" {
+			chosen = freeSlug(r, Slugify(n.Name))
+		} else if _, _, taken := Apps.First(r, "slug", chosen); taken {
+			return nil, slugTaken(chosen)
 		}
+		app = App{
+			ID: id, Name: n.Name, Slug: chosen, State: StateDraft, DesiredState: DesiredRunning,
+			CreatedBy: c.Principal.ID, CreatedAt: now, UpdatedAt: now,
+		}
+		ops := append([]raftstore.Op{Apps.Insert(&app)}, identity.CreatorGrantOps(app.ID, kind, principal, now)...)
+		return append(ops,
+			audit.Record(ctx, now, "app.create", app.ID, audit.Target{Kind: "app", ID: app.ID}, map[string]any{"name": app.Name, "slug": app.Slug}),
+			events.Emit(ctx, now, "app.created", refOf(app), "", "", map[string]any{"name": app.Name, "slug": app.Slug}),
+		), nil
+	})
+	if raftstore.IsReason(err, raftstore.ReasonConflict) {
+		return App{}, slugTaken(app.Slug)
+	}
+	if err != nil {
 		return App{}, fmt.Errorf("create app: %w", err)
 	}
 	return app, nil
+}
+
+// slugTaken is the answer when another app has the slug asked for: the
+// request's own uniqueness rule failed.
+func slugTaken(slug string) error {
+	return errcode.New(errcode.StateInvalid, "the slug %q is taken", slug).WithDetail("field", "slug")
 }
 
 // grantee is the principal an app's creator grants go to: the account (also
@@ -160,35 +165,25 @@ func (s *Service) List(c authz.Caller, facts authz.Facts, floor authz.Floor, aft
 // app.deleted event. Whatever else an app owns (secrets, specs, volumes) is
 // removed by its own package's sweep of apps that no longer exist.
 func (s *Service) Delete(ctx context.Context, id string, d Decision) error {
-	r := s.store.Read()
-	app, meta, ok := Apps.Get(r, id)
-	if !ok {
-		return errcode.New(errcode.NotFound, "no app %s", id)
-	}
-	switch {
-	case d.Backup && d.Force:
-		return errcode.Invalid("backup", "choose backup=true (keep a final copy) or force=true (discard it), not both")
-	case d.Storage && !d.Backup && !d.Force:
-		return errcode.New(errcode.StateBackupDecision, "app %s keeps data in volumes; decide about a final backup", id).
-			WithRemedy("delete with ?backup=true to keep a final copy, or ?force=true to discard the data")
-	}
 	now := s.now()
-	ops := []raftstore.Op{Apps.DeleteIf(id, meta.ModifyIndex)}
-	grants, _ := identity.Grants.List(r, raftstore.Query{Index: "app", Key: id})
-	for _, g := range grants {
-		ops = append(ops, identity.Grants.Delete(g.Value.ID))
-	}
 	details := map[string]any{"backup": d.Backup, "force": d.Force, "storage": d.Storage}
-	ops = append(ops,
-		audit.Record(ctx, now, "app.delete", id, audit.Target{Kind: "app", ID: id}, details),
-		events.Emit(ctx, now, "app.deleted", refOf(app), "", "", map[string]any{
-			"backup_id": nil, "volumes_discarded": d.Force, "reason": d.reason(),
-		}),
-	)
-	if _, err := s.store.Apply(ctx, ops...); err != nil {
-		if raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound) {
-			return errcode.New(errcode.StateInvalid, "the app changed while it was being deleted; try again")
+	_, err := s.store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		app, meta, ok := Apps.Get(r, id)
+		if !ok {
+			return nil, errcode.New(errcode.NotFound, "no app %s", id)
 		}
+		if err := d.check(id); err != nil {
+			return nil, err
+		}
+		ops := append([]raftstore.Op{Apps.DeleteIf(id, meta.ModifyIndex)}, identity.AppGrantsDeleteOps(r, id)...)
+		return append(ops,
+			audit.Record(ctx, now, "app.delete", id, audit.Target{Kind: "app", ID: id}, details),
+			events.Emit(ctx, now, "app.deleted", refOf(app), "", "", map[string]any{
+				"backup_id": nil, "volumes_discarded": d.Force, "reason": d.reason(),
+			}),
+		), nil
+	})
+	if err != nil {
 		return fmt.Errorf("delete app: %w", err)
 	}
 	return nil
@@ -203,6 +198,18 @@ type Decision struct {
 	Backup  bool
 	Force   bool
 	Reason  string // "" means requested
+}
+
+// check refuses a decision that is not one.
+func (d Decision) check(id string) error {
+	switch {
+	case d.Backup && d.Force:
+		return errcode.Invalid("backup", "choose backup=true (keep a final copy) or force=true (discard it), not both")
+	case d.Storage && !d.Backup && !d.Force:
+		return errcode.New(errcode.StateBackupDecision, "app %s keeps data in volumes; decide about a final backup", id).
+			WithRemedy("delete with ?backup=true to keep a final copy, or ?force=true to discard the data")
+	}
+	return nil
 }
 
 func (d Decision) reason() string {

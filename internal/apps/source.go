@@ -29,31 +29,26 @@ func (s *Service) SetSource(ctx context.Context, id string, src Source) error {
 	if src.Kind == SourceArchive {
 		action = "source.upload"
 	}
-	for attempt := 0; ; attempt++ {
-		app, meta, ok := Apps.Get(s.store.Read(), id)
+	details := map[string]any{"kind": src.Kind, "commit": src.Commit}
+	if src.Kind == SourceRepository {
+		details["repository"], details["ref"], details["subdir"] = src.Repository, src.Ref, src.Subdir
+	}
+	now := s.now()
+	_, err := s.store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		app, meta, ok := Apps.Get(r, id)
 		if !ok {
-			return errcode.New(errcode.NotFound, "no app %s", id)
+			return nil, errcode.New(errcode.NotFound, "no app %s", id)
 		}
-		now := s.now()
 		app.Source, app.UpdatedAt = &src, now
-		details := map[string]any{"kind": src.Kind, "commit": src.Commit}
-		if src.Kind == SourceRepository {
-			details["repository"], details["ref"], details["subdir"] = src.Repository, src.Ref, src.Subdir
-		}
-		_, err := s.store.Apply(ctx,
+		return []raftstore.Op{
 			Apps.PutIf(&app, meta.ModifyIndex),
 			audit.Record(ctx, now, action, id, audit.Target{Kind: "app", ID: id}, details),
-		)
-		switch {
-		case err == nil:
-			return nil
-		case raftstore.IsReason(err, raftstore.ReasonStale) && attempt < 3:
-			continue // the app changed meanwhile: record over the new version
-		case raftstore.IsReason(err, raftstore.ReasonNotFound):
-			return errcode.New(errcode.NotFound, "no app %s", id)
-		}
+		}, nil
+	})
+	if err != nil {
 		return fmt.Errorf("set app source: %w", err)
 	}
+	return nil
 }
 
 // checkSource validates a source record.

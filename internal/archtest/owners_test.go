@@ -156,33 +156,9 @@ func TestTableOwnership(t *testing.T) {
 	if tables < 20 {
 		t.Fatalf("found %d table declarations; the check would see too little", tables)
 	}
-	var bad []string
-	for _, v := range got {
-		if !slices.Contains(pendingOwnership, v) {
-			bad = append(bad, v)
-		}
+	if len(got) > 0 {
+		t.Errorf("packages write tables they do not own; call the owning package's op builders instead:\n\t%s", strings.Join(got, "\n\t"))
 	}
-	if len(bad) > 0 {
-		t.Errorf("packages write tables they do not own; call the owning package's op builders instead:\n\t%s", strings.Join(bad, "\n\t"))
-	}
-	for _, v := range pendingOwnership {
-		if !slices.Contains(got, v) {
-			t.Errorf("%q is fixed: remove it from pendingOwnership", v)
-		}
-	}
-}
-
-// pendingOwnership lists the writes being moved to their owners' op
-// builders (issue 15); it only shrinks, and goes when empty.
-var pendingOwnership = []string{
-	"internal/apps/service.go writes identity.Grants (Delete)",
-	"internal/apps/service.go writes identity.Grants (Insert)",
-	"internal/icon/service.go writes apps.Apps (PutIf)",
-	"internal/spec/service.go writes apps.Apps (PutIf)",
-	"internal/volumes/volumes.go writes spec.Heads (PutIf)",
-	"internal/volumes/volumes.go writes spec.Revisions (Insert)",
-	"scheduler/control.go writes apps.Apps (PutIf)",
-	"scheduler/service.go writes apps.Apps (PutIf)",
 }
 
 // TestOwnershipCheckCatchesViolations runs the check on made-up files.
@@ -262,30 +238,7 @@ func applyDeclarations(files []parsedFile, storePkg string) []string {
 func TestServicesWriteThroughUpdate(t *testing.T) {
 	m := mainModule(t)
 	got := applyDeclarations(parseModule(t, m.Path, loadPackages(t)), m.Path+"/raftstore")
-	var bad []string
-	for _, v := range got {
-		if !slices.Contains(pendingApply, v) {
-			bad = append(bad, v)
-		}
+	if len(got) > 0 {
+		t.Errorf("services write with the store's Update, not Apply; declare Update(ctx, raftstore.Build) instead:\n\t%s", strings.Join(got, "\n\t"))
 	}
-	if len(bad) > 0 {
-		t.Errorf("services write with the store's Update, not Apply; declare Update(ctx, raftstore.Build) instead:\n\t%s", strings.Join(bad, "\n\t"))
-	}
-	for _, v := range pendingApply {
-		if !slices.Contains(got, v) {
-			t.Errorf("%q is fixed: remove it from pendingApply", v)
-		}
-	}
-}
-
-// pendingApply lists the services being moved onto Update (issue 15); it
-// only shrinks, and goes when empty.
-var pendingApply = []string{
-	"internal/apps/service.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/detection/detection.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/icon/service.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/slots/service.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/spec/service.go declares Apply(ctx, ...raftstore.Op)",
-	"internal/volumes/volumes.go declares Apply(ctx, ...raftstore.Op)",
-	"scheduler/service.go declares Apply(ctx, ...raftstore.Op)",
 }

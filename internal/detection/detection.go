@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"sort"
 	"strconv"
@@ -69,7 +70,6 @@ func Tables() []raftstore.Def { return []raftstore.Def{Records} }
 
 // Store is what the service needs of the replicated store.
 type Store interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
 	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 }
@@ -192,13 +192,13 @@ func (s *Service) run(ctx context.Context, appID string, c source.Checkout, entr
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.d.Store.Read()
-	old, meta, _ := Records.Get(r, appID)
+	old, _, _ := Records.Get(r, appID)
 	if !apps.Exists(r, appID) {
 		return Record{}, errcode.New(errcode.NotFound, "no app %s", appID)
 	}
-	rec := Record{AppID: appID, Commit: c.Commit, CheckoutID: c.ID, Answers: old.Answers}
+	rec := Record{AppID: appID, Commit: c.Commit, CheckoutID: c.ID}
 	start := time.Now()
-	res, err := detectDir(c.AppDir(), rec.Answers, s.runtime())
+	res, err := detectDir(c.AppDir(), old.Answers, s.runtime())
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	if err != nil {
 		rec.Status, rec.Error = StatusFailed, err.Error()
@@ -206,11 +206,21 @@ func (s *Service) run(ctx context.Context, appID string, c source.Checkout, entr
 		rec.Status, rec.Winner, rec.RunnersUp, rec.Questions = StatusDone, res.Winner, res.RunnersUp, res.Questions
 	}
 	rec.UpdatedAt = s.d.Now()
-	ops := []raftstore.Op{Records.PutIf(&rec, meta.ModifyIndex)}
-	if entry != nil {
-		ops = append(ops, audit.Insert(entry))
-	}
-	if _, err := s.d.Store.Apply(ctx, ops...); err != nil {
+	_, err = s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		if !apps.Exists(r, appID) {
+			return nil, errcode.New(errcode.NotFound, "no app %s", appID)
+		}
+		// The answers are the record's as it is now: answers given while
+		// detection ran are kept (Answer runs detection again with them).
+		cur, meta, _ := Records.Get(r, appID)
+		rec.Answers = cur.Answers
+		ops := []raftstore.Op{Records.PutIf(&rec, meta.ModifyIndex)}
+		if entry != nil {
+			ops = append(ops, audit.Insert(entry))
+		}
+		return ops, nil
+	})
+	if err != nil {
 		return Record{}, fmt.Errorf("record detection: %w", err)
 	}
 	s.d.Logger.Info("detection finished", "app_id", appID, "commit", c.Commit, "status", rec.Status, "winner", winnerName(rec), "duration_ms", rec.DurationMS)
@@ -264,10 +274,6 @@ func (s *Service) Answer(ctx context.Context, appID string, answers map[string]s
 	for _, q := range rec.Questions {
 		kinds[q.Key] = q.Kind
 	}
-	next := map[string]string{}
-	for k, v := range rec.Answers {
-		next[k] = v
-	}
 	for k, v := range answers {
 		switch {
 		case kinds[k] == "secret":
@@ -283,20 +289,30 @@ func (s *Service) Answer(ctx context.Context, appID string, answers map[string]s
 				return Record{}, errcode.Invalid("answers."+k, "%s takes true or false", k)
 			}
 		}
-		next[k] = v
 	}
-	if len(next) > MaxAnswers {
-		return Record{}, errcode.Invalid("answers", "at most %d answers", MaxAnswers)
-	}
-	r := s.d.Store.Read()
-	cur, meta, ok := Records.Get(r, appID)
-	if !ok {
-		cur = Record{AppID: appID, Status: StatusPending}
-	}
-	cur.Answers, cur.UpdatedAt = next, s.d.Now()
-	if _, err := s.d.Store.Apply(ctx, Records.PutIf(&cur, meta.ModifyIndex),
-		audit.Record(ctx, s.d.Now(), "detection.answer", appID, audit.Target{Kind: "app", ID: appID},
-			map[string]any{"keys": sortedKeys(answers)})); err != nil {
+	now := s.d.Now()
+	var cur Record
+	_, err = s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		var meta raftstore.Meta
+		var ok bool
+		if cur, meta, ok = Records.Get(r, appID); !ok {
+			cur = Record{AppID: appID, Status: StatusPending}
+		}
+		// Over the answers as they are now: concurrent answers add up.
+		next := maps.Clone(cur.Answers)
+		if next == nil {
+			next = map[string]string{}
+		}
+		maps.Copy(next, answers)
+		if len(next) > MaxAnswers {
+			return nil, errcode.Invalid("answers", "at most %d answers", MaxAnswers)
+		}
+		cur.Answers, cur.UpdatedAt = next, now
+		return []raftstore.Op{Records.PutIf(&cur, meta.ModifyIndex),
+			audit.Record(ctx, now, "detection.answer", appID, audit.Target{Kind: "app", ID: appID},
+				map[string]any{"keys": sortedKeys(answers)})}, nil
+	})
+	if err != nil {
 		return Record{}, fmt.Errorf("record answers: %w", err)
 	}
 	c, err := s.d.Checkouts.Ensure(ctx, appID)
@@ -331,13 +347,16 @@ func (s *Service) SweepDeletedApps(ctx context.Context) error {
 func (s *Service) OnFetchFailed(ctx context.Context, appID, message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.d.Store.Read()
-	if !apps.Exists(r, appID) {
-		return
-	}
-	rec, meta, _ := Records.Get(r, appID)
-	rec.AppID, rec.Status, rec.Error, rec.UpdatedAt = appID, StatusFailed, "fetching the source failed: "+message, s.d.Now()
-	if _, err := s.d.Store.Apply(ctx, Records.PutIf(&rec, meta.ModifyIndex)); err != nil {
+	now := s.d.Now()
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		if !apps.Exists(r, appID) {
+			return nil, nil
+		}
+		rec, meta, _ := Records.Get(r, appID)
+		rec.AppID, rec.Status, rec.Error, rec.UpdatedAt = appID, StatusFailed, "fetching the source failed: "+message, now
+		return []raftstore.Op{Records.PutIf(&rec, meta.ModifyIndex)}, nil
+	})
+	if err != nil {
 		s.d.Logger.Warn("record a failed fetch", "app_id", appID, "err", err)
 	}
 }

@@ -1,8 +1,10 @@
 // Package icon owns app tile images: checking an uploaded image by its
 // content (format by magic bytes, size and pixel limits read from the header
 // before any decode, then a bounded full decode), storing it in the
-// replicated store with the app's icon_updated_at in the same write, and
-// generating a tile from the app's name when none is set.
+// replicated store with the app's icon_updated_at in the same write (set by
+// the apps package's op builder, apps.SetIconOps: this package never writes
+// the app row itself), and generating a tile from the app's name when none
+// is set.
 //
 // It must not touch HTTP: the server hands it the body's bytes and serves
 // what it returns. It never puts image data in an audit entry or a log.

@@ -16,7 +16,6 @@ import (
 
 // Store is what the service needs of the replicated store.
 type Store interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
 	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 }
@@ -26,10 +25,6 @@ var _ Store = (*raftstore.Store)(nil)
 // maxCachedTiles bounds the generated tiles kept in memory; past it the
 // cache starts over.
 const maxCachedTiles = 2048
-
-// writeTries is how often a write is tried when the app changed between
-// the read and the write.
-const writeTries = 3
 
 // Service sets, removes and serves apps' tile images.
 type Service struct {
@@ -92,10 +87,9 @@ func (s *Service) Put(ctx context.Context, appID string, b []byte) (apps.App, er
 	}
 	sum := sha256.Sum256(b)
 	hash := hex.EncodeToString(sum[:])
-	return s.write(ctx, appID, func(r *raftstore.Reader, app *apps.App, now time.Time) ([]raftstore.Op, error) {
-		app.IconUpdatedAt = &now
-		details := map[string]any{"format": string(f), "width": cfg.Width, "height": cfg.Height, "bytes": len(b), "sha256": hash}
-		return []raftstore.Op{
+	details := map[string]any{"format": string(f), "width": cfg.Width, "height": cfg.Height, "bytes": len(b), "sha256": hash}
+	return s.write(ctx, appID, func(_ *raftstore.Reader, now time.Time) (*time.Time, []raftstore.Op, error) {
+		return &now, []raftstore.Op{
 			Icons.Put(&Icon{ID: appID, ContentType: f.ContentType(), Data: b, SHA256: hash, UpdatedAt: now}),
 			audit.Record(ctx, now, "icon.update", appID, audit.Target{Kind: "app", ID: appID}, details),
 		}, nil
@@ -106,56 +100,50 @@ func (s *Service) Put(ctx context.Context, appID string, b []byte) (apps.App, er
 // again, and clears its icon_updated_at, with the audit entry icon.delete.
 // NOT_FOUND when the app has no uploaded tile.
 func (s *Service) Delete(ctx context.Context, appID string) (apps.App, error) {
-	return s.write(ctx, appID, func(r *raftstore.Reader, app *apps.App, now time.Time) ([]raftstore.Op, error) {
+	return s.write(ctx, appID, func(r *raftstore.Reader, now time.Time) (*time.Time, []raftstore.Op, error) {
 		_, meta, ok := Icons.Get(r, appID)
 		if !ok {
-			return nil, errcode.New(errcode.NotFound, "app %s has no uploaded icon; its tile is already the generated one", appID)
+			return nil, nil, errcode.New(errcode.NotFound, "app %s has no uploaded icon; its tile is already the generated one", appID)
 		}
-		app.IconUpdatedAt = nil
-		return []raftstore.Op{
+		return nil, []raftstore.Op{
 			Icons.DeleteIf(appID, meta.ModifyIndex),
 			audit.Record(ctx, now, "icon.delete", appID, audit.Target{Kind: "app", ID: appID}, nil),
 		}, nil
 	})
 }
 
-// write changes the app record and whatever change returns in one write,
-// on the condition that the app (and the rows change checked) did not
-// change since they were read; it reads and tries again when they did.
-func (s *Service) write(ctx context.Context, appID string, change func(r *raftstore.Reader, app *apps.App, now time.Time) ([]raftstore.Op, error)) (apps.App, error) {
-	for try := 1; ; try++ {
-		r := s.store.Read()
-		app, meta, ok := apps.Apps.Get(r, appID)
-		if !ok {
-			return apps.App{}, errcode.New(errcode.NotFound, "no app %s", appID)
+// write changes the icon (the operations change returns) and the app's
+// icon_updated_at (through apps.SetIconOps) in one write; the app's other
+// changes meanwhile are kept, not refused.
+func (s *Service) write(ctx context.Context, appID string, change func(r *raftstore.Reader, now time.Time) (*time.Time, []raftstore.Op, error)) (apps.App, error) {
+	now := s.now().UTC()
+	var app apps.App
+	_, err := s.store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		if !apps.Exists(r, appID) {
+			return nil, errcode.New(errcode.NotFound, "no app %s", appID)
 		}
-		now := s.now().UTC()
-		app.UpdatedAt = now
-		ops, err := change(r, &app, now)
+		at, ops, err := change(r, now)
 		if err != nil {
-			return apps.App{}, err
+			return nil, err
 		}
-		_, err = s.store.Apply(ctx, append([]raftstore.Op{apps.Apps.PutIf(&app, meta.ModifyIndex)}, ops...)...)
-		switch {
-		case err == nil:
-			return app, nil
-		case raftstore.IsReason(err, raftstore.ReasonStale) && try < writeTries:
-			continue
-		case raftstore.IsReason(err, raftstore.ReasonStale), raftstore.IsReason(err, raftstore.ReasonNotFound):
-			if !apps.Exists(s.store.Read(), appID) {
-				return apps.App{}, errcode.New(errcode.NotFound, "no app %s", appID)
-			}
-			return apps.App{}, errcode.New(errcode.StateInvalid, "the app changed while its icon was being written; try again")
+		var appOps []raftstore.Op
+		if app, appOps, err = apps.SetIconOps(r, appID, at, now); err != nil {
+			return nil, err
 		}
+		return append(appOps, ops...), nil
+	})
+	if err != nil {
 		return apps.App{}, fmt.Errorf("write icon of app %s: %w", appID, err)
 	}
+	return app, nil
 }
 
 // SweepDeletedApps removes the icons of apps that no longer exist. It runs
 // on the leader.
 func (s *Service) SweepDeletedApps(ctx context.Context) error {
-	r := s.store.Read()
-	if _, err := Icons.Sweep(ctx, s.store, func(i *Icon) bool { return !apps.Exists(r, i.ID) }, 100); err != nil {
+	// Each icon is judged on a view at least as new as the sweep's: an app
+	// created after the sweep began is not taken for a deleted one.
+	if _, err := Icons.Sweep(ctx, s.store, func(i *Icon) bool { return !apps.Exists(s.store.Read(), i.ID) }, 100); err != nil {
 		return fmt.Errorf("sweep icons of deleted apps: %w", err)
 	}
 	return nil

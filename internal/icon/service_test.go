@@ -3,6 +3,7 @@ package icon
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/png"
 	"strings"
@@ -247,4 +248,72 @@ func TestInitials(t *testing.T) {
 			t.Errorf("Initials(%q) = %q, want %q", name, got, want)
 		}
 	}
+}
+
+// Uploads and renames of one app at once are all applied, one after
+// another: the app ends with the last name and an icon_updated_at, and
+// every request is audited once.
+func TestConcurrentUploadsAndRenames(t *testing.T) {
+	f := newFixture(t)
+	a := f.app(t, "Busy")
+	img := encodePNG(t, gradient(16, 16))
+	const n = 8
+	errs := make(chan error, 2*n)
+	for i := range n {
+		go func() {
+			_, err := f.icons.Put(f.ctx, a.ID, img)
+			errs <- err
+		}()
+		go func() {
+			name := fmt.Sprintf("Busy %d", i)
+			_, err := f.apps.Update(f.ctx, a.ID, apps.Patch{Name: &name})
+			errs <- err
+		}()
+	}
+	for range 2 * n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	got, err := f.apps.Get(a.ID)
+	if err != nil || got.IconUpdatedAt == nil || !strings.HasPrefix(got.Name, "Busy ") {
+		t.Fatalf("after: %+v, %v", got, err)
+	}
+	if u, r := len(f.audit("icon.update")), len(f.audit("app.update")); u != n || r != n {
+		t.Errorf("%d icon.update and %d app.update entries; want %d each", u, r, n)
+	}
+}
+
+// The sweep judges each icon on a view at least as new as its own: the
+// icon of an app made after the sweep began (here: between its start and
+// its write) is not taken for an orphan's.
+func TestSweepKeepsIconsOfNewApps(t *testing.T) {
+	f := newFixture(t)
+	var made apps.App
+	late := &lateStore{Store: f.store, before: func() {
+		made = f.app(t, "Late")
+		if _, err := f.icons.Put(f.ctx, made.ID, encodePNG(t, gradient(8, 8))); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	if err := NewService(late, time.Now).SweepDeletedApps(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, generated, err := f.icons.Get(made.ID); err != nil || generated {
+		t.Errorf("the sweep removed the icon of an app made while it ran (generated %v, %v)", generated, err)
+	}
+}
+
+// lateStore runs before once, just before the first write.
+type lateStore struct {
+	*raftstore.Store
+	before func()
+}
+
+func (s *lateStore) Update(ctx context.Context, build raftstore.Build) (uint64, error) {
+	if s.before != nil {
+		s.before()
+		s.before = nil
+	}
+	return s.Store.Update(ctx, build)
 }

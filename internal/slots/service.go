@@ -1,6 +1,7 @@
 package slots
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -17,7 +18,7 @@ import (
 
 // Store is what the service needs of the replicated store.
 type Store interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 }
 
@@ -53,9 +54,6 @@ func NewService(d Deps) *Service {
 	}
 	return &Service{d: d}
 }
-
-// attempts bounds the retries of a write that raced another write.
-const attempts = 5
 
 // EffectiveNextDeploy is when a fill takes effect.
 const EffectiveNextDeploy = "next_deploy"
@@ -285,13 +283,20 @@ func (s *Service) Fill(ctx context.Context, appID, key string, req FillRequest) 
 			return View{}, fmt.Errorf("seal field %s of slot %s: %w", name, key, err)
 		}
 	}
-	for try := 1; ; try++ {
-		r := s.d.Store.Read()
+	now := s.d.Now()
+	var (
+		row  Fill
+		prev Fill
+		left bool
+	)
+	_, err = s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
 		_, appMeta, ok := apps.Apps.Get(r, appID)
 		if !ok {
-			return View{}, errcode.New(errcode.NotFound, "no app %s", appID)
+			return nil, errcode.New(errcode.NotFound, "no app %s", appID)
 		}
-		prev, meta, exists := Fills.Get(r, RowID(appID, key))
+		var meta raftstore.Meta
+		var exists bool
+		prev, meta, exists = Fills.Get(r, RowID(appID, key))
 		details := map[string]any{"key": key, "type": slot.Type, "mode": mode, "created": !exists,
 			"fields": slices.Sorted(maps.Keys(fields)), "secret_fields": slices.Sorted(maps.Keys(sealed))}
 		if adapterID != "" {
@@ -299,7 +304,7 @@ func (s *Service) Fill(ctx context.Context, appID, key string, req FillRequest) 
 		}
 		// A resource provisioned before and not the one filling the slot
 		// now stays where it is.
-		left := exists && prev.Mode == ModeProvision &&
+		left = exists && prev.Mode == ModeProvision &&
 			(mode != ModeProvision || prev.AdapterID != adapterID || !maps.Equal(prev.Fields, fields))
 		if exists {
 			details["previous_mode"] = prev.Mode
@@ -307,32 +312,25 @@ func (s *Service) Fill(ctx context.Context, appID, key string, req FillRequest) 
 		if left {
 			details["previous_left_in_place"] = true
 		}
-		now := s.d.Now()
-		row := Fill{ID: RowID(appID, key), AppID: appID, Key: key, Type: slot.Type, Mode: mode, AdapterID: adapterID,
+		row = Fill{ID: RowID(appID, key), AppID: appID, Key: key, Type: slot.Type, Mode: mode, AdapterID: adapterID,
 			Fields: fields, Sealed: sealed, CreatedAt: now, UpdatedAt: now}
 		if exists {
 			row.CreatedAt = prev.CreatedAt
 		}
-		_, err = s.d.Store.Apply(ctx,
+		return []raftstore.Op{
 			apps.Apps.Check(appID, appMeta.ModifyIndex),
 			Fills.PutIf(&row, meta.ModifyIndex),
 			audit.Record(ctx, now, "slot.fill", appID, audit.Target{Kind: "slot", ID: key}, details),
-		)
-		if err == nil {
-			if left {
-				s.d.Logger.Info("slot refilled; the resource provisioned before is left in place, not dropped",
-					"app_id", appID, "key", key, "adapter_id", prev.AdapterID, "fields", prev.Fields)
-			}
-			return view(key, &slot, &row), nil
-		}
-		if raced(err) && try == attempts {
-			return View{}, errcode.New(errcode.StateInvalid, "slot %s of app %s was filled by another request meanwhile", key, appID).
-				WithRemedy("read it with GET /api/v1/apps/%s/slots and fill it again if needed", appID)
-		}
-		if !raced(err) {
-			return View{}, fmt.Errorf("fill slot %s: %w", key, err)
-		}
+		}, nil
+	})
+	if err != nil {
+		return View{}, fmt.Errorf("fill slot %s: %w", key, err)
 	}
+	if left {
+		s.d.Logger.Info("slot refilled; the resource provisioned before is left in place, not dropped",
+			"app_id", appID, "key", key, "adapter_id", prev.AdapterID, "fields", prev.Fields)
+	}
+	return view(key, &slot, &row), nil
 }
 
 // provision has a slots adapter make (or find again) the slot's resource.
@@ -441,16 +439,20 @@ func (s *Service) IsSealed(appID, key, field string) bool {
 // on the leader. A resource a slots adapter provisioned for them is left in
 // place (data is never dropped automatically); the log names it.
 func (s *Service) SweepDeletedApps(ctx context.Context) error {
-	r := s.d.Store.Read()
-	gone, _ := Fills.List(r, raftstore.Query{Filter: func(v any) bool { return !apps.Exists(r, v.(*Fill).AppID) }, Limit: 500})
-	for _, it := range gone {
-		f := it.Value
-		if _, err := s.d.Store.Apply(ctx, Fills.DeleteIf(f.ID, it.Meta.ModifyIndex)); err != nil {
-			if raced(err) {
-				continue
-			}
-			return fmt.Errorf("sweep slot fills of deleted apps: %w", err)
+	var gone []Fill
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		items, _ := Fills.List(r, raftstore.Query{Filter: func(v any) bool { return !apps.Exists(r, v.(*Fill).AppID) }, Limit: 500})
+		gone = make([]Fill, len(items))
+		ops := make([]raftstore.Op, len(items))
+		for i, it := range items {
+			gone[i], ops[i] = it.Value, Fills.DeleteIf(it.Value.ID, it.Meta.ModifyIndex)
 		}
+		return ops, nil
+	})
+	if err != nil {
+		return fmt.Errorf("sweep slot fills of deleted apps: %w", err)
+	}
+	for _, f := range gone {
 		if f.Mode == ModeProvision {
 			s.d.Logger.Info("app deleted: its provisioned slot resource is left in place, not dropped",
 				"app_id", f.AppID, "key", f.Key, "adapter_id", f.AdapterID, "fields", f.Fields)
@@ -479,19 +481,30 @@ func (s *Service) Reseal(ctx context.Context) (int, error) {
 				return n, err
 			}
 		}
-		if _, err := s.d.Store.Apply(ctx, Fills.PutIf(&next, it.Meta.ModifyIndex)); err != nil {
-			if raced(err) {
-				continue // rewritten or deleted meanwhile: sealed under the current key already
+		// Written only over the sealed fields it re-sealed: a fill
+		// rewritten meanwhile is sealed under the current key already.
+		done := false
+		_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+			cur, meta, ok := Fills.Get(r, f.ID)
+			if done = ok && sameSealed(cur.Sealed, f.Sealed); !done {
+				return nil, nil
 			}
+			cur.Sealed = next.Sealed
+			return []raftstore.Op{Fills.PutIf(&cur, meta.ModifyIndex)}, nil
+		})
+		if err != nil {
 			return n, fmt.Errorf("re-seal slot %s of %s: %w", f.Key, f.AppID, err)
 		}
-		n += len(f.Sealed)
+		if done {
+			n += len(f.Sealed)
+		}
 	}
 	return n, nil
 }
 
-func aad(appID, key, field string) []byte { return []byte("slot/" + appID + "/" + key + "/" + field) }
-
-func raced(err error) bool {
-	return raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound)
+// sameSealed says whether two fills' sealed fields are the same bytes.
+func sameSealed(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, bytes.Equal)
 }
+
+func aad(appID, key, field string) []byte { return []byte("slot/" + appID + "/" + key + "/" + field) }

@@ -10,8 +10,13 @@
 // declared here: a revision is only ever inserted, numbers run 1, 2, 3… per
 // app without gaps, and retention removes only revisions that are neither
 // pinned, nor among the last ten pinned, nor newer than the newest of those.
-// Pinning also records the pin on the app's row, in the same write.
-// This package must not touch HTTP or adapters.
+// Pinning also records the pin on the app's row, in the same write, through
+// the apps package's op builder (apps.PinOps). Only this package writes
+// revisions and heads: another package that writes a revision (volumes)
+// builds it with AppendOps inside its own write, so that numbering,
+// validation and the size cap live here once.
+// This package must not touch HTTP or adapters, nor write another
+// package's tables.
 package spec
 
 import (

@@ -6,18 +6,16 @@ import (
 	"slices"
 	"time"
 
-	"github.com/svchost/svc/internal/actor"
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/audit"
 	"github.com/svchost/svc/internal/errcode"
-	"github.com/svchost/svc/internal/ids"
 	"github.com/svchost/svc/internal/secrets"
 	"github.com/svchost/svc/raftstore"
 )
 
 // Store is what the service needs of the replicated store.
 type Store interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Retain(ctx context.Context, table raftstore.Def, ids ...string) (uint64, error)
 	Read() *raftstore.Reader
 }
@@ -59,14 +57,6 @@ type Listing struct {
 	Items  []Summary
 	Pinned uint64
 	More   bool
-}
-
-// attempts bounds the retries of a write that raced another write.
-const attempts = 5
-
-func raced(err error) bool {
-	return raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound) ||
-		raftstore.IsReason(err, raftstore.ReasonConflict)
 }
 
 func noApp(appID string) error { return errcode.New(errcode.NotFound, "no app %s", appID) }
@@ -150,45 +140,31 @@ func (s *Service) CreateAndPin(ctx context.Context, appID string, d Document, tr
 }
 
 func (s *Service) write(ctx context.Context, appID string, d Document, pin bool, trigger string) (View, error) {
-	if err := Validate(d); err != nil {
-		return View{}, err
-	}
-	raw, err := encodeDocument(d)
+	raw, err := validEncoding(d)
 	if err != nil {
 		return View{}, err
 	}
-	for try := 1; ; try++ {
-		r := s.store.Read()
-		app, appMeta, ok := apps.Apps.Get(r, appID)
-		if !ok {
-			return View{}, noApp(appID)
+	now := s.now()
+	var (
+		rev  Revision
+		head Head
+	)
+	_, err = s.store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		var ops []raftstore.Op
+		var err error
+		if ops, rev, head, err = appendOps(ctx, r, appID, raw, pin, now); err != nil {
+			return nil, err
 		}
-		head, headMeta, _ := Heads.Get(r, appID)
-		now := s.now()
-		rev := Revision{ID: ids.NewAt(ids.Spec, now), AppID: appID, Number: head.Latest + 1,
-			CreatedAt: now, CreatedBy: createdBy(ctx), Document: raw}
-		head.AppID, head.Latest = appID, rev.Number
 		details := map[string]any{"revision": rev.Number}
-		appOp := apps.Apps.Check(appID, appMeta.ModifyIndex)
 		if pin {
-			head = head.Pin(rev.Number)
-			app.Pinned, app.UpdatedAt = &apps.Pin{SpecID: rev.ID, Revision: int(rev.Number)}, now
-			appOp = apps.Apps.PutIf(&app, appMeta.ModifyIndex)
 			details["pinned"], details["trigger"] = true, trigger
 		}
-		_, err := s.store.Apply(ctx,
-			Revisions.Insert(&rev),
-			Heads.PutIf(&head, headMeta.ModifyIndex),
-			appOp,
-			audit.Record(ctx, now, actionOf(trigger), appID, audit.Target{Kind: "spec", ID: rev.ID}, details),
-		)
-		if err == nil {
-			return viewOf(rev, head)
-		}
-		if !raced(err) || try == attempts {
-			return View{}, err
-		}
+		return append(ops, audit.Record(ctx, now, actionOf(trigger), appID, audit.Target{Kind: "spec", ID: rev.ID}, details)), nil
+	})
+	if err != nil {
+		return View{}, err
 	}
+	return viewOf(rev, head)
 }
 
 // actionOf is the audit action of a revision's write: spec.create, or
@@ -201,50 +177,42 @@ func actionOf(trigger string) string {
 	return "spec.create"
 }
 
-// createdBy names who writes a revision: the account or token acting, or
-// the service itself.
-func createdBy(ctx context.Context) string {
-	a := actor.From(ctx)
-	if a.ID == "" {
-		return a.Kind
-	}
-	return a.ID
-}
-
 // Pin makes a revision the app's pinned one (the target of the reconciler
 // and of the next deploy): the head's pin and the app row's pinned
 // {spec_id, revision} change in one write with the audit entry
 // (spec.pin). A revision the app does not have is NOT_FOUND.
 func (s *Service) Pin(ctx context.Context, appID string, n uint64) (View, error) {
-	for try := 1; ; try++ {
-		r := s.store.Read()
-		app, appMeta, ok := apps.Apps.Get(r, appID)
-		if !ok {
-			return View{}, noApp(appID)
+	now := s.now()
+	var (
+		rev  Revision
+		head Head
+	)
+	_, err := s.store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		if !apps.Exists(r, appID) {
+			return nil, noApp(appID)
 		}
-		rev, revMeta, ok := revision(r, appID, n)
-		if !ok {
-			return View{}, noRevision(appID, n)
+		var revMeta raftstore.Meta
+		var ok bool
+		if rev, revMeta, ok = revision(r, appID, n); !ok {
+			return nil, noRevision(appID, n)
 		}
-		head, headMeta, _ := Heads.Get(r, appID)
-		previous := head.Pinned
-		head = head.Pin(n)
-		now := s.now()
-		app.Pinned, app.UpdatedAt = &apps.Pin{SpecID: rev.ID, Revision: int(n)}, now
-		_, err := s.store.Apply(ctx,
+		cur, headMeta, _ := Heads.Get(r, appID)
+		head = cur.Pin(n)
+		_, pinOps, err := apps.PinOps(r, appID, apps.Pin{SpecID: rev.ID, Revision: int(n)}, now)
+		if err != nil {
+			return nil, err
+		}
+		return append([]raftstore.Op{
 			Revisions.Check(rev.ID, revMeta.ModifyIndex),
 			Heads.PutIf(&head, headMeta.ModifyIndex),
-			apps.Apps.PutIf(&app, appMeta.ModifyIndex),
 			audit.Record(ctx, now, "spec.pin", appID, audit.Target{Kind: "spec", ID: rev.ID},
-				map[string]any{"revision": n, "previous": previous}),
-		)
-		if err == nil {
-			return viewOf(rev, head)
-		}
-		if !raced(err) || try == attempts {
-			return View{}, fmt.Errorf("pin spec revision %d: %w", n, err)
-		}
+				map[string]any{"revision": n, "previous": cur.Pinned}),
+		}, pinOps...), nil
+	})
+	if err != nil {
+		return View{}, fmt.Errorf("pin spec revision %d: %w", n, err)
 	}
+	return viewOf(rev, head)
 }
 
 // Diff classifies the difference between two of an app's revisions.

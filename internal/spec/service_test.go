@@ -252,24 +252,78 @@ func TestServiceSweepRetention(t *testing.T) {
 	}
 }
 
-// Concurrent creates get distinct, contiguous numbers.
+// Concurrent creates are all applied, one after another: each gets its
+// own number and the numbers are contiguous, none lost.
 func TestServiceConcurrentCreates(t *testing.T) {
 	f := newFixture(t)
-	const n = 4
+	const n = 16
+	nums := make(chan uint64, n)
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
-			_, err := f.svc.Create(f.ctx, f.app, doc(t, 8000+i))
+			v, err := f.svc.Create(f.ctx, f.app, doc(t, 8000+i))
+			nums <- v.Number
 			errs <- err
 		}()
 	}
+	seen := map[uint64]bool{}
 	for range n {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+		seen[<-nums] = true
 	}
-	l, _ := f.svc.List(f.app, 0, 10)
+	for i := uint64(1); i <= n; i++ {
+		if !seen[i] {
+			t.Errorf("no create got revision %d: %v", i, seen)
+		}
+	}
+	l, _ := f.svc.List(f.app, 0, 2*n)
 	if len(l.Items) != n || l.Items[0].Number != n {
 		t.Errorf("list = %+v", l.Items)
+	}
+	if got := f.actions(t); len(got) != n {
+		t.Errorf("%d audit entries for %d creates", len(got), n)
+	}
+}
+
+// Concurrent pins, and creates beside them, are all applied; the head and
+// the app row agree on the pinned revision at the end (both are written in
+// each pin's one write, the app row by apps.PinOps).
+func TestServiceConcurrentPins(t *testing.T) {
+	f := newFixture(t)
+	const n = 8
+	for i := range n {
+		if _, err := f.svc.Create(f.ctx, f.app, doc(t, 9000+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 2*n)
+	for i := range n {
+		go func() {
+			_, err := f.svc.Pin(f.ctx, f.app, uint64(i+1))
+			errs <- err
+		}()
+		go func() {
+			_, err := f.svc.CreateAndPin(f.ctx, f.app, doc(t, 9100+i), "")
+			errs <- err
+		}()
+	}
+	for range 2 * n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	l, _ := f.svc.List(f.app, 0, 4*n)
+	a, _, _ := apps.Apps.Get(f.store.Read(), f.app)
+	if len(l.Items) != 2*n || l.Pinned == 0 || a.Pinned == nil || uint64(a.Pinned.Revision) != l.Pinned {
+		t.Fatalf("%d revisions, head pins %d, app row pins %+v", len(l.Items), l.Pinned, a.Pinned)
+	}
+	if rev, err := f.svc.Get(f.app, l.Pinned); err != nil || rev.ID != a.Pinned.SpecID {
+		t.Errorf("the app row pins %s; revision %d is %s (%v)", a.Pinned.SpecID, l.Pinned, rev.ID, err)
+	}
+	h, _, _ := spec.Heads.Get(f.store.Read(), f.app)
+	if len(h.PinHistory) != spec.KeepPinned {
+		t.Errorf("pin history %v: want the last %d pins", h.PinHistory, spec.KeepPinned)
 	}
 }

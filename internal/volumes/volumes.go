@@ -4,16 +4,16 @@
 // document, so declaring one writes a new spec revision: the latest
 // revision plus the volume and its mount, neither pinned nor deployed, in
 // one write with its audit entry (volume.create). It takes effect when that
-// revision is pinned and deployed.
+// revision is pinned and deployed. The revision itself is the spec
+// package's to build (spec.AppendOps: numbering, validation, size cap).
 //
 // The data side (making the storage, sizing, backing it up, restoring it)
 // belongs to the runtime and the backups. This package must not touch HTTP
-// or adapters.
+// or adapters, nor write the spec's tables itself.
 package volumes
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -22,18 +22,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/svchost/svc/internal/actor"
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/audit"
 	"github.com/svchost/svc/internal/errcode"
-	"github.com/svchost/svc/internal/ids"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/raftstore"
 )
 
 // Store is what the service needs of the replicated store.
 type Store interface {
-	Apply(ctx context.Context, ops ...raftstore.Op) (uint64, error)
+	Update(ctx context.Context, build raftstore.Build) (uint64, error)
 	Read() *raftstore.Reader
 }
 
@@ -102,7 +100,7 @@ func (s *Service) List(appID string) ([]View, error) {
 	if n == 0 {
 		return out, nil
 	}
-	rev, _, ok := spec.Revisions.First(r, "app_revision", raftstore.Key(appID, raftstore.Uint(n)))
+	rev, ok := spec.RevisionAt(r, appID, n)
 	if !ok {
 		return out, nil
 	}
@@ -158,67 +156,52 @@ func primary(doc spec.Document) (string, bool) {
 	return "", false
 }
 
-// attempts bounds the retries of a write that raced another write.
-const attempts = 5
-
 // Create declares a volume: it writes the app's next spec revision, the
 // latest one with the volume added and mounted at req.Path in the
 // workload, neither pinned nor deployed, with its audit entry
-// (volume.create) in the same write.
+// (volume.create) in the same write. The revision is built by the spec
+// package (spec.AppendOps: its numbering, validation and size cap).
+// Concurrent declarations apply one after another, each over the revision
+// the one before wrote; a name the spec declares already is
+// STATE_INVALID.
 func (s *Service) Create(ctx context.Context, appID string, req Request) (Created, error) {
 	if err := req.check(); err != nil {
 		return Created{}, err
 	}
-	for try := 1; ; try++ {
-		r := s.store.Read()
-		_, appMeta, ok := apps.Apps.Get(r, appID)
-		if !ok {
-			return Created{}, errcode.New(errcode.NotFound, "no app %s", appID)
+	now := s.now()
+	var out Created
+	_, err := s.store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		if !apps.Exists(r, appID) {
+			return nil, errcode.New(errcode.NotFound, "no app %s", appID)
 		}
-		head, headMeta, _ := spec.Heads.Get(r, appID)
-		latest, _, ok := spec.Revisions.First(r, "app_revision", raftstore.Key(appID, raftstore.Uint(head.Latest)))
-		if head.Latest == 0 || !ok {
-			return Created{}, errcode.New(errcode.StateInvalid, "app %s has no spec yet: a volume is declared in it", appID).
+		h, _, _ := spec.Heads.Get(r, appID)
+		latest, ok := spec.RevisionAt(r, appID, h.Latest)
+		if h.Latest == 0 || !ok {
+			return nil, errcode.New(errcode.StateInvalid, "app %s has no spec yet: a volume is declared in it", appID).
 				WithRemedy("write one with POST /api/v1/apps/%s/specs (or accept detection's proposal) first", appID)
 		}
 		doc, err := latest.Spec()
 		if err != nil {
-			return Created{}, fmt.Errorf("declare volume %s: %w", req.Name, err)
+			return nil, err
 		}
 		next, workload, err := withVolume(doc, req)
 		if err != nil {
-			return Created{}, err
+			return nil, err
 		}
-		if err := spec.Validate(next); err != nil {
-			return Created{}, err
-		}
-		raw, err := json.Marshal(next)
+		ops, rev, err := spec.AppendOps(ctx, r, appID, next, now)
 		if err != nil {
-			return Created{}, fmt.Errorf("declare volume %s: encode the spec: %w", req.Name, err)
+			return nil, err
 		}
-		if len(raw) > 4*spec.MaxDocumentBytes { // the spec service's cap on a stored document
-			return Created{}, errcode.New(errcode.ValidInvalid, "the spec document would be %d bytes as JSON; at most %d", len(raw), 4*spec.MaxDocumentBytes)
-		}
-		now := s.now()
-		rev := spec.Revision{ID: ids.NewAt(ids.Spec, now), AppID: appID, Number: head.Latest + 1,
-			CreatedAt: now, CreatedBy: createdBy(ctx), Document: raw}
-		head.AppID, head.Latest = appID, rev.Number
-		_, err = s.store.Apply(ctx,
-			spec.Revisions.Insert(&rev),
-			spec.Heads.PutIf(&head, headMeta.ModifyIndex),
-			apps.Apps.Check(appID, appMeta.ModifyIndex),
-			audit.Record(ctx, now, "volume.create", appID, audit.Target{Kind: "volume", ID: req.Name}, map[string]any{
-				"name": req.Name, "size_bytes": req.SizeBytes, "workload": workload, "path": req.Path,
-				"spec_revision": rev.Number, "spec_id": rev.ID,
-			}),
-		)
-		if err == nil {
-			return Created{Volume: viewOf(next, req.Name), SpecRevision: rev.Number}, nil
-		}
-		if !raced(err) || try == attempts {
-			return Created{}, fmt.Errorf("declare volume %s: %w", req.Name, err)
-		}
+		out = Created{Volume: viewOf(next, req.Name), SpecRevision: rev.Number}
+		return append(ops, audit.Record(ctx, now, "volume.create", appID, audit.Target{Kind: "volume", ID: req.Name}, map[string]any{
+			"name": req.Name, "size_bytes": req.SizeBytes, "workload": workload, "path": req.Path,
+			"spec_revision": rev.Number, "spec_id": rev.ID,
+		})), nil
+	})
+	if err != nil {
+		return Created{}, fmt.Errorf("declare volume %s: %w", req.Name, err)
 	}
+	return out, nil
 }
 
 // withVolume returns a copy of doc declaring the volume and mounting it in
@@ -256,19 +239,4 @@ func withVolume(doc spec.Document, req Request) (spec.Document, string, error) {
 	w.Mounts = append(slices.Clone(w.Mounts), spec.Mount{Volume: req.Name, Path: req.Path})
 	next.Workloads[wl] = w
 	return next, wl, nil
-}
-
-// createdBy names who writes a revision: the account or token acting, or
-// the service itself (as the spec service records it).
-func createdBy(ctx context.Context) string {
-	a := actor.From(ctx)
-	if a.ID == "" {
-		return a.Kind
-	}
-	return a.ID
-}
-
-func raced(err error) bool {
-	return raftstore.IsReason(err, raftstore.ReasonStale) || raftstore.IsReason(err, raftstore.ReasonNotFound) ||
-		raftstore.IsReason(err, raftstore.ReasonConflict)
 }

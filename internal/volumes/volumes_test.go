@@ -2,6 +2,8 @@ package volumes_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,5 +172,63 @@ func TestDeclareAVolumeIsValidated(t *testing.T) {
 	}
 	if list, err := f.svc.List(noSpec); err != nil || len(list) != 0 {
 		t.Errorf("list without a spec = %v, %v", list, err)
+	}
+}
+
+// Concurrent declarations of different volumes are all applied, one after
+// another, each over the revision the one before wrote: distinct revision
+// numbers, none lost, and the latest revision declares every volume. Of
+// concurrent declarations of one name, one is applied and the others are
+// STATE_INVALID (the spec declares it already: their own precondition).
+func TestConcurrentDeclarations(t *testing.T) {
+	f := newFixture(t)
+	appID := f.app(t, twoWorkloads)
+	const n = 12
+	revs := make([]uint64, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("v%d", i)
+			var c volumes.Created
+			c, errs[i] = f.svc.Create(ctx, appID, volumes.Request{Name: name, SizeBytes: 1 << 20, Path: "/" + name})
+			revs[i] = c.SpecRevision
+		}()
+	}
+	wg.Wait()
+	seen := map[uint64]bool{}
+	for i, err := range errs {
+		if err != nil || seen[revs[i]] || revs[i] < 2 || revs[i] > n+1 {
+			t.Errorf("declare v%d: revision %d, %v", i, revs[i], err)
+		}
+		seen[revs[i]] = true
+	}
+	list, err := f.svc.List(appID)
+	if err != nil || len(list) != n+1 {
+		t.Fatalf("the latest revision declares %d volumes (%v); want %d", len(list), err, n+1)
+	}
+
+	dup := make([]error, 6)
+	for i := range dup {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, dup[i] = f.svc.Create(ctx, appID, volumes.Request{Name: "dup", SizeBytes: 1 << 20, Path: fmt.Sprintf("/dup%d", i)})
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range dup {
+		switch e, _ := errcode.As(err); {
+		case err == nil:
+			won++
+		case e == nil || e.Code != errcode.StateInvalid || e.Details["field"] != "name":
+			t.Errorf("a second declaration of one name: %v", err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d declarations of one name applied; want 1", won)
 	}
 }
