@@ -86,7 +86,7 @@ func slotValue(slot, field string) string {
 // a fill keeps sealed, in SealedEnv), the start order, the log cap split
 // among the workloads, mounts with their volumes' sizes.
 func jobFromSpec(d spec.Document, depID string) scheduler.Job {
-	job := scheduler.Job{ID: depID, AppID: testAppID, Workloads: map[string]scheduler.Task{}, Order: plan.StartOrder(d)}
+	job := scheduler.Job{ID: depID, AppID: testAppID, Workloads: map[string]scheduler.Task{}, Order: plan.StartOrder(d), Primary: d.Primary()}
 	logCap := max(int64(testLogDisk)/int64(len(d.Workloads)), 4096)
 	for name, w := range d.Workloads {
 		env, secretEnv, sealedEnv := map[string]string{}, map[string]string{}, map[string]bool{}
@@ -116,7 +116,7 @@ func jobFromSpec(d spec.Document, depID string) scheduler.Job {
 			Command:  w.Run.Command, Env: env, SecretEnv: secretEnv, SealedEnv: sealedEnv, AppPort: w.Run.Port, Health: w.Run.Health,
 			Resources: w.Resources, LogCapBytes: logCap,
 		}
-		if w.Run.Port == 0 && w.Run.Health == nil && !w.Primary && kind != spec.BuildStatic {
+		if w.Run.Port == 0 && w.Run.Health == nil && name != job.Primary && kind != spec.BuildStatic {
 			t.NoPort = true
 		}
 		for _, m := range w.Mounts {

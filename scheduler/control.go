@@ -133,8 +133,9 @@ func (s *Service) Status(ctx context.Context, appID string) (Status, error) {
 	if rt, err := s.runtime(rel.Runtime); err == nil {
 		st, _ = rt.Status(ctx, rel.JobID)
 	}
-	for name, w := range doc.Workloads {
-		rep := WorkloadReport{Primary: w.Primary, Health: HealthUnknown}
+	primary := doc.Primary()
+	for name := range doc.Workloads {
+		rep := WorkloadReport{Primary: name == primary, Health: HealthUnknown}
 		if ws, ok := st.Workloads[name]; ok {
 			rep.Running, rep.Restarts, rep.Health, rep.ExitCode, rep.Address = ws.Running, ws.Restarts, ws.Health, ws.ExitCode, ws.Address
 		}
@@ -216,10 +217,8 @@ func (s *Service) workloadOf(rel Release, name string) (string, error) {
 		return "", err
 	}
 	if name == "" {
-		for n, w := range view.Spec.Workloads {
-			if w.Primary {
-				return n, nil
-			}
+		if p := view.Spec.Primary(); p != "" {
+			return p, nil
 		}
 	}
 	if _, ok := view.Spec.Workloads[name]; !ok {

@@ -248,16 +248,6 @@ func (s *Service) deploy(ctx context.Context, d *Deployment, log *liveLog) (*Rel
 	return rel, nil
 }
 
-// primaryOf names a spec document's primary workload ("" if none is).
-func primaryOf(d spec.Document) string {
-	for name, w := range d.Workloads {
-		if w.Primary {
-			return name
-		}
-	}
-	return ""
-}
-
 // notReady refuses a job whose serving workloads did not pass their health
 // check within the runtime's start timeout: switching to it would leave
 // nothing to route to, so the previous revision keeps serving.
@@ -444,7 +434,7 @@ func (s *Service) retire(ctx context.Context, runtimeID, jobID string) {
 // It returns the bound secrets' versions.
 func (s *Service) makeJob(ctx context.Context, jobID, appID string, d spec.Document, arts map[string]Artifact) (Job, map[string]int64, error) {
 	pol := s.d.Policy.Current()
-	job := Job{ID: jobID, AppID: appID, Workloads: map[string]Task{}, Order: plan.StartOrder(d), Primary: primaryOf(d)}
+	job := Job{ID: jobID, AppID: appID, Workloads: map[string]Task{}, Order: plan.StartOrder(d), Primary: d.Primary()}
 	versions := map[string]int64{}
 	logCap := int64(0)
 	if pol.MaxLogDiskBytes > 0 && len(d.Workloads) > 0 {
@@ -475,7 +465,7 @@ func (s *Service) makeJob(ctx context.Context, jobID, appID string, d spec.Docum
 		}
 		t := Task{Artifact: arts[name], Command: w.Run.Command, Env: env, SecretEnv: secretEnv, SealedEnv: sealedEnv, AppPort: w.Run.Port, Health: w.Run.Health,
 			Resources: w.Resources, LogCapBytes: logCap, Isolation: isolation, Egress: pol.EgressAllowlist}
-		if w.Run.Port == 0 && w.Run.Health == nil && !servesHTTP(name, w) {
+		if w.Run.Port == 0 && w.Run.Health == nil && !servesHTTP(name == job.Primary, w) {
 			t.NoPort = true
 		}
 		for _, m := range w.Mounts {
@@ -488,8 +478,8 @@ func (s *Service) makeJob(ctx context.Context, jobID, appID string, d spec.Docum
 
 // servesHTTP says whether a workload without a declared port serves HTTP:
 // the primary workload does (the edge routes to it), and a static site.
-func servesHTTP(_ string, w spec.Workload) bool {
-	return w.Primary || (w.Build != nil && w.Build.Kind == spec.BuildStatic)
+func servesHTTP(primary bool, w spec.Workload) bool {
+	return primary || (w.Build != nil && w.Build.Kind == spec.BuildStatic)
 }
 
 func (s *Service) envValue(ctx context.Context, appID string, v spec.EnvValue, versions map[string]int64) (string, error) {

@@ -1060,6 +1060,30 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
+// TestTheOnlyWorkloadIsPrimaryWithoutSayingSo: a spec whose only workload
+// leaves primary out has it as its primary (spec.Document.Primary): the
+// release routes to it and the status names it primary.
+func TestTheOnlyWorkloadIsPrimaryWithoutSayingSo(t *testing.T) {
+	f := newFixture(t, options{ports: [2]int{9100, 9110}})
+	appID := f.app(t, strings.Replace(webSpec, "primary: true, ", "", 1))
+	if d := f.ended(t, appID, f.deploy(t, appID).ID); d.State != scheduler.DepSucceeded {
+		t.Fatalf("deploy: %+v", d)
+	}
+	var route scheduler.RouteInfo
+	for _, ri := range f.sch.Routes(context.Background()) {
+		if ri.AppID == appID {
+			route = ri
+		}
+	}
+	if route.Upstream != "127.0.0.1:1" {
+		t.Errorf("route = %+v, want the only workload's address", route)
+	}
+	st, err := f.sch.Status(context.Background(), appID)
+	if err != nil || !st.Workloads["web"].Primary {
+		t.Errorf("status = %+v, %v; want web primary", st, err)
+	}
+}
+
 func TestSlotCredentialsAreMarkedSealed(t *testing.T) {
 	f := newFixture(t, options{})
 	appID := f.app(t, `

@@ -183,6 +183,8 @@ func TestSpecsAPIRefuses(t *testing.T) {
 		{"env ambiguous", "POST", base, "yaml", yaml(`PORT: "8080"`, `PORT: "8080", LOG_LEVEL: debug`), 400, errcode.ValidEnvAmbiguous, "workloads.web.env.LOG_LEVEL"},
 		{"env set twice", "POST", base, "json", `{"spec":{"env":{"A":"1","A":"2"},"workloads":{}}}`, 400, errcode.ValidEnvAmbiguous, "env.A"},
 		{"no primary", "POST", base, "yaml", yaml("primary: true", "primary: false"), 400, errcode.ValidPrimaryWorkload, "workloads"},
+		{"the only workload says primary: false (JSON)", "POST", base, "json", `{"spec":{"workloads":{"site":{"primary":false,"build":{"kind":"static"}}}}}`, 400, errcode.ValidPrimaryWorkload, "workloads.site.primary"},
+		{"the only workload says primary: false (YAML)", "POST", base, "yaml", "workloads: {site: {primary: false, build: {kind: static}}}", 400, errcode.ValidPrimaryWorkload, "workloads.site.primary"},
 		{"two primaries", "POST", base, "yaml", yaml("worker: {build:", "worker: {primary: true, build:"), 400, errcode.ValidPrimaryWorkload, "workloads.worker.primary"},
 		{"build kind", "POST", base, "yaml", yaml("kind: go", "kind: rust"), 400, errcode.ValidInvalid, "workloads.web.build.kind"},
 		{"port", "POST", base, "json", strings.Replace(specExampleJSON, `"port": 8080`, `"port": 70000`, 1), 400, errcode.ValidInvalid, "workloads.web.run.port"},
@@ -238,6 +240,24 @@ func TestSpecsAPIRefuses(t *testing.T) {
 	}
 	if l := decodeAs[specListAnswer](t, h.send("GET", base, "")); len(l.Items) != 1 {
 		t.Errorf("refused requests left revisions: %+v", l.Items)
+	}
+}
+
+// TestSpecsAPIPrimaryOfTheOnlyWorkload: the only workload is primary when
+// its document leaves primary out or says true (what a client sends is
+// stored as sent), and refused when it says false (TestSpecsAPIRefuses).
+func TestSpecsAPIPrimaryOfTheOnlyWorkload(t *testing.T) {
+	h := newHarness(t)
+	base := api + "/apps/" + h.app(t, "Only Workload") + "/specs"
+	for body, stored := range map[string]string{
+		`{"spec":{"workloads":{"site":{"build":{"kind":"static"}}}}}`:                `"workloads":{"site":{"build":{"kind":"static"},"run":{}}}`,
+		`{"spec":{"workloads":{"site":{"primary":true,"build":{"kind":"static"}}}}}`: `"workloads":{"site":{"primary":true,"build":{"kind":"static"},"run":{}}}`,
+	} {
+		a := h.send("POST", base, body)
+		wantStatus(t, body, a, http.StatusCreated)
+		if !strings.Contains(string(a.body), stored) {
+			t.Errorf("%s: stored %s, want %s in it", body, a.body, stored)
+		}
 	}
 }
 

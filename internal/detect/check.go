@@ -91,7 +91,7 @@ func checkShape(d spec.Document) error {
 		if !nameRE.MatchString(name) {
 			return fmt.Errorf("workload name %q", name)
 		}
-		if w.Primary {
+		if w.IsPrimary() {
 			primaries++
 		}
 		if w.Run.Port < 0 || w.Run.Port > 65535 {

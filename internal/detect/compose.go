@@ -320,7 +320,7 @@ func (c *composeTranslation) translate(p *types.Project) bool {
 	}
 	primary := choosePrimary(d.Workloads, published)
 	w := d.Workloads[primary]
-	w.Primary = true
+	w.Primary = spec.Bool(true)
 	if w.Run.Port == 0 {
 		w.Run.Port = c.b.askPort(c.t, "Port the "+primary+" service listens on (the compose file publishes none)", 8080)
 	}

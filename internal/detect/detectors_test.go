@@ -354,7 +354,7 @@ func TestProcfileWithoutWeb(t *testing.T) {
 		t.Fatalf("winner = %+v; want procfile at 40", r.Winner)
 	}
 	w := r.Winner.Proposal.Workloads["worker"]
-	if !w.Primary || w.Run.Port != 0 || w.Build.Kind != spec.BuildPython {
+	if !w.IsPrimary() || w.Run.Port != 0 || w.Build.Kind != spec.BuildPython {
 		t.Errorf("worker = %+v; want the primary, on no port, a python build", w)
 	}
 }

@@ -43,7 +43,7 @@ func (dockerfileDetector) Bid(t *Tree) (Bid, bool) {
 	} else {
 		b.evidence(p, "a Dockerfile at the root")
 	}
-	w := spec.Workload{Primary: true, Build: build}
+	w := spec.Workload{Primary: spec.Bool(true), Build: build}
 	if port, ok := dockerfileExpose(string(src)); ok {
 		w.Run.Port = port
 		b.evidence(p, "EXPOSE %d", port)

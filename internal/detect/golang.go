@@ -41,7 +41,7 @@ func (goDetector) Bid(t *Tree) (Bid, bool) {
 	}
 	b.evidence(mainDir, "main package")
 	w := spec.Workload{
-		Primary: true,
+		Primary: spec.Bool(true),
 		Build:   &spec.Build{Kind: spec.BuildGo, Context: ".", Command: "go build -o app " + target},
 		Run:     spec.Run{Command: []string{"./app"}},
 	}

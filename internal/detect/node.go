@@ -118,7 +118,7 @@ func (nodeDetector) Bid(t *Tree) (Bid, bool) {
 	}
 	_, hasStart := pkg.Scripts["start"]
 	has := func(dep string) bool { return pkg.Deps[dep] }
-	w := spec.Workload{Primary: true, Build: &spec.Build{Kind: spec.BuildNode, Context: ".", Command: build}}
+	w := spec.Workload{Primary: spec.Bool(true), Build: &spec.Build{Kind: spec.BuildNode, Context: ".", Command: build}}
 	env := envSources{dbType: driverSlotType(sortedKeys(pkg.Deps))}
 	env.loadEnvExample(t)
 	fixedPort := func(port int, run []string) {
@@ -241,7 +241,7 @@ func staticBuild(t *Tree, b Bid, out, build, what string) Bid {
 	b.Score = 70
 	b.evidence("package.json", "%s: built into %s and served as static files", what, out)
 	b.Proposal = spec.Document{Workloads: map[string]spec.Workload{"web": {
-		Primary: true,
+		Primary: spec.Bool(true),
 		Build:   &spec.Build{Kind: spec.BuildStatic, Context: out, Command: build},
 	}}}
 	return b

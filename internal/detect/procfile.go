@@ -73,7 +73,7 @@ func (procfileDetector) Bid(t *Tree) (Bid, bool) {
 		name := uniqueName(sanitizeName(p.name, "worker"), func(n string) bool { _, ok := d.Workloads[n]; return ok })
 		w := spec.Workload{Build: build}
 		if p.name == "web" && primary == "" {
-			primary, w.Primary = name, true
+			primary, w.Primary = name, spec.Bool(true)
 			port := 0
 			if m := procPortFlagRE.FindStringSubmatch(p.cmd); m != nil && !procPortVarRE.MatchString(p.cmd) {
 				port, _ = strconv.Atoi(m[1])
@@ -102,7 +102,7 @@ func (procfileDetector) Bid(t *Tree) (Bid, bool) {
 		b.Score = 40
 		primary = order[0]
 		w := d.Workloads[primary]
-		w.Primary = true
+		w.Primary = spec.Bool(true)
 		d.Workloads[primary] = w
 		b.evidence("Procfile", "no web process: %s is made primary", primary)
 	}

@@ -28,7 +28,7 @@ func (pythonDetector) Bid(t *Tree) (Bid, bool) {
 	has := func(d string) bool { return slices.Contains(deps, d) }
 	env := envSources{dbType: driverSlotType(deps)}
 	env.loadEnvExample(t)
-	w := spec.Workload{Primary: true, Build: &spec.Build{Kind: spec.BuildPython, Context: ".", Command: install}}
+	w := spec.Workload{Primary: spec.Bool(true), Build: &spec.Build{Kind: spec.BuildPython, Context: ".", Command: install}}
 	switch {
 	case has("django") && t.Has("manage.py"):
 		b.Score = 78

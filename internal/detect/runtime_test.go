@@ -82,7 +82,7 @@ func TestRuntimeRanking(t *testing.T) {
 			}
 			w := goBid.Proposal.Workloads["web"]
 			want := spec.Workload{
-				Primary: true,
+				Primary: spec.Bool(true),
 				Build:   &spec.Build{Kind: spec.BuildGo, Context: ".", Command: "go build -o app ."},
 				Run:     spec.Run{Command: []string{"sh", "-c", `exec ./app --port="$PORT"`}, Port: 8080},
 				Env:     map[string]spec.EnvValue{"PORT": spec.Literal("8080")},

@@ -56,7 +56,7 @@ func (staticDetector) Bid(t *Tree) (Bid, bool) {
 		b.evidence(m, "a server marker: the site may be part of an app")
 	}
 	b.Proposal = spec.Document{Workloads: map[string]spec.Workload{"web": {
-		Primary: true,
+		Primary: spec.Bool(true),
 		Build:   &spec.Build{Kind: spec.BuildStatic, Context: dir},
 	}}}
 	return b, true

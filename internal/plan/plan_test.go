@@ -14,7 +14,7 @@ import (
 func doc() spec.Document {
 	return spec.Document{
 		Workloads: map[string]spec.Workload{
-			"web": {Primary: true, Build: &spec.Build{Kind: spec.BuildGo}, Run: spec.Run{Command: []string{"./app"}, Port: 8080,
+			"web": {Primary: spec.Bool(true), Build: &spec.Build{Kind: spec.BuildGo}, Run: spec.Run{Command: []string{"./app"}, Port: 8080,
 				Health: &spec.Health{Path: "/healthz"}}, DependsOn: []string{"worker"},
 				Env:       map[string]spec.EnvValue{"DB": {Slot: "db", Field: "url"}, "KEY": {Secret: "API_KEY"}},
 				Resources: &spec.Resources{MemoryBytes: 1 << 28}},

@@ -39,7 +39,10 @@ type DiffResult struct {
 //   - a workload's build: rebuild of that workload;
 //   - a workload added or removed: rebuild;
 //   - a workload's run, env, mounts, depends_on, resources or primary flag,
-//     and the app's env: restart;
+//     and the app's env: restart. The primary flag is compared as what it
+//     means: the only workload with the field absent and one saying
+//     primary: true are both primary (no change), and primary: false is
+//     the field absent;
 //   - a volume's or slot's declaration: restart when a workload of either
 //     document uses it (mounts it, or refers to the slot from env), else
 //     none;
@@ -76,6 +79,9 @@ func Diff(a, b Document) DiffResult {
 		at := "workloads." + name
 		wa, inA := a.Workloads[name]
 		wb, inB := b.Workloads[name]
+		if inA && inB {
+			wa, wb = a.primaryAsMeant(name, wa), b.primaryAsMeant(name, wb)
+		}
 		if inA != inB {
 			d.add(at, plainIf(wa, inA), plainIf(wb, inB), EffectRebuild)
 			continue
@@ -95,6 +101,21 @@ func Diff(a, b Document) DiffResult {
 		d.res.Effect = EffectNone
 	}
 	return d.res
+}
+
+// primaryAsMeant returns w with its primary flag as the document means it:
+// true on the document's primary workload, absent on the others. A
+// document that names no primary (not valid) keeps its flags as written.
+func (d Document) primaryAsMeant(name string, w Workload) Workload {
+	p := d.Primary()
+	switch {
+	case p == "":
+	case p == name:
+		w.Primary = Bool(true)
+	default:
+		w.Primary = nil
+	}
+	return w
 }
 
 type differ struct{ res DiffResult }

@@ -48,7 +48,13 @@ func TestDiff(t *testing.T) {
 			{"workloads.web.depends_on", []any{"worker"}, nil, EffectRestart},
 			{"workloads.web.resources.cpu_millis", n("500"), n("1000"), EffectRestart},
 		}},
-		{"the primary", func(_ *Document, web, worker *Workload) { web.Primary, worker.Primary = false, true }, EffectRestart,
+		{"the primary", func(_ *Document, web, worker *Workload) { web.Primary, worker.Primary = nil, Bool(true) }, EffectRestart,
+			[]Change{
+				{"workloads.web.primary", true, nil, EffectRestart},
+				{"workloads.worker.primary", nil, true, EffectRestart},
+			}},
+		{"primary: false written on the other workload", func(_ *Document, _, worker *Workload) { worker.Primary = Bool(false) }, EffectNone, []Change{}},
+		{"the primary moved, the old one saying false", func(_ *Document, web, worker *Workload) { web.Primary, worker.Primary = Bool(false), Bool(true) }, EffectRestart,
 			[]Change{
 				{"workloads.web.primary", true, nil, EffectRestart},
 				{"workloads.worker.primary", nil, true, EffectRestart},
@@ -110,5 +116,23 @@ func TestDiffEncodesAsTheContractSays(t *testing.T) {
 	b, _ = json.Marshal(Diff(a, c))
 	if string(b) != `{"effect":"restart","changes":[{"path":"workloads.web.run.port","from":8080,"to":81,"effect":"restart"}]}` {
 		t.Errorf("a port change encodes as %s", b)
+	}
+}
+
+// TestDiffOfTheOnlyWorkloadsPrimaryFlag: the only workload is primary
+// whether its document leaves the field out or says true, so writing it
+// changes nothing; saying false takes the primary away (from true, as the
+// field's absence meant, to false as written: that document is not valid).
+func TestDiffOfTheOnlyWorkloadsPrimaryFlag(t *testing.T) {
+	one := func(p *bool) Document {
+		return Document{Workloads: map[string]Workload{"solo": {Primary: p, Build: &Build{Kind: BuildStatic}}}}
+	}
+	if got := Diff(one(nil), one(Bool(true))); got.Effect != EffectNone || len(got.Changes) != 0 {
+		t.Errorf("absent to true on the only workload: %+v, want no change", got)
+	}
+	got := Diff(one(nil), one(Bool(false)))
+	want := []Change{{"workloads.solo.primary", true, false, EffectRestart}}
+	if diff := cmp.Diff(want, got.Changes); diff != "" {
+		t.Errorf("absent to false on the only workload (-want +got):\n%s", diff)
 	}
 }

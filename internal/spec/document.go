@@ -52,8 +52,13 @@ func BuildKinds() []string {
 
 // Workload is one part of an app: how it is built and how it runs.
 type Workload struct {
-	// Primary marks the workload the edge routes to; exactly one is.
-	Primary   bool                `json:"primary,omitempty"`
+	// Primary marks the workload the edge routes to; exactly one is. Absent
+	// (nil) on a document's only workload still means primary; an explicit
+	// false never does (IsPrimary, Document.Primary). A pointer so that the
+	// two can be told apart: documents stored when this was a bool with
+	// omitempty never carry "primary": false, so they read as before (absent
+	// or true) and encode to the same bytes.
+	Primary   *bool               `json:"primary,omitempty"`
 	Build     *Build              `json:"build,omitempty"`
 	Run       Run                 `json:"run"`
 	Env       map[string]EnvValue `json:"env,omitempty"`
@@ -61,6 +66,12 @@ type Workload struct {
 	DependsOn []string            `json:"depends_on,omitempty"`
 	Resources *Resources          `json:"resources,omitempty"`
 }
+
+// IsPrimary reports whether the workload says primary: true.
+func (w Workload) IsPrimary() bool { return w.Primary != nil && *w.Primary }
+
+// Bool returns a pointer to b, for Workload.Primary.
+func Bool(b bool) *bool { return &b }
 
 // Build says how a workload is built.
 type Build struct {

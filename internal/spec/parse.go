@@ -428,7 +428,9 @@ func fit(path string, v any, t reflect.Type) error {
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
-		if v == nil {
+		// A flag (primary) is true or false where it is written: null is
+		// neither, and only leaving the field out means "not said".
+		if v == nil && t.Elem().Kind() != reflect.Bool {
 			return nil
 		}
 		return fit(path, v, t.Elem())

@@ -45,7 +45,7 @@ func TestParseReadsTheContractsExample(t *testing.T) {
 	d := mustParse(t, exampleYAML)
 	web := d.Workloads["web"]
 	want := Workload{
-		Primary: true,
+		Primary: Bool(true),
 		Build:   &Build{Kind: BuildGo, Context: ".", Command: "go build -o app ."},
 		Run: Run{Command: []string{"./app"}, Port: 8080,
 			Health: &Health{Path: "/healthz", Interval: Duration(10 * time.Second), Timeout: Duration(2 * time.Second)}},

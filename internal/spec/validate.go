@@ -283,12 +283,13 @@ func (v *validator) env(at string, env, app map[string]EnvValue) {
 }
 
 // Primary returns the name of the primary workload: the one marked
-// primary, or the only workload when there is one and none is marked. It
-// returns "" when the document does not have exactly one.
+// primary, or the only workload when there is one and it does not say
+// primary at all (an explicit primary: false names no primary). It returns
+// "" when the document does not have exactly one.
 func (d Document) Primary() string {
 	var marked []string
 	for name, w := range d.Workloads {
-		if w.Primary {
+		if w.IsPrimary() {
 			marked = append(marked, name)
 		}
 	}
@@ -296,8 +297,10 @@ func (d Document) Primary() string {
 	case len(marked) == 1:
 		return marked[0]
 	case len(marked) == 0 && len(d.Workloads) == 1:
-		for name := range d.Workloads {
-			return name
+		for name, w := range d.Workloads {
+			if w.Primary == nil {
+				return name
+			}
 		}
 	}
 	return ""
@@ -309,13 +312,16 @@ func (v *validator) primary() {
 	}
 	var marked []string
 	for _, name := range sortedKeys(v.d.Workloads) {
-		if v.d.Workloads[name].Primary {
+		if v.d.Workloads[name].IsPrimary() {
 			marked = append(marked, name)
 		}
 	}
 	switch {
 	case len(v.d.Workloads) == 0:
 		v.add(errcode.ValidPrimaryWorkload, "workloads", "a spec declares at least one workload, and exactly one is primary")
+	case len(marked) == 0 && len(v.d.Workloads) == 1:
+		name := sortedKeys(v.d.Workloads)[0]
+		v.add(errcode.ValidPrimaryWorkload, "workloads."+name+".primary", "the only workload, %s, says primary: false, so the spec names no primary: remove the field or set it to true", name)
 	case len(marked) == 0:
 		v.add(errcode.ValidPrimaryWorkload, "workloads", "none of the %d workloads is primary: mark exactly one with primary: true", len(v.d.Workloads))
 	default:

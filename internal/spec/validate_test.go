@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,12 @@ func TestValidate(t *testing.T) {
 		{"one workload, not marked primary", func(d *Document, _, _ *Workload) {
 			d.Workloads = map[string]Workload{"only": {Build: &Build{Kind: BuildStatic}}}
 		}, "", ""},
+		{"one workload, primary: true", func(d *Document, _, _ *Workload) {
+			d.Workloads = map[string]Workload{"only": {Primary: Bool(true), Build: &Build{Kind: BuildStatic}}}
+		}, "", ""},
+		{"one workload, primary: false", func(d *Document, _, _ *Workload) {
+			d.Workloads = map[string]Workload{"only": {Primary: Bool(false), Build: &Build{Kind: BuildStatic}}}
+		}, errcode.ValidPrimaryWorkload, "workloads.only.primary"},
 		{"a static build runs without a command", func(_ *Document, web, _ *Workload) {
 			web.Build, web.Run.Command = &Build{Kind: BuildStatic}, nil
 		}, "", ""},
@@ -53,10 +60,13 @@ func TestValidate(t *testing.T) {
 			errcode.ValidDependencyCycle, "workloads.worker.depends_on"},
 		{"a variable set differently at app and workload level", func(_ *Document, web, _ *Workload) { web.Env["LOG_LEVEL"] = Literal("debug") },
 			errcode.ValidEnvAmbiguous, "workloads.web.env.LOG_LEVEL"},
-		{"no primary among two", func(_ *Document, web, _ *Workload) { web.Primary = false },
+		{"no primary among two", func(_ *Document, web, _ *Workload) { web.Primary = nil },
 			errcode.ValidPrimaryWorkload, "workloads"},
-		{"two primaries", func(_ *Document, _, worker *Workload) { worker.Primary = true },
+		{"no primary among two, both saying false", func(_ *Document, web, worker *Workload) { web.Primary, worker.Primary = Bool(false), Bool(false) },
+			errcode.ValidPrimaryWorkload, "workloads"},
+		{"two primaries", func(_ *Document, _, worker *Workload) { worker.Primary = Bool(true) },
 			errcode.ValidPrimaryWorkload, "workloads.worker.primary"},
+		{"one primary, the other saying false", func(_ *Document, _, worker *Workload) { worker.Primary = Bool(false) }, "", ""},
 		{"no workloads", func(d *Document, _, _ *Workload) { d.Workloads = nil },
 			errcode.ValidPrimaryWorkload, "workloads"},
 
@@ -247,6 +257,85 @@ func BenchmarkParseValidate(b *testing.B) {
 		}
 		if err := Validate(d); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestPrimaryFlag: primary on a workload is absent, true or false, and the
+// three mean different things only on a document's only workload: absent
+// is primary there (as it always was), an explicit false names no primary.
+// The document reads the same from YAML and JSON, and encodes back what it
+// was given: absent stays absent, false stays false.
+func TestPrimaryFlag(t *testing.T) {
+	cases := []struct {
+		name, yaml  string
+		primary     string // Document.Primary
+		code        errcode.Code
+		field       string
+		encodedFlag string // the flag as the document encodes it: "", "true" or "false"
+	}{
+		{"the only workload, absent", "workloads: {solo: {build: {kind: static}}}", "solo", "", "", ""},
+		{"the only workload, true", "workloads: {solo: {primary: true, build: {kind: static}}}", "solo", "", "", "true"},
+		{"the only workload, false", "workloads: {solo: {primary: false, build: {kind: static}}}", "", errcode.ValidPrimaryWorkload, "workloads.solo.primary", "false"},
+		{"two, one true and one false", "workloads: {a: {primary: true, build: {kind: static}}, b: {primary: false, build: {kind: static}}}", "a", "", "", ""},
+		{"two, both false", "workloads: {a: {primary: false, build: {kind: static}}, b: {primary: false, build: {kind: static}}}", "", errcode.ValidPrimaryWorkload, "workloads", ""},
+		{"two, both absent", "workloads: {a: {build: {kind: static}}, b: {build: {kind: static}}}", "", errcode.ValidPrimaryWorkload, "workloads", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fromYAML := mustParse(t, c.yaml)
+			asJSON, err := json.Marshal(fromYAML)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromJSON := mustParse(t, string(asJSON))
+			for form, d := range map[string]Document{"yaml": fromYAML, "json": fromJSON} {
+				if got := d.Primary(); got != c.primary {
+					t.Errorf("%s: Primary() = %q, want %q", form, got, c.primary)
+				}
+				e, _ := errcode.As(Validate(d))
+				switch {
+				case c.code == "" && e != nil:
+					t.Errorf("%s: Validate = %v, want valid", form, e)
+				case c.code != "" && (e == nil || e.Code != c.code || e.Details["field"] != c.field):
+					t.Errorf("%s: Validate = %v, want %s at %s", form, e, c.code, c.field)
+				}
+			}
+			if c.encodedFlag == "" && len(fromYAML.Workloads) == 1 {
+				if strings.Contains(string(asJSON), `"primary"`) {
+					t.Errorf("an absent flag encodes: %s", asJSON)
+				}
+			}
+			if c.encodedFlag != "" && !strings.Contains(string(asJSON), `"primary":`+c.encodedFlag) {
+				t.Errorf("encoded %s, want \"primary\":%s in it", asJSON, c.encodedFlag)
+			}
+		})
+	}
+}
+
+// TestStoredDocumentsReadAsBefore: documents stored while primary was a
+// bool with omitempty (absent, or true; never false) decode to the same
+// meaning and encode to the same bytes, so content hashes and exports of
+// stored revisions do not change.
+func TestStoredDocumentsReadAsBefore(t *testing.T) {
+	for _, stored := range []string{
+		`{"workloads":{"web":{"build":{"kind":"static"},"run":{}}}}`,
+		`{"workloads":{"web":{"primary":true,"build":{"kind":"static"},"run":{}}}}`,
+		`{"workloads":{"web":{"primary":true,"build":{"kind":"static"},"run":{"port":8080}},"worker":{"build":{"kind":"command","command":"make"},"run":{"command":["./w"]}}}}`,
+	} {
+		var d Document
+		if err := json.Unmarshal([]byte(stored), &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Primary() != "web" || Validate(d) != nil {
+			t.Errorf("%s: primary %q, validate %v; want web and valid", stored, d.Primary(), Validate(d))
+		}
+		again, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(again) != stored {
+			t.Errorf("stored %s encodes again as %s", stored, again)
 		}
 	}
 }

@@ -140,22 +140,6 @@ func (req Request) check() error {
 	return nil
 }
 
-// primary returns the workload a spec routes to: the one marked primary,
-// or the only one.
-func primary(doc spec.Document) (string, bool) {
-	for name, w := range doc.Workloads {
-		if w.Primary {
-			return name, true
-		}
-	}
-	if len(doc.Workloads) == 1 {
-		for name := range doc.Workloads {
-			return name, true
-		}
-	}
-	return "", false
-}
-
 // Create declares a volume: it writes the app's next spec revision, the
 // latest one with the volume added and mounted at req.Path in the
 // workload, neither pinned nor deployed, with its audit entry
@@ -213,8 +197,8 @@ func withVolume(doc spec.Document, req Request) (spec.Document, string, error) {
 	}
 	wl := req.Workload
 	if wl == "" {
-		p, ok := primary(doc)
-		if !ok {
+		p := doc.Primary()
+		if p == "" {
 			return spec.Document{}, "", errcode.Invalid("workload", "the spec names no primary workload: say which workload mounts the volume")
 		}
 		wl = p
