@@ -111,6 +111,10 @@ type creds struct {
 	admitted  bool  // an admission by the app's passcode
 	err       error // the credential's refusal; the request counts as anonymous
 	ambiguous bool  // more than one app cookie: refused
+	// bearer: the request presents a bearer token, svc's (resolved to auth
+	// or err) or one svc never issues (no tok_ prefix: perhaps the app's
+	// own, which passes through to an app the request may open).
+	bearer bool
 }
 
 // credentials resolves a request for an app: svc's bearer token; else the
@@ -122,9 +126,9 @@ func (p *Proxy) credentials(r *http.Request, t target) creds {
 	ctx := r.Context()
 	if bearer := bearerOf(r.Header); bearer != "" {
 		a, err := p.d.Identity.Authenticate(ctx, bearer, "")
-		return creds{auth: a, err: err}
+		return creds{auth: a, err: err, bearer: true}
 	}
-	var c creds
+	c := creds{bearer: anyBearer(r.Header)}
 	c.auth.Principal.Kind = authz.KindAnonymous
 	if !t.found {
 		return c

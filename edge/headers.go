@@ -211,6 +211,18 @@ func bearerOf(h http.Header) string {
 	return ""
 }
 
+// anyBearer reports whether an Authorization line carries a bearer token,
+// svc's or any other.
+func anyBearer(h http.Header) bool {
+	for _, v := range h["Authorization"] {
+		scheme, token, ok := strings.Cut(strings.TrimSpace(v), " ")
+		if ok && strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(token) != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // stripBearer removes the Authorization lines that carry svc's credential:
 // a token that opens svc's API never reaches an app.
 func stripBearer(h http.Header) {

@@ -337,6 +337,13 @@ type outboundKey struct{}
 // it, an administrator say) but may not open it. An app shared with
 // everyone behind a passcode answers 403 PERM_PASSCODE_REQUIRED to
 // everyone: its existence is public (its passcode page names it).
+//
+// A bearer token that does not resolve counts as no credential (an app
+// shared with everyone still opens), and where one is needed the answer is
+// the token's refusal, as the API gives it: 401 AUTH_TOKEN_INVALID for an
+// unknown, revoked or expired token, or one svc never issues (not tok_…),
+// AUTH_TOKEN_ORPHANED when its owner is suspended or deleted; never the
+// browser's handoff, which takes no token.
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, t target) {
 	ctx := r.Context()
 	if p.cfg.Mode == ModePath {
@@ -362,7 +369,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, t target) {
 	rd := p.d.Store.Read()
 	v, byPasscode := p.decide(rd, t, a.Principal, c.admitted)
 	if v != admit {
-		p.refuse(w, r, t, v, credErr)
+		p.refuse(w, r, t, v, c)
 		return
 	}
 	if a.Principal.Kind == authz.KindAnonymous && !byPasscode && p.mayIdentify(r, t) {
@@ -459,20 +466,24 @@ func (p *Proxy) everyoneAdmits(withPasscode bool) bool {
 // refuse answers a request the edge does not forward: the error envelope
 // for API clients, and for a browser asking for a page a redirect to the
 // console's sign-in or passcode page, which sends it back afterwards.
-func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, t target, v verdict, credErr error) {
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, t target, v verdict, c creds) {
 	route := t.route
 	var e *errcode.Error
 	switch v {
 	case needSignIn:
-		if wantsPage(r) && websec.TopLevelNavigation(r) {
+		if !c.bearer && wantsPage(r) && websec.TopLevelNavigation(r) {
 			p.startHandoff(w, r, t)
 			return
 		}
-		e = errcode.New(errcode.AuthRequired, "sign in, or present a token, to open this app").
-			WithRemedy("open the app in a browser signed in at %s, or send Authorization: Bearer <token>", p.consoleBase(r))
-		if ce, ok := errcode.As(credErr); ok {
-			e = errcode.New(ce.Code, "%s", ce.Message).WithRemedy("%s", e.Remedy)
+		e = errcode.New(errcode.AuthRequired, "sign in, or present a token, to open this app")
+		if c.bearer && c.err == nil {
+			// Not a token svc issues: to svc it is an unknown one.
+			e = errcode.New(errcode.AuthTokenInvalid, "the bearer token is not one svc issued (svc's tokens begin with tok_)")
 		}
+		if ce, ok := errcode.As(c.err); ok {
+			e = errcode.New(ce.Code, "%s", ce.Message)
+		}
+		e.WithRemedy("open the app in a browser signed in at %s, or send Authorization: Bearer <token>", p.consoleBase(r))
 	case needPasscode:
 		if wantsPage(r) && websec.TopLevelNavigation(r) {
 			p.startHandoff(w, r, t)
