@@ -134,11 +134,7 @@ func (s *Server) postPasscode(c echo.Context) error {
 }
 
 func (s *Server) getUserApps(c echo.Context) error {
-	id, err := pathID(c, "userID", ids.User)
-	if err != nil {
-		return err
-	}
-	items, err := s.d.Sharing.UserApps(callerOf(c), id)
+	items, err := s.d.Sharing.UserApps(callerOf(c), c.Param("userID"))
 	return jsonOr(c, http.StatusOK, newList(items, false, ""), err)
 }
 

@@ -143,10 +143,13 @@ func TestUsersPatch(t *testing.T) {
 	// Own username and status need the verb.
 	wantError(t, "own username", patch(self, self.userID, `{"username":"renamed"}`), 403, errcode.PermVerbRequired)
 	wantError(t, "own status", patch(self, self.userID, `{"status":"suspended"}`), 403, errcode.PermVerbRequired)
-	// Someone else's: invisible without a verb, visible but refused with install.view.
-	wantError(t, "someone else's, no verb", patch(self, other.userID, `{"display_name":"X"}`), 404, errcode.NotFound)
+	// Someone else's: install.users.manage, whether or not the account
+	// exists (an installation resource: the verb alone guards it).
+	wantError(t, "someone else's, no verb", patch(self, other.userID, `{"display_name":"X"}`), 403, errcode.PermVerbRequired)
 	wantError(t, "someone else's, install.view", patch(viewer, other.userID, `{"display_name":"X"}`), 403, errcode.PermVerbRequired)
-	wantError(t, "unknown account, no verb", patch(self, "usr_01M7ZVAA7HN5NZE25AZ701FBCF", `{"display_name":"X"}`), 404, errcode.NotFound)
+	wantError(t, "unknown account, no verb", patch(self, "usr_01M7ZVAA7HN5NZE25AZ701FBCF", `{"display_name":"X"}`), 403, errcode.PermVerbRequired)
+	wantError(t, "malformed account ID, no verb", patch(self, "nope", `{"display_name":"X"}`), 403, errcode.PermVerbRequired)
+	wantError(t, "unknown account, the verb", h.send("PATCH", api+"/users/usr_01M7ZVAA7HN5NZE25AZ701FBCF", `{"display_name":"X"}`), 404, errcode.NotFound)
 
 	// The administrator: username, display name, email, status.
 	a = h.send("PATCH", api+"/users/"+other.userID, `{"username":"renamed-other","email":""}`)
@@ -551,9 +554,16 @@ func TestTokens(t *testing.T) {
 	waitTouched(t, h, svc.Token.ID)
 	waitTouched(t, h, bob.tokenID)
 	del := func(p *principal, id string) answer { return h.send("DELETE", api+"/tokens/"+id, "", p.bearer()...) }
-	wantError(t, "bob revokes alice's token", del(bob, minted.Token.ID), 404, errcode.NotFound)
-	wantError(t, "holder of install.tokens.manage revokes alice's token", del(tokens, minted.Token.ID), 404, errcode.NotFound)
-	wantError(t, "holder of install.users.manage revokes a service token", del(users, svc.Token.ID), 404, errcode.NotFound)
+	wantError(t, "bob revokes alice's token", del(bob, minted.Token.ID), 403, errcode.PermVerbRequired)
+	wantError(t, "holder of install.tokens.manage revokes alice's token", del(tokens, minted.Token.ID), 403, errcode.PermVerbRequired)
+	wantError(t, "holder of install.users.manage revokes a service token", del(users, svc.Token.ID), 403, errcode.PermVerbRequired)
+	wantError(t, "bob revokes an unknown token", del(bob, "tok_01M7ZVAA7HN5NZE25AZ701FBCF"), 403, errcode.PermVerbRequired)
+	wantError(t, "bob revokes a malformed token ID", del(bob, "nope"), 403, errcode.PermVerbRequired)
+	// A token that does not exist could have been a service token: the
+	// holder of install.users.manage alone is told the other verb.
+	if e := wantError(t, "holder of install.users.manage revokes an unknown token", del(users, "tok_01M7ZVAA7HN5NZE25AZ701FBCF"), 403, errcode.PermVerbRequired); e.Details["verb"] != string(authz.InstallTokensManage) {
+		t.Errorf("details = %v", e.Details)
+	}
 	wantStatus(t, "holder of install.users.manage revokes alice's token", del(users, minted.Token.ID), http.StatusNoContent)
 	wantError(t, "the revoked token", h.send("GET", api+"/me", "", "Authorization", "Bearer "+minted.Secret), 401, errcode.AuthTokenInvalid)
 	wantStatus(t, "holder of install.tokens.manage revokes the service token", del(tokens, svc.Token.ID), http.StatusNoContent)

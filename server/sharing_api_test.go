@@ -302,7 +302,8 @@ func TestUserAndGroupAppsAPI(t *testing.T) {
 	if own := decodeAs[list[identity.AppAccess]](t, h.send("GET", api+"/users/"+bob.userID+"/apps", "", bob.bearer()...)).Items; len(own) != 2 {
 		t.Errorf("bob's own apps = %+v", own)
 	}
-	wantError(t, "carol on bob's apps", h.send("GET", api+"/users/"+bob.userID+"/apps", "", carol.bearer()...), http.StatusNotFound, errcode.NotFound)
+	wantError(t, "carol on bob's apps", h.send("GET", api+"/users/"+bob.userID+"/apps", "", carol.bearer()...), http.StatusForbidden, errcode.PermVerbRequired)
+	wantError(t, "carol on an unknown account's apps", h.send("GET", api+"/users/"+ids.New(ids.User)+"/apps", "", carol.bearer()...), http.StatusForbidden, errcode.PermVerbRequired)
 	wantError(t, "an unknown account", h.send("GET", api+"/users/"+ids.New(ids.User)+"/apps", ""), http.StatusNotFound, errcode.NotFound)
 
 	items = decodeAs[list[identity.AppAccess]](t, h.send("GET", api+"/groups/"+grp+"/apps", "")).Items

@@ -134,11 +134,11 @@ func (s *Service) CreateUser(ctx context.Context, n NewUser) (User, string, erro
 }
 
 // User returns an account. A caller may read its own account without a verb;
-// anyone else's needs install.view.
+// anyone else's needs install.view (PERM_VERB_REQUIRED without it, whether
+// or not the account exists; with it, NOT_FOUND for an unknown one).
 func (s *Service) User(c authz.Caller, id string) (User, error) {
-	// Without install.view a caller sees no account but its own.
-	if !c.IsUser(id) && !c.Has(authz.InstallView) {
-		return User{}, errcode.New(errcode.NotFound, "no account %s", id)
+	if err := ownOrVerb(c, c.IsUser(id), authz.InstallView); err != nil {
+		return User{}, err
 	}
 	u, _, ok := Users.Get(s.d.Store.Read(), id)
 	if !ok {
@@ -166,7 +166,9 @@ type UserPatch struct {
 }
 
 // UpdateUser changes an account. Own display name and email need no verb;
-// a username (even one's own) and a status need install.users.manage;
+// anyone else's account, a username (even one's own) and a status need
+// install.users.manage (PERM_VERB_REQUIRED without it, whether or not the
+// account exists);
 // username and email exist only on local accounts. Suspension keeps the
 // account and ends its sessions; it is refused when nobody would remain able
 // to manage accounts.
@@ -192,8 +194,11 @@ func (s *Service) UpdateUser(ctx context.Context, c authz.Caller, id string, p U
 // it: the account as it will be and the operations (none when nothing
 // changes).
 func (s *Service) userPatch(ctx context.Context, r *raftstore.Reader, c authz.Caller, id string, p UserPatch) (User, []raftstore.Op, error) {
+	if err := ownOrVerb(c, c.IsUser(id), authz.InstallUsersManage); err != nil {
+		return User{}, nil, err
+	}
 	u, meta, ok := Users.Get(r, id)
-	if !ok || (!c.IsUser(id) && !c.Has(authz.InstallView) && !c.Has(authz.InstallUsersManage)) {
+	if !ok {
 		return User{}, nil, errcode.New(errcode.NotFound, "no account %s", id)
 	}
 	manage := c.Has(authz.InstallUsersManage)
@@ -444,6 +449,20 @@ func (s *Service) grantDeletes(ctx context.Context, r *raftstore.Reader, kind, i
 
 func verbRequired(v authz.Verb) *errcode.Error {
 	return errcode.New(errcode.PermVerbRequired, "this needs the verb %s", v).WithDetail("verb", string(v))
+}
+
+// ownOrVerb decides access to an installation object (an account, its
+// apps) that is the caller's own or needs verb: nil when it is its own or
+// the caller holds the verb, else PERM_VERB_REQUIRED. It is decided before
+// the object is looked up, so that without the verb the answer is the same
+// whether or not the object exists: installation resources are guarded by
+// installation verbs alone; visibility (NOT_FOUND for what one may not
+// see) is an app-level notion (API.md).
+func ownOrVerb(c authz.Caller, own bool, v authz.Verb) error {
+	if own || c.Has(v) {
+		return nil
+	}
+	return verbRequired(v)
 }
 
 func ptrEq(a, b *string) bool {

@@ -163,12 +163,15 @@ func TestReadingAnAccount(t *testing.T) {
 	if u, err := e.svc.User(e.userCaller(bob.ID), bob.ID); err != nil || u.ID != bob.ID {
 		t.Errorf("own account without a verb = %v, %v", u.ID, err)
 	}
-	// Without install.view another's account cannot be seen at all
-	// (API.md: NOT_FOUND for what the caller cannot see).
+	// Without install.view another's account is refused for the verb,
+	// whether or not it exists (API.md: installation resources are guarded
+	// by installation verbs alone; visibility is an app-level notion).
 	_, err := e.svc.User(e.userCaller(bob.ID), admin.ID)
-	wantCode(t, "another's account without install.view", err, errcode.NotFound)
+	wantVerb(t, "another's account without install.view", err, authz.InstallView)
 	_, err = e.svc.User(e.userCaller(bob.ID), ids.New(ids.User))
-	wantCode(t, "unknown account without install.view", err, errcode.NotFound)
+	wantVerb(t, "unknown account without install.view", err, authz.InstallView)
+	_, err = e.svc.User(e.userCaller(bob.ID), "not-an-id")
+	wantVerb(t, "malformed ID without install.view", err, authz.InstallView)
 	if _, err := e.svc.User(e.userCaller(auditor.ID), bob.ID); err != nil {
 		t.Errorf("with install.view: %v", err)
 	}
@@ -185,7 +188,7 @@ func TestReadingAnAccount(t *testing.T) {
 	// A service token is nobody's account.
 	svc := e.caller(authz.Principal{Kind: authz.KindToken, ID: ids.New(ids.Token)})
 	_, err = e.svc.User(svc, bob.ID)
-	wantCode(t, "service token", err, errcode.NotFound)
+	wantVerb(t, "service token", err, authz.InstallView)
 }
 
 func TestUpdateUserPermissions(t *testing.T) {
@@ -224,13 +227,16 @@ func TestUpdateUserPermissions(t *testing.T) {
 		t.Errorf("a refused update changed the account: %+v", s)
 	}
 
-	// Another's account: invisible without install.view, the verb with it.
+	// Another's account: install.users.manage, whether or not it exists;
+	// with the verb an unknown account is NOT_FOUND.
 	_, err = e.svc.UpdateUser(bg, bc, carol.ID, UserPatch{DisplayName: ptr("x")})
-	wantCode(t, "another's display name without any verb", err, errcode.NotFound)
+	wantVerb(t, "another's display name without any verb", err, authz.InstallUsersManage)
 	_, err = e.svc.UpdateUser(bg, e.userCaller(auditor.ID), carol.ID, UserPatch{DisplayName: ptr("x")})
-	wantCode(t, "another's display name with install.view", err, errcode.PermVerbRequired)
+	wantVerb(t, "another's display name with install.view", err, authz.InstallUsersManage)
 	_, err = e.svc.UpdateUser(bg, bc, ids.New(ids.User), UserPatch{DisplayName: ptr("x")})
-	wantCode(t, "unknown account", err, errcode.NotFound)
+	wantVerb(t, "unknown account without the verb", err, authz.InstallUsersManage)
+	_, err = e.svc.UpdateUser(bg, e.userCaller(admin.ID), ids.New(ids.User), UserPatch{DisplayName: ptr("x")})
+	wantCode(t, "unknown account with the verb", err, errcode.NotFound)
 
 	// With install.users.manage.
 	ac := e.userCaller(admin.ID)

@@ -684,10 +684,11 @@ func sortAccess(out []AppAccess) {
 
 // UserApps lists the apps an account has a grant on (to itself or to one
 // of its groups; the grant to everyone does not count), among those the
-// caller can see. Anyone's needs install.view; one's own no verb.
+// caller can see. Anyone's needs install.view (PERM_VERB_REQUIRED without
+// it, whether or not the account exists); one's own no verb.
 func (s *Sharing) UserApps(c authz.Caller, userID string) ([]AppAccess, error) {
-	if !c.IsUser(userID) && !c.Has(authz.InstallView) {
-		return nil, errcode.New(errcode.NotFound, "no account %s", userID)
+	if err := ownOrVerb(c, c.IsUser(userID), authz.InstallView); err != nil {
+		return nil, err
 	}
 	r := s.d.Store.Read()
 	if _, _, ok := Users.Get(r, userID); !ok {

@@ -747,7 +747,9 @@ func TestUserAndGroupApps(t *testing.T) {
 	// An auditor sees every app, a viewer of one only that one.
 	carol := e.mkUser(t, "carol")
 	_, err = e.sh.UserApps(e.userCaller(carol.ID), bob.ID)
-	wantCode(t, "someone else's without install.view", err, errcode.NotFound)
+	wantVerb(t, "someone else's without install.view", err, authz.InstallView)
+	_, err = e.sh.UserApps(e.userCaller(carol.ID), ids.New(ids.User))
+	wantVerb(t, "an unknown account without install.view", err, authz.InstallView)
 	viewer := e.mkUserWithRole(t, "vic", authz.RoleAuditor)
 	items, _ = e.sh.UserApps(e.userCaller(viewer.ID), bob.ID)
 	if len(items) != 5 {

@@ -77,6 +77,14 @@ func wantCode(t *testing.T, what string, err error, want errcode.Code) *errcode.
 	return e
 }
 
+// wantVerb checks a PERM_VERB_REQUIRED refusal naming the verb.
+func wantVerb(t *testing.T, what string, err error, verb authz.Verb) {
+	t.Helper()
+	if e := wantCode(t, what, err, errcode.PermVerbRequired); e != nil && e.Details["verb"] != string(verb) {
+		t.Errorf("%s: details.verb = %v, want %s", what, e.Details["verb"], verb)
+	}
+}
+
 func must(t *testing.T, what string, err error) {
 	t.Helper()
 	if err != nil {

@@ -121,22 +121,21 @@ func tokenValues(items []raftstore.Item[Token]) []Token {
 
 // RevokeToken revokes a token. One's own token needs no verb; a service
 // token needs install.tokens.manage; anyone else's delegated token
-// install.users.manage. A caller without the verb cannot see the token (no
-// endpoint lists it to them) and gets NOT_FOUND.
+// install.users.manage. Without the verb the answer is PERM_VERB_REQUIRED;
+// for a token that does not exist it is NOT_FOUND only to a caller holding
+// both verbs (revokeVerb), so that nobody learns from the answer which
+// tokens exist that they may not revoke.
 func (s *Service) RevokeToken(ctx context.Context, c authz.Caller, id string) error {
 	return s.update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
 		t, _, ok := Tokens.Get(r, id)
-		notFound := errcode.New(errcode.NotFound, "no token %s", id)
-		if !ok {
-			return nil, notFound
-		}
-		own := t.Kind == TokenDelegated && c.IsUser(t.OwnerID) || c.Principal.ID == id
-		switch {
-		case own:
-		case t.Kind == TokenService && !c.Has(authz.InstallTokensManage):
-			return nil, notFound
-		case t.Kind == TokenDelegated && !c.Has(authz.InstallUsersManage):
-			return nil, notFound
+		own := ok && (t.Kind == TokenDelegated && c.IsUser(t.OwnerID) || c.Principal.ID == id)
+		if !own {
+			if v := revokeVerb(c, t, ok); v != "" {
+				return nil, verbRequired(v)
+			}
+			if !ok {
+				return nil, errcode.New(errcode.NotFound, "no token %s", id)
+			}
 		}
 		now := s.now()
 		// Revocation wins over a concurrent record of the token's use; what
@@ -148,4 +147,24 @@ func (s *Service) RevokeToken(ctx context.Context, c authz.Caller, id string) er
 			events.Emit(ctx, now, "token.revoked", nil, "token", id, nil),
 		), nil
 	})
+}
+
+// revokeVerb is the verb the caller lacks to revoke a token that is not its
+// own ("" when it holds what is needed): install.tokens.manage for a
+// service token, install.users.manage for anyone else's delegated token,
+// and both for a token that does not exist, which could have been either.
+func revokeVerb(c authz.Caller, t Token, exists bool) authz.Verb {
+	need := []authz.Verb{authz.InstallUsersManage, authz.InstallTokensManage}
+	switch {
+	case exists && t.Kind == TokenService:
+		need = need[1:]
+	case exists:
+		need = need[:1]
+	}
+	for _, v := range need {
+		if !c.Has(v) {
+			return v
+		}
+	}
+	return ""
 }

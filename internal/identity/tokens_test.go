@@ -387,7 +387,7 @@ func TestRevokeTokenRules(t *testing.T) {
 	bobs, _ := e.mkToken(t, caller(bob), TokenDelegated, "bobs")
 	for _, u := range []User{dave, eve} {
 		err := e.svc.RevokeToken(bg, caller(u), bobs.ID)
-		wantCode(t, u.Username+" revoking bob's token", err, errcode.NotFound)
+		wantVerb(t, u.Username+" revoking bob's token", err, authz.InstallUsersManage)
 	}
 	must(t, "carol revokes bob's token", e.svc.RevokeToken(bg, caller(carol), bobs.ID))
 
@@ -397,9 +397,9 @@ func TestRevokeTokenRules(t *testing.T) {
 	bobSvc, _ := e.mkToken(t, caller(bob), TokenService, "bob-ci")
 	for _, u := range []User{bob, carol, eve} {
 		err := e.svc.RevokeToken(bg, caller(u), svcTok.ID)
-		wantCode(t, u.Username+" revoking a service token", err, errcode.NotFound)
+		wantVerb(t, u.Username+" revoking a service token", err, authz.InstallTokensManage)
 	}
-	wantCode(t, "bob revoking the service token he made", e.svc.RevokeToken(bg, caller(bob), bobSvc.ID), errcode.NotFound)
+	wantVerb(t, "bob revoking the service token he made", e.svc.RevokeToken(bg, caller(bob), bobSvc.ID), authz.InstallTokensManage)
 	must(t, "dave revokes the service token", e.svc.RevokeToken(bg, caller(dave), svcTok.ID))
 	must(t, "admin revokes bob's service token", e.svc.RevokeToken(bg, caller(admin), bobSvc.ID))
 
@@ -410,8 +410,16 @@ func TestRevokeTokenRules(t *testing.T) {
 	waitBackground(t, e.svc)
 	must(t, "a service token revokes itself", e.svc.RevokeToken(bg, e.caller(sa.Principal), self.ID))
 
-	wantCode(t, "unknown token", e.svc.RevokeToken(bg, caller(admin), ids.New(ids.Token)), errcode.NotFound)
+	// A token that does not exist could have been anyone's, or a service
+	// token: NOT_FOUND only to a holder of both verbs, the verb missing to
+	// anyone else (so that nobody learns which tokens exist).
+	unknown := ids.New(ids.Token)
+	wantCode(t, "unknown token", e.svc.RevokeToken(bg, caller(admin), unknown), errcode.NotFound)
 	wantCode(t, "revoked twice", e.svc.RevokeToken(bg, caller(admin), svcTok.ID), errcode.NotFound)
+	wantVerb(t, "unknown token, no verb", e.svc.RevokeToken(bg, caller(bob), unknown), authz.InstallUsersManage)
+	wantVerb(t, "unknown token, install.users.manage only", e.svc.RevokeToken(bg, caller(carol), unknown), authz.InstallTokensManage)
+	wantVerb(t, "unknown token, install.tokens.manage only", e.svc.RevokeToken(bg, caller(dave), unknown), authz.InstallUsersManage)
+	wantVerb(t, "a revoked service token, install.users.manage only", e.svc.RevokeToken(bg, caller(carol), svcTok.ID), authz.InstallTokensManage)
 }
 
 func TestTokenEvents(t *testing.T) {
