@@ -22,16 +22,29 @@ type keyringService interface {
 }
 
 func (s *Server) listAdapters(c echo.Context) error {
-	return c.JSON(http.StatusOK, s.d.Adapters.List())
+	p, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	l := s.d.Adapters.List()
+	page := listOf(l.Items, p, adapters.View.ListKey, ascending)
+	l.Items, l.NextCursor = page.Items, page.NextCursor
+	return c.JSON(http.StatusOK, l)
 }
 
 type kindList struct {
 	Categories []string        `json:"categories"`
 	Items      []adapters.Kind `json:"items"`
+	NextCursor string          `json:"next_cursor,omitempty"`
 }
 
 func (s *Server) listAdapterKinds(c echo.Context) error {
-	return c.JSON(http.StatusOK, kindList{Categories: adapters.Categories(), Items: s.d.Adapters.Kinds()})
+	p, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	page := listOf(s.d.Adapters.Kinds(), p, adapters.Kind.ListKey, ascending)
+	return c.JSON(http.StatusOK, kindList{Categories: adapters.Categories(), Items: page.Items, NextCursor: page.NextCursor})
 }
 
 // configureAdapterRequest carries settings in config and write-only

@@ -49,14 +49,14 @@ type (
 		DeleteGroup(ctx context.Context, id string) error
 	}
 	roleService interface {
-		Roles(scope string) ([]authz.Role, error)
+		Roles(scope, after string, limit int) ([]authz.Role, bool, error)
 		CreateRole(ctx context.Context, name string, scope authz.Scope, verbs []authz.Verb) (authz.Role, error)
 		DeleteRole(ctx context.Context, id string) error
 	}
 	tokenService interface {
 		CreateToken(ctx context.Context, c authz.Caller, kind string, n identity.NewToken) (identity.Token, string, error)
-		OwnTokens(c authz.Caller) []identity.Token
-		ServiceTokens() []identity.Token
+		OwnTokens(c authz.Caller, after string, limit int) ([]identity.Token, bool)
+		ServiceTokens(after string, limit int) ([]identity.Token, bool)
 		RevokeToken(ctx context.Context, c authz.Caller, id string) error
 	}
 	identityService interface {
@@ -119,12 +119,12 @@ func toToken(t identity.Token) tokenDTO {
 	return tokenDTO{ID: t.ID, Name: t.Name, Kind: t.Kind, Agent: t.Agent, OwnerID: t.OwnerID, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, LastUsedAt: t.LastUsedAt}
 }
 
-func toTokens(ts []identity.Token) list[tokenDTO] {
+func toTokens(ts []identity.Token, more bool) list[tokenDTO] {
 	out := make([]tokenDTO, len(ts))
 	for i, t := range ts {
 		out[i] = toToken(t)
 	}
-	return newList(out, false, "")
+	return newList(out, more, lastID(out, func(t tokenDTO) string { return t.ID }))
 }
 
 type groupDTO struct {
@@ -489,11 +489,15 @@ func (s *Server) listRoles(c echo.Context) error {
 	if scope == "" {
 		scope = string(authz.ScopeInstall)
 	}
-	roles, err := s.d.Identity.Roles(scope)
+	p, err := parsePage(c)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newList(roles, false, ""))
+	roles, more, err := s.d.Identity.Roles(scope, p.after, p.limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, newList(roles, more, lastID(roles, func(r authz.Role) string { return r.ID })))
 }
 
 type createRoleRequest struct {
@@ -561,11 +565,19 @@ func (s *Server) postToken(c echo.Context) error { return s.mintToken(c, identit
 func (s *Server) postServiceToken(c echo.Context) error { return s.mintToken(c, identity.TokenService) }
 
 func (s *Server) listTokens(c echo.Context) error {
-	return c.JSON(http.StatusOK, toTokens(s.d.Identity.OwnTokens(callerOf(c))))
+	p, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toTokens(s.d.Identity.OwnTokens(callerOf(c), p.after, p.limit)))
 }
 
 func (s *Server) listServiceTokens(c echo.Context) error {
-	return c.JSON(http.StatusOK, toTokens(s.d.Identity.ServiceTokens()))
+	p, err := parsePage(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toTokens(s.d.Identity.ServiceTokens(p.after, p.limit)))
 }
 
 func (s *Server) deleteToken(c echo.Context) error {

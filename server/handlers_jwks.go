@@ -34,7 +34,7 @@ type edgeKeysDTO struct {
 }
 
 func (s *Server) listEdgeKeys(c echo.Context) error {
-	return c.JSON(http.StatusOK, edgeKeysDTO{Items: s.d.EdgeKeys.List()})
+	return pagedList(c, s.d.EdgeKeys.List(), nil, func(k edge.KeyInfo) string { return k.KID }, descending)
 }
 
 func (s *Server) postEdgeKeysRotate(c echo.Context) error {

@@ -24,7 +24,13 @@ type launcherService interface {
 }
 
 func (s *Server) getMyApps(c echo.Context) error {
+	p, err := parsePage(c)
+	if err != nil {
+		return err
+	}
 	v := s.d.Launcher.Apps(callerOf(c))
+	page := listOf(v.Items, p, launcher.Entry.ListKey, ascending)
+	v.Items, v.NextCursor = page.Items, page.NextCursor
 	for i := range v.Items {
 		v.Items[i].App.URL = s.appURL(c, v.Items[i].App.ID, v.Items[i].App.Slug)
 	}

@@ -21,16 +21,9 @@ func secretRef(c echo.Context) secrets.Ref {
 	return secrets.Ref{AppID: c.Param("appID"), Key: c.Param("key")}
 }
 
-type secretList struct {
-	Items []secrets.View `json:"items"`
-}
-
 func (s *Server) listSecrets(c echo.Context) error {
 	vs, err := s.d.Secrets.List(c.Param("appID"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, secretList{Items: vs})
+	return pagedList(c, vs, err, func(v secrets.View) string { return v.Key }, ascending)
 }
 
 type putSecretRequest struct {

@@ -135,7 +135,7 @@ func (s *Server) postPasscode(c echo.Context) error {
 
 func (s *Server) getUserApps(c echo.Context) error {
 	items, err := s.d.Sharing.UserApps(callerOf(c), c.Param("userID"))
-	return jsonOr(c, http.StatusOK, newList(items, false, ""), err)
+	return pagedList(c, items, err, identity.AppAccess.ListKey, ascending)
 }
 
 func (s *Server) getGroupApps(c echo.Context) error {
@@ -144,5 +144,5 @@ func (s *Server) getGroupApps(c echo.Context) error {
 		return err
 	}
 	items, err := s.d.Sharing.GroupApps(callerOf(c), id)
-	return jsonOr(c, http.StatusOK, newList(items, false, ""), err)
+	return pagedList(c, items, err, identity.AppAccess.ListKey, ascending)
 }

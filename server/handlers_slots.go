@@ -21,20 +21,13 @@ type (
 	}
 )
 
-type slotList struct {
-	Items []slots.View `json:"items"`
-}
-
 type slotAnswer struct {
 	Slot slots.View `json:"slot"`
 }
 
 func (s *Server) listSlots(c echo.Context) error {
 	vs, err := s.d.Slots.List(c.Param("appID"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, slotList{Items: vs})
+	return pagedList(c, vs, err, slots.View.ListKey, ascending)
 }
 
 func (s *Server) putSlot(c echo.Context) error {
@@ -49,16 +42,9 @@ func (s *Server) putSlot(c echo.Context) error {
 	return c.JSON(http.StatusOK, slotAnswer{Slot: v})
 }
 
-type volumeList struct {
-	Items []volumes.View `json:"items"`
-}
-
 func (s *Server) listVolumes(c echo.Context) error {
 	vs, err := s.d.Volumes.List(c.Param("appID"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, volumeList{Items: vs})
+	return pagedList(c, vs, err, func(v volumes.View) string { return v.Name }, ascending)
 }
 
 func (s *Server) postVolume(c echo.Context) error {

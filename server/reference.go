@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"sort"
@@ -25,6 +26,9 @@ type endpointRef struct {
 	MaxBodyBytes int64  `json:"max_body_bytes,omitempty"`
 	// AuditAction is the audit action a successful request writes.
 	AuditAction string `json:"audit_action,omitempty"`
+	// Paging of a list: "cursor" (limit, cursor; next_cursor) or "before"
+	// (the audit log: limit, before).
+	Paging string `json:"paging,omitempty"`
 }
 
 // ToolRef describes one tool of the tool server, for the reference.
@@ -67,7 +71,7 @@ func (s *Server) reference() referenceDTO {
 		Security: securityNotes,
 	}
 	for _, r := range s.routes {
-		e := endpointRef{Method: r.method, Path: r.path, Access: r.access.String(), Verb: string(r.verb), Summary: r.summary, Idempotent: r.idempotent, AuditAction: r.action}
+		e := endpointRef{Method: r.method, Path: r.path, Access: r.access.String(), Verb: string(r.verb), Summary: r.summary, Idempotent: r.idempotent, Paging: r.paging.String(), AuditAction: r.action}
 		if r.method != http.MethodGet && r.method != http.MethodDelete {
 			e.MaxBodyBytes = r.bodyLimit
 			if e.MaxBodyBytes == 0 {
@@ -157,6 +161,7 @@ func (s *Server) operation(g *schemaGen, r route) map[string]any {
 			})
 		}
 	}
+	params = append(params, pagingParams(r.paging)...)
 	if r.idempotent {
 		params = append(params, map[string]any{
 			"name": headerIdemKey, "in": "header", "required": false,
@@ -174,6 +179,25 @@ func (s *Server) operation(g *schemaGen, r route) map[string]any {
 		}
 	}
 	return op
+}
+
+// pagingParams are the query parameters of a list's paging.
+func pagingParams(p paging) []any {
+	if p == unpaged {
+		return nil
+	}
+	limit := map[string]any{"name": "limit", "in": "query", "required": false,
+		"description": fmt.Sprintf("Items per page: %d unless asked, at most %d (a larger value is clamped).", defaultPageLimit, maxPageLimit),
+		"schema":      map[string]any{"type": "integer", "minimum": 1}}
+	from := map[string]any{"name": "cursor", "in": "query", "required": false,
+		"description": "next_cursor of the previous page, unchanged; absent for the first page.",
+		"schema":      map[string]any{"type": "string", "maxLength": maxCursorLength}}
+	if p == pagedBefore {
+		from = map[string]any{"name": "before", "in": "query", "required": false,
+			"description": "The ID of the last entry seen (next_before of the previous page); absent for the newest.",
+			"schema":      map[string]any{"type": "string"}}
+	}
+	return []any{limit, from}
 }
 
 func operationID(r route) string {

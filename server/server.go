@@ -256,6 +256,9 @@ func (s *Server) register(r route) error {
 	if (r.verb != "") != (r.access == accessVerb || r.access == accessSelf) {
 		return fmt.Errorf("route %s %s: access %s and verb %q disagree", r.method, r.path, r.access, r.verb)
 	}
+	if (r.method == http.MethodGet && answersList(r.response)) != (r.paging != unpaged) {
+		return fmt.Errorf("route %s %s: a list answer pages (limit and cursor), and only a list answer does", r.method, r.path)
+	}
 	h := r.handler
 	if r.idempotent {
 		h = s.idempotent(h)

@@ -771,6 +771,10 @@ func TestRoutesDeclareConsistentAccess(t *testing.T) {
 	if err == nil {
 		t.Error("a signed-in route with a verb was registered")
 	}
+	err = h.srv.register(route{method: "GET", path: "/api/v1/z", response: list[userDTO]{}})
+	if err == nil {
+		t.Error("a list route that does not page was registered")
+	}
 }
 
 func FuzzDecodeCursor(f *testing.F) {

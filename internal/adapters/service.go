@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -95,14 +96,10 @@ func (s *Service) kind(category, name string) (Kind, bool) {
 	return Kind{}, false
 }
 
-// Kinds lists the kinds this build can run, by category.
+// Kinds lists the kinds this build can run, by category, then by name.
 func (s *Service) Kinds() []Kind {
 	out := slices.Clone(s.kinds)
-	order := map[string]int{}
-	for i, c := range Categories() {
-		order[c] = i
-	}
-	sort.SliceStable(out, func(i, j int) bool { return order[out[i].Category] < order[out[j].Category] })
+	slices.SortFunc(out, func(a, b Kind) int { return strings.Compare(a.ListKey(), b.ListKey()) })
 	for i := range out {
 		out[i].Settings = slices.Clone(out[i].Settings)
 		if out[i].Settings == nil {
@@ -318,7 +315,9 @@ type View struct {
 
 // List is GET /adapters.
 type List struct {
-	Items         []View    `json:"items"`
+	Items []View `json:"items"`
+	// NextCursor resumes a page of Items (set by the API).
+	NextCursor    string    `json:"next_cursor,omitempty"`
 	RestartNeeded bool      `json:"restart_needed"`
 	StartedAt     time.Time `json:"started_at"`
 	// Loading is true until this server has loaded its adapters.
@@ -351,18 +350,30 @@ func (s *Service) List() List {
 			out.Items = append(out.Items, v)
 		}
 	}
-	order := map[string]int{}
-	for i, c := range Categories() {
-		order[c] = i
-	}
-	sort.SliceStable(out.Items, func(i, j int) bool {
-		a, b := out.Items[i], out.Items[j]
-		if order[a.Category] != order[b.Category] {
-			return order[a.Category] < order[b.Category]
-		}
-		return a.Primary && !b.Primary
-	})
+	slices.SortFunc(out.Items, func(a, b View) int { return strings.Compare(a.ListKey(), b.ListKey()) })
 	return out
+}
+
+// ListKey is an adapter's place in List (by category, the primary first,
+// then by ID), unique among them: the cursor of its pages.
+func (v View) ListKey() string {
+	rank := 1
+	if v.Primary {
+		rank = 0
+	}
+	return fmt.Sprintf("%02d/%d/%s", categoryRank(v.Category), rank, v.AdapterID)
+}
+
+// ListKey is a kind's place in Kinds (by category, then by name), unique
+// among them: the cursor of its pages.
+func (k Kind) ListKey() string { return fmt.Sprintf("%02d/%s", categoryRank(k.Category), k.Name) }
+
+// categoryRank is a category's place in Categories.
+func categoryRank(c string) int {
+	if i := slices.Index(Categories(), c); i >= 0 {
+		return i
+	}
+	return len(Categories())
 }
 
 func (s *Service) view(r *raftstore.Reader, a Adapter, set *Set) View {

@@ -354,7 +354,7 @@ func TestDeleteUserRemovesWhatExistsOnlyForIt(t *testing.T) {
 	// Authentication rule 3).
 	_, err := e.svc.Authenticate(bg, delegatedCred, "")
 	wantCode(t, "delegated token of a deleted account", err, errcode.AuthTokenOrphaned)
-	if got := e.svc.OwnTokens(bc); len(got) != 1 || got[0].ID != delegated.ID {
+	if got, _ := e.svc.OwnTokens(bc, "", 0); len(got) != 1 || got[0].ID != delegated.ID {
 		t.Errorf("the deleted account's tokens = %v", got)
 	}
 	if _, _, ok := Tokens.Get(e.store.Read(), svcTok.ID); !ok {

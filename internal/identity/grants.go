@@ -640,6 +640,11 @@ type AppAccess struct {
 	CanManage bool          `json:"can_manage"`
 }
 
+// ListKey is an AppAccess's place in the lists UserApps and GroupApps
+// answer (by app name, in any case, then by app ID), unique among them:
+// the cursor of their pages.
+func (a AppAccess) ListKey() string { return strings.ToLower(a.App.Name) + "\x00" + a.App.ID }
+
 // floorOf is host policy's floor under decisions.
 func floorOf(p policy.Policy) authz.Floor {
 	conv := func(ss []string) []authz.Verb {
@@ -677,9 +682,7 @@ func stronger(f facts, a, b string) bool {
 }
 
 func sortAccess(out []AppAccess) {
-	slices.SortFunc(out, func(a, b AppAccess) int {
-		return cmp.Or(strings.Compare(strings.ToLower(a.App.Name), strings.ToLower(b.App.Name)), strings.Compare(a.App.ID, b.App.ID))
-	})
+	slices.SortFunc(out, func(a, b AppAccess) int { return strings.Compare(a.ListKey(), b.ListKey()) })
 }
 
 // UserApps lists the apps an account has a grant on (to itself or to one

@@ -197,20 +197,46 @@ func (s *Service) DeleteGroup(ctx context.Context, id string) error {
 	})
 }
 
-// Roles lists roles of a scope ("install", "app", or "all"): built-in first.
-func (s *Service) Roles(scope string) ([]authz.Role, error) {
+// Roles lists roles of a scope ("install", "app", or "all"), built-in first,
+// after the cursor (a role's ID; "" for the first page) and at most limit
+// (0: all), and whether more follow.
+func (s *Service) Roles(scope, after string, limit int) ([]authz.Role, bool, error) {
 	if scope != string(authz.ScopeInstall) && scope != string(authz.ScopeApp) && scope != "all" {
-		return nil, errcode.Invalid("scope", "scope is install, app or all")
+		return nil, false, errcode.Invalid("scope", "scope is install, app or all")
 	}
 	keep := func(r authz.Role) bool { return scope == "all" || string(r.Scope) == scope }
-	out := slices.DeleteFunc(authz.BuiltinRoles(), func(r authz.Role) bool { return !keep(r) })
-	items, _ := Roles.List(s.d.Store.Read(), raftstore.Query{})
-	for _, it := range items {
-		if keep(it.Value) {
-			out = append(out, it.Value)
+	// The built-in roles first, in their order, then custom roles by ID:
+	// after a built-in role, the built-in roles that follow it and every
+	// custom role; after a custom role, the custom roles after it.
+	out := []authz.Role{}
+	customAfter := after
+	if _, builtin := authz.BuiltinRole(after); builtin || after == "" {
+		customAfter = ""
+		passed := after == ""
+		for _, r := range authz.BuiltinRoles() {
+			if passed && keep(r) {
+				out = append(out, r)
+			}
+			passed = passed || r.ID == after
 		}
 	}
-	return out, nil
+	custom := func(limit int) ([]raftstore.Item[authz.Role], bool) {
+		return Roles.List(s.d.Store.Read(), raftstore.Query{After: customAfter, Limit: limit,
+			Filter: func(v any) bool { return keep(*v.(*authz.Role)) }})
+	}
+	if limit > 0 && len(out) >= limit {
+		next, _ := custom(1)
+		return out[:limit], len(out) > limit || len(next) > 0, nil
+	}
+	rest := 0
+	if limit > 0 {
+		rest = limit - len(out)
+	}
+	items, more := custom(rest)
+	for _, it := range items {
+		out = append(out, it.Value)
+	}
+	return out, more, nil
 }
 
 // CreateRole composes a custom role from verbs.

@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -31,7 +32,7 @@ func TestRolesListing(t *testing.T) {
 		"app":     {authz.RoleOwner, authz.RoleDeveloper, authz.RoleViewer, app.ID},
 		"all":     {authz.RoleAdmin, authz.RoleAuditor, authz.RoleMember, authz.RoleOwner, authz.RoleDeveloper, authz.RoleViewer, inst.ID, app.ID},
 	} {
-		got, err := e.svc.Roles(scope)
+		got, _, err := e.svc.Roles(scope, "", 0)
 		must(t, "roles "+scope, err)
 		if !slices.Equal(roleIDs(got), want) {
 			t.Errorf("Roles(%q) = %v, want %v (built-in first)", scope, roleIDs(got), want)
@@ -46,16 +47,16 @@ func TestRolesListing(t *testing.T) {
 	// The default scope (installation) is the server's: the service wants
 	// one of the three.
 	for _, scope := range []string{"", "bogus", "INSTALL"} {
-		_, err := e.svc.Roles(scope)
+		_, _, err := e.svc.Roles(scope, "", 0)
 		wantCode(t, "scope "+scope, err, errcode.ValidInvalid)
 	}
 	// The admin role holds every verb; the listing hands out copies.
-	got, _ := e.svc.Roles("install")
+	got, _, _ := e.svc.Roles("install", "", 0)
 	if len(got[0].Verbs) != len(authz.All()) {
 		t.Errorf("admin holds %d verbs, want all %d", len(got[0].Verbs), len(authz.All()))
 	}
 	got[0].Verbs[0] = "mutated"
-	again, _ := e.svc.Roles("install")
+	again, _, _ := e.svc.Roles("install", "", 0)
 	if again[0].Verbs[0] == "mutated" {
 		t.Error("a caller can change a built-in role through the listing")
 	}
@@ -189,7 +190,7 @@ func TestDeleteRole(t *testing.T) {
 	if _, _, ok := Roles.Get(e.store.Read(), app.ID); ok {
 		t.Error("role still stored")
 	}
-	got, _ := e.svc.Roles("all")
+	got, _, _ := e.svc.Roles("all", "", 0)
 	if slices.Contains(roleIDs(got), app.ID) || slices.Contains(roleIDs(got), inst.ID) {
 		t.Error("deleted roles still listed")
 	}
@@ -254,4 +255,48 @@ func strOf(p *string) string {
 		return "<none>"
 	}
 	return *p
+}
+
+// TestRolesPages: pages of every size walk the built-in roles, then the
+// custom ones by ID, each once; a page that ends with the last role says
+// no more follow.
+func TestRolesPages(t *testing.T) {
+	e := newTestEnv(t)
+	e.setup(t)
+	walk := func(scope string, limit int) []string {
+		var out []string
+		after := ""
+		for range 50 {
+			page, more, err := e.svc.Roles(scope, after, limit)
+			must(t, "roles", err)
+			if len(page) > limit || (more && len(page) < limit) {
+				t.Fatalf("Roles(%s, %q, %d) = %v, more %v", scope, after, limit, roleIDs(page), more)
+			}
+			out = append(out, roleIDs(page)...)
+			if !more {
+				return out
+			}
+			after = page[len(page)-1].ID
+		}
+		t.Fatalf("Roles(%s) pages do not end", scope)
+		return nil
+	}
+	builtins, _, _ := e.svc.Roles("install", "", 0)
+	if got := walk("install", len(builtins)); !slices.Equal(got, roleIDs(builtins)) {
+		t.Errorf("only built-in roles, a page of exactly them: %v", got)
+	}
+	for i := range 4 {
+		_, err := e.svc.CreateRole(bg, fmt.Sprintf("install-%d", i), authz.ScopeInstall, []authz.Verb{authz.InstallView})
+		must(t, "role", err)
+		_, err = e.svc.CreateRole(bg, fmt.Sprintf("app-%d", i), authz.ScopeApp, []authz.Verb{authz.AppView})
+		must(t, "role", err)
+	}
+	for _, scope := range []string{"install", "app", "all"} {
+		all, _, _ := e.svc.Roles(scope, "", 0)
+		for limit := 1; limit <= len(all)+1; limit++ {
+			if got := walk(scope, limit); !slices.Equal(got, roleIDs(all)) {
+				t.Errorf("%s by %d: %v, want %v", scope, limit, got, roleIDs(all))
+			}
+		}
+	}
 }

@@ -95,28 +95,28 @@ func (s *Service) CreateToken(ctx context.Context, c authz.Caller, kind string, 
 	return t, secret, nil
 }
 
-// OwnTokens lists the caller's own delegated tokens.
-func (s *Service) OwnTokens(c authz.Caller) []Token {
+// OwnTokens lists the caller's own delegated tokens by ID after the
+// cursor, and whether more follow.
+func (s *Service) OwnTokens(c authz.Caller, after string, limit int) ([]Token, bool) {
 	if c.Principal.UserID == "" {
-		return []Token{}
+		return []Token{}, false
 	}
-	items, _ := Tokens.List(s.d.Store.Read(), raftstore.Query{Index: "owner", Key: c.Principal.UserID,
-		Filter: func(v any) bool { return v.(*Token).Kind == TokenDelegated }})
-	return tokenValues(items)
+	return tokenValues(Tokens.List(s.d.Store.Read(), raftstore.Query{Index: "owner", Key: c.Principal.UserID, After: after, Limit: limit,
+		Filter: func(v any) bool { return v.(*Token).Kind == TokenDelegated }}))
 }
 
-// ServiceTokens lists the service tokens.
-func (s *Service) ServiceTokens() []Token {
-	items, _ := Tokens.List(s.d.Store.Read(), raftstore.Query{Index: "kind", Key: TokenService})
-	return tokenValues(items)
+// ServiceTokens lists the service tokens by ID after the cursor, and
+// whether more follow.
+func (s *Service) ServiceTokens(after string, limit int) ([]Token, bool) {
+	return tokenValues(Tokens.List(s.d.Store.Read(), raftstore.Query{Index: "kind", Key: TokenService, After: after, Limit: limit}))
 }
 
-func tokenValues(items []raftstore.Item[Token]) []Token {
+func tokenValues(items []raftstore.Item[Token], more bool) ([]Token, bool) {
 	out := make([]Token, len(items))
 	for i, it := range items {
 		out[i] = it.Value
 	}
-	return out
+	return out, more
 }
 
 // RevokeToken revokes a token. One's own token needs no verb; a service

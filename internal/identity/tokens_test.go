@@ -109,7 +109,9 @@ func TestTokenSecretIsShownOnce(t *testing.T) {
 	}
 	waitBackground(t, e.svc)
 	dump := e.dump(t)
-	for _, list := range [][]Token{e.svc.OwnTokens(c), e.svc.ServiceTokens()} {
+	own, _ := e.svc.OwnTokens(c, "", 0)
+	service, _ := e.svc.ServiceTokens("", 0)
+	for _, list := range [][]Token{own, service} {
 		if len(list) != 1 {
 			t.Errorf("listing holds %d tokens, want 1", len(list))
 		}

@@ -136,8 +136,11 @@ type Entry struct {
 
 // View is GET /me/apps.
 type View struct {
-	Items    []Entry   `json:"items"`
-	Sections []Section `json:"sections"`
+	Items []Entry `json:"items"`
+	// NextCursor resumes a page of Items (set by the API); every page has
+	// all the sections.
+	NextCursor string    `json:"next_cursor,omitempty"`
+	Sections   []Section `json:"sections"`
 }
 
 // Apps returns the apps the caller can open, favorites first, then by name,
@@ -174,16 +177,19 @@ func (s *Service) Apps(c authz.Caller) View {
 		}
 		v.Items = append(v.Items, e)
 	}
-	slices.SortStableFunc(v.Items, func(a, b Entry) int {
-		if a.Favorite != b.Favorite {
-			if a.Favorite {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(strings.ToLower(a.App.Name), strings.ToLower(b.App.Name))
-	})
+	slices.SortFunc(v.Items, func(a, b Entry) int { return strings.Compare(a.ListKey(), b.ListKey()) })
 	return v
+}
+
+// ListKey is an entry's place in the launcher (favorites first, then by
+// name in any case, then by app ID), unique among its entries: the cursor
+// of the launcher's pages.
+func (e Entry) ListKey() string {
+	rank := "1"
+	if e.Favorite {
+		rank = "0"
+	}
+	return rank + strings.ToLower(e.App.Name) + "\x00" + e.App.ID
 }
 
 func summary(a apps.App) Summary {

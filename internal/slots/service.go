@@ -79,6 +79,16 @@ type View struct {
 	Note string `json:"note,omitempty"`
 }
 
+// ListKey is a slot's place in List (the declared slots by key, then fills
+// of slots no longer declared by key), unique among them: the cursor of
+// its pages.
+func (v View) ListKey() string {
+	if v.Declared {
+		return "0" + v.Key
+	}
+	return "1" + v.Key
+}
+
 // declaredSlot is a slot the app's spec declares.
 type declaredSlot struct {
 	spec.Slot
