@@ -180,11 +180,22 @@ func (s *Store) FetchBlob(ctx context.Context, name string, w io.Writer) (int64,
 // blobPeers lists the servers of the current configuration but this one, the
 // leader first.
 func (s *Store) blobPeers() ([]Peer, error) {
-	fut := s.raft.GetConfiguration()
+	r := s.started.Load()
+	if r == nil {
+		// Raft is starting (restoring a snapshot): the configured peers.
+		var peers []Peer
+		for _, p := range s.cfg.Peers {
+			if p.ID != s.cfg.NodeID {
+				peers = append(peers, p)
+			}
+		}
+		return peers, nil
+	}
+	fut := r.GetConfiguration()
 	if err := fut.Error(); err != nil {
 		return nil, fmt.Errorf("read raft configuration: %w", err)
 	}
-	_, leader := s.raft.LeaderWithID()
+	_, leader := r.LeaderWithID()
 	var peers []Peer
 	for _, srv := range fut.Configuration().Servers {
 		if string(srv.ID) == s.cfg.NodeID {

@@ -1,6 +1,12 @@
 // Package raftstore owns the replicated state of svc: a hashicorp/raft node
 // (bolt log store, file snapshots) whose state machine is a go-memdb
-// database of tables that other packages declare with Table.
+// database of tables that other packages declare with Table, and beside it
+// a history store on disk (bbolt) for the history tables: what only grows
+// (the audit log, the outbox, finished deploys' logs) is written by the
+// same commands but kept hash-chained on disk, so that a node's memory
+// follows its live state, not its age. Snapshots carry the history's head,
+// not its rows; a node that lacks rows a snapshot names fetches them from
+// the others and checks them against the chain.
 //
 // A write is a command: a transaction of operations on tables (Insert, Put,
 // Delete, and the preconditions PutIf, DeleteIf, Check, CheckTable) that

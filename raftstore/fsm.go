@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -28,11 +29,13 @@ type tableIndex struct {
 }
 
 // fsm is the replicated state machine: a go-memdb database of the declared
-// tables. Apply and Restore are called by Raft one at a time; reads may run
+// tables, and the history store (history.go) for the history tables.
+// ApplyBatch and Restore are called by Raft one at a time; reads may run
 // concurrently against the database pointer they loaded.
 type fsm struct {
 	tables map[string]tableDef
-	names  []string // sorted table names
+	names  []string // sorted names of the tables memdb holds
+	all    []string // sorted names of every table, history tables too
 	schema *memdb.DBSchema
 
 	db      atomic.Pointer[memdb.MemDB]
@@ -40,11 +43,33 @@ type fsm struct {
 
 	mu       sync.Mutex
 	appliedC chan struct{} // closed and replaced whenever applied moves
+
+	hist *history
+	// batch is the history transaction of the batch being applied, begun
+	// at its first history write.
+	batch *histTx
+	// snapshotted is the index of the last snapshot persisted: drops at or
+	// before it can no longer be undone by a restore, so their values may
+	// leave the disk.
+	snapshotted atomic.Uint64
+	// catchUp fetches history records this node lacks from the other
+	// servers, for a snapshot from the leader that is ahead of it.
+	catchUp func(ctx context.Context, req historyRange, w io.Writer) error
+	// fetches counts the history ranges this node fetched from others.
+	fetches atomic.Int64
+	// restoreErr is the last restore's failure, which Raft logs but does
+	// not return when no snapshot could be restored at start.
+	restoreErr atomic.Pointer[error]
 }
 
-var _ raft.FSM = (*fsm)(nil)
+var (
+	_ raft.FSM         = (*fsm)(nil)
+	_ raft.BatchingFSM = (*fsm)(nil)
+)
 
-func newFSM(defs []Def) (*fsm, error) {
+// newFSM builds the state machine of the declared tables, its history store
+// in dir.
+func newFSM(defs []Def, dir string) (*fsm, error) {
 	f := &fsm{
 		tables:   map[string]tableDef{},
 		schema:   &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}},
@@ -67,23 +92,53 @@ func newFSM(defs []Def) (*fsm, error) {
 			return nil, fmt.Errorf("table %s declared twice", td.name)
 		}
 		f.tables[td.name] = td
+		f.all = append(f.all, td.name)
+		if td.history {
+			continue
+		}
 		f.schema.Tables[td.name] = td.schema
 		f.names = append(f.names, td.name)
 	}
 	sort.Strings(f.names)
+	sort.Strings(f.all)
 	db, err := memdb.NewMemDB(f.schema)
 	if err != nil {
 		return nil, fmt.Errorf("memdb schema: %w", err)
 	}
 	f.db.Store(db)
+	if f.hist, err = openHistory(dir, f.tables); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 
-// Apply applies one committed log entry. It panics on an entry it cannot
-// decode or does not know: a node that cannot apply the log must stop rather
-// than diverge from the others.
-func (f *fsm) Apply(l *raft.Log) any {
-	defer f.setApplied(l.Index)
+// Apply applies one committed log entry.
+func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
+
+// ApplyBatch applies committed log entries in order. Each command commits
+// to memdb on its own; the history writes of the whole batch commit (and
+// sync) once at its end, before the batch counts as applied. It panics on
+// an entry it cannot decode or does not know: a node that cannot apply the
+// log must stop rather than diverge from the others.
+func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	for i, l := range logs {
+		out[i] = f.applyOne(l)
+	}
+	last := logs[len(logs)-1].Index
+	head := f.hist.currentHead()
+	if f.batch != nil {
+		f.batch.compact(f.snapshotted.Load())
+		f.batch.commit()
+		head = f.batch.head
+		f.batch = nil
+	}
+	f.hist.advance(head, last)
+	f.setApplied(last)
+	return out
+}
+
+func (f *fsm) applyOne(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
@@ -99,6 +154,14 @@ func (f *fsm) Apply(l *raft.Log) any {
 		panic(fmt.Sprintf("raftstore: unknown command type %d at index %d", t, l.Index))
 	}
 	return fn(f, l.Index, l.Data[1:])
+}
+
+// histTx returns the batch's history transaction, beginning it.
+func (f *fsm) histTx() *histTx {
+	if f.batch == nil {
+		f.batch = f.hist.begin()
+	}
+	return f.batch
 }
 
 func (f *fsm) setApplied(index uint64) {
@@ -131,14 +194,28 @@ func (f *fsm) applyTxn(index uint64, payload []byte) any {
 	tx := f.db.Load().Txn(true)
 	defer tx.Abort()
 
-	var writes []touched
+	var (
+		writes []touched
+		hs     *histStage
+	)
 	seen := map[[2]string]bool{}
 	for i, op := range c.Ops {
 		td, ok := f.tables[op.Table]
 		if !ok {
 			panic(fmt.Sprintf("raftstore: unknown table %q at index %d", op.Table, index))
 		}
-		old, err := f.applyOp(tx, index, i, td, op)
+		var (
+			old any
+			err *TxnError
+		)
+		if td.history {
+			if hs == nil {
+				hs = &histStage{t: f.histTx()}
+			}
+			err = hs.apply(tx, index, i, td, op)
+		} else {
+			old, err = f.applyOp(tx, index, i, td, op)
+		}
 		if err != nil {
 			return err
 		}
@@ -150,7 +227,7 @@ func (f *fsm) applyTxn(index uint64, payload []byte) any {
 			writes = append(writes, touched{table: op.Table, id: op.ID, old: old})
 		}
 	}
-	r := &Reader{tx: tx}
+	r := &Reader{tx: tx, htx: f.batch}
 	for _, w := range writes {
 		td := f.tables[w.table]
 		if td.check == nil {
@@ -168,6 +245,9 @@ func (f *fsm) applyTxn(index uint64, payload []byte) any {
 		return err
 	}
 	f.bumpIndexes(tx, index, writes)
+	if hs != nil {
+		hs.t.write(index, hs.writes)
+	}
 	tx.Commit()
 	return nil
 }
@@ -175,7 +255,7 @@ func (f *fsm) applyTxn(index uint64, payload []byte) any {
 // checkInvariants runs, once each, the invariants of the tables written.
 func (f *fsm) checkInvariants(tx *memdb.Txn, writes []touched) *TxnError {
 	done := map[*Invariant]bool{}
-	r := &Reader{tx: tx}
+	r := &Reader{tx: tx, htx: f.batch}
 	for _, w := range writes {
 		inv := f.tables[w.table].invariant
 		if inv == nil || done[inv] {
@@ -355,6 +435,9 @@ func (f *fsm) applyRetain(index uint64, payload []byte) any {
 	}
 	tx := f.db.Load().Txn(true)
 	defer tx.Abort()
+	if td.history {
+		return f.retainHistory(tx, index, td, c.IDs)
+	}
 	r := &Reader{tx: tx}
 	var writes []touched
 	for i, id := range c.IDs {
@@ -386,20 +469,26 @@ func (f *fsm) applyRetain(index uint64, payload []byte) any {
 	return nil
 }
 
-// Snapshot captures a read view of the database; Persist streams it later
-// without blocking Apply.
+// Snapshot captures a read view of the database and the head of the
+// history chain; Persist streams the live rows later without blocking
+// Apply. History rows are not in the snapshot: the head names them (see
+// restoreHistory).
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	return &fsmSnapshot{f: f, tx: f.db.Load().Txn(false), applied: f.applied.Load()}, nil
+	return &fsmSnapshot{f: f, tx: f.db.Load().Txn(false), applied: f.applied.Load(), head: f.hist.currentHead()}, nil
 }
 
 // snapshotFormat versions the snapshot stream. A record is one JSON line.
-const snapshotFormat = 1
+// Format 1 had no history head and carried history tables' rows like any
+// others; Restore still reads it.
+const snapshotFormat = 2
 
 type snapshotHeader struct {
 	Format int `json:"format"`
 	// Applied is the last command the snapshot includes; a node restored
 	// from it has applied that far.
 	Applied uint64 `json:"applied"`
+	// History is the head of the history chain at Applied.
+	History *histHeadJSON `json:"history,omitempty"`
 }
 
 type snapshotRecord struct {
@@ -417,6 +506,7 @@ type fsmSnapshot struct {
 	f       *fsm
 	tx      *memdb.Txn
 	applied uint64
+	head    histHead
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
@@ -424,13 +514,19 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 		_ = sink.Cancel()
 		return fmt.Errorf("persist snapshot: %w", err)
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	// No restore goes back before this snapshot now: the values of rows
+	// dropped up to it may leave the disk.
+	s.f.snapshotted.Store(s.applied)
+	return nil
 }
 
 func (s *fsmSnapshot) write(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	enc := json.NewEncoder(bw)
-	if err := enc.Encode(snapshotHeader{Format: snapshotFormat, Applied: s.applied}); err != nil {
+	if err := enc.Encode(snapshotHeader{Format: snapshotFormat, Applied: s.applied, History: s.head.wire()}); err != nil {
 		return err
 	}
 	err := eachRow(s.tx, s.f.names, func(table string, r *row, value []byte) error {
@@ -439,7 +535,7 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range s.f.names {
+	for _, name := range s.f.all {
 		if idx := tableIndexOf(s.tx, name); idx != 0 {
 			if err := enc.Encode(snapshotRecord{IndexOf: name, Index: idx}); err != nil {
 				return err
@@ -474,8 +570,17 @@ func eachRow(tx *memdb.Txn, names []string, fn func(table string, r *row, value 
 }
 
 // Restore replaces the whole state with a snapshot. It builds a fresh
-// database and swaps it in only when the snapshot loaded completely.
+// database, brings the history store to the snapshot's head (restoreHistory)
+// and swaps the database in only when both are complete.
 func (f *fsm) Restore(rc io.ReadCloser) error {
+	err := f.restore(rc)
+	if err != nil {
+		f.restoreErr.Store(&err)
+	}
+	return err
+}
+
+func (f *fsm) restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	db, err := memdb.NewMemDB(f.schema)
 	if err != nil {
@@ -487,9 +592,13 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err := dec.Decode(&hdr); err != nil {
 		return fmt.Errorf("restore: header: %w", err)
 	}
-	if hdr.Format != snapshotFormat {
-		return fmt.Errorf("restore: snapshot format %d, this build reads %d", hdr.Format, snapshotFormat)
+	switch {
+	case hdr.Format == 1:
+	case hdr.Format == snapshotFormat && hdr.History != nil:
+	default:
+		return fmt.Errorf("restore: snapshot format %d, this build reads 1 and %d", hdr.Format, snapshotFormat)
 	}
+	var legacy []legacyRow // format 1: history tables' rows, to import
 	for {
 		var rec snapshotRecord
 		err := dec.Decode(&rec)
@@ -513,9 +622,21 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		if err != nil {
 			return fmt.Errorf("restore: %s/%s: %w", rec.Table, rec.ID, err)
 		}
+		if td.history {
+			if hdr.Format != 1 {
+				return fmt.Errorf("restore: snapshot has a row of history table %s", rec.Table)
+			}
+			legacy = append(legacy, legacyRow{table: td.name, id: rec.ID, index: rec.C, value: rec.Value, v: v})
+			continue
+		}
 		if err := tx.Insert(td.name, &row{ID: rec.ID, Value: v, Meta: Meta{CreateIndex: rec.C, ModifyIndex: rec.M}}); err != nil {
 			return fmt.Errorf("restore: %s/%s: %w", rec.Table, rec.ID, err)
 		}
+	}
+	if hdr.Format == 1 {
+		f.importLegacy(legacy, hdr.Applied)
+	} else if err := f.restoreHistory(hdr.History, hdr.Applied); err != nil {
+		return fmt.Errorf("restore: %w", err)
 	}
 	tx.Commit()
 	f.db.Store(db)
@@ -537,11 +658,13 @@ func (f *fsm) digest() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, name := range f.names {
+	for _, name := range f.all {
 		fmt.Fprintf(h, "%s\x00%d\n", name, tableIndexOf(tx, name))
 	}
+	head := f.hist.currentHead()
+	fmt.Fprintf(h, "history\x00%d\x00%x\n", head.Seq, head.Hash)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // tableNames returns the declared tables, sorted.
-func (f *fsm) tableNames() []string { return slices.Clone(f.names) }
+func (f *fsm) tableNames() []string { return slices.Clone(f.all) }

@@ -65,7 +65,7 @@ var (
 
 func newTestFSM(t testing.TB) *fsm {
 	t.Helper()
-	f, err := newFSM(testTables)
+	f, err := newFSM(testTables, t.TempDir())
 	if err != nil {
 		t.Fatalf("newFSM: %v", err)
 	}
@@ -136,7 +136,7 @@ func reasonOf(err error) Reason {
 	return ""
 }
 
-func readFSM(f *fsm) *Reader { return &Reader{tx: f.db.Load().Txn(false)} }
+func readFSM(f *fsm) *Reader { return &Reader{tx: f.db.Load().Txn(false), hist: f.hist} }
 
 func TestTxnOperations(t *testing.T) {
 	tests := []struct {
@@ -274,7 +274,7 @@ func TestInvariantRunsOncePerCommand(t *testing.T) {
 	}}
 	tbl := &Table[thing]{Name: "things", ID: func(t *thing) string { return t.ID }, Invariant: inv}
 	other := &Table[entry]{Name: "others", ID: func(e *entry) string { return e.ID }, Invariant: inv}
-	f, err := newFSM([]Def{tbl, other})
+	f, err := newFSM([]Def{tbl, other}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +513,7 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 
 	t.Run("unknown table refuses the restore", func(t *testing.T) {
-		other, err := newFSM([]Def{things})
+		other, err := newFSM([]Def{things}, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -588,7 +588,7 @@ func TestMultiKeyIndex(t *testing.T) {
 	}
 	groups := &Table[group]{Name: "groups", ID: func(g *group) string { return g.ID },
 		Indexes: []Index[group]{{Name: "member", Keys: func(g *group) []string { return g.Members }}}}
-	f, err := newFSM([]Def{groups})
+	f, err := newFSM([]Def{groups}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -624,11 +624,11 @@ func TestTableDeclarationsAreChecked(t *testing.T) {
 		&Table[thing]{Name: "uniquemulti", ID: func(t *thing) string { return t.ID }, Indexes: []Index[thing]{{Name: "k", Unique: true, Keys: func(*thing) []string { return nil }}}},
 	}
 	for _, d := range bad {
-		if _, err := newFSM([]Def{d}); err == nil {
+		if _, err := newFSM([]Def{d}, t.TempDir()); err == nil {
 			t.Errorf("table %s accepted", d.TableName())
 		}
 	}
-	if _, err := newFSM([]Def{things, things}); err == nil {
+	if _, err := newFSM([]Def{things, things}, t.TempDir()); err == nil {
 		t.Errorf("a table declared twice was accepted")
 	}
 }

@@ -17,6 +17,10 @@ type Reader struct {
 	// index is the last command applied when the view was taken (the view
 	// may include a little more, never less).
 	index uint64
+	// hist is the node's history store, read as the view has it; inside
+	// Apply, htx is the batch's history transaction and is read instead.
+	hist *history
+	htx  *histTx
 }
 
 // Wait blocks until anything this reader has looked at changes, or ctx ends.
@@ -54,6 +58,9 @@ func (t *Table[T]) Get(r *Reader, id string) (T, Meta, bool) {
 
 // First returns the first row whose index key equals key.
 func (t *Table[T]) First(r *Reader, index, key string) (T, Meta, bool) {
+	if t.History {
+		return histFirst(r, t, index, key)
+	}
 	ch, raw, err := r.tx.FirstWatch(t.Name, index, key)
 	if err != nil {
 		panic(fmt.Sprintf("raftstore: %s.%s: %v", t.Name, index, err))
@@ -82,11 +89,23 @@ type Query struct {
 	Limit int
 	// Filter, if set, keeps only rows it returns true for.
 	Filter func(any) bool
+	// Where, on a history table only, selects rows by several indexes at
+	// once: a row is selected when, for every group, it matches at least
+	// one Match of the group. Rows come by ID (After, Before and Reverse
+	// apply), and which match is decided from the indexes alone, so Filter
+	// sees only rows that matched. Index and Key are then unused.
+	Where [][]Match
 }
 
 // List returns the rows a query selects, in index order (or reverse), and
 // whether more rows matched beyond Limit.
 func (t *Table[T]) List(r *Reader, q Query) (items []Item[T], more bool) {
+	if t.History {
+		return histList(r, t, q)
+	}
+	if q.Where != nil {
+		panic(fmt.Sprintf("raftstore: %s: Query.Where is for history tables", t.Name))
+	}
 	it := t.iterator(r, q)
 	byID := q.Index == "" || q.Index == "id"
 	for raw := it.Next(); raw != nil; raw = it.Next() {
@@ -117,6 +136,9 @@ func (t *Table[T]) List(r *Reader, q Query) (items []Item[T], more bool) {
 
 // Count returns the number of rows in the table.
 func (t *Table[T]) Count(r *Reader) int {
+	if t.History {
+		return histCount(r, t.Name)
+	}
 	it := t.iterator(r, Query{})
 	n := 0
 	for raw := it.Next(); raw != nil; raw = it.Next() {
@@ -164,14 +186,17 @@ type Sweeper interface {
 
 var _ Sweeper = (*Store)(nil)
 
-// Sweep deletes up to max rows that drop selects, in one write, each only if
-// unchanged since it was read; a row that changed meanwhile is judged again
-// on the newer view. It returns how many it deleted. Housekeeping loops
-// (expiries) call it; it is never for append-only tables.
-func (t *Table[T]) Sweep(ctx context.Context, s Sweeper, drop func(*T) bool, max int) (int, error) {
+// Sweep deletes up to max rows that drop selects among those within
+// selects (the zero Query: the whole table, by ID), in one write, each only
+// if unchanged since it was read; a row that changed meanwhile is judged
+// again on the newer view. It returns how many it deleted. Housekeeping
+// loops (expiries) call it; it is never for append-only tables.
+func (t *Table[T]) Sweep(ctx context.Context, s Sweeper, within Query, drop func(*T) bool, max int) (int, error) {
 	n := 0
 	_, err := s.Update(ctx, func(r *Reader) ([]Op, error) {
-		items, _ := t.List(r, Query{Filter: func(v any) bool { return drop(v.(*T)) }, Limit: max})
+		q := within
+		q.Filter, q.Limit = func(v any) bool { return drop(v.(*T)) }, max
+		items, _ := t.List(r, q)
 		ops := make([]Op, len(items))
 		for i, it := range items {
 			ops[i] = t.DeleteIf(t.ID(&it.Value), it.Meta.ModifyIndex)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -87,7 +88,11 @@ type Store struct {
 	log  *slog.Logger
 	fsm  *fsm
 	raft *raft.Raft
-	obs  Observer
+	// started is raft once NewRaft returned, for the FSM's own goroutine,
+	// which Raft starts before then (a restore fetching history asks the
+	// configuration through it).
+	started atomic.Pointer[raft.Raft]
+	obs     Observer
 
 	bolt      *raftboltdb.BoltStore
 	transport raft.Transport
@@ -124,14 +129,18 @@ func Open(cfg Config) (*Store, error) {
 	if err := validateConfig(&cfg); err != nil {
 		return nil, fmt.Errorf("raftstore: %w", err)
 	}
-	f, err := newFSM(cfg.Tables)
-	if err != nil {
-		return nil, fmt.Errorf("raftstore: %w", err)
-	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("raftstore: create %s: %w", cfg.Dir, err)
 	}
+	var err error
 	if cfg.NodeID, err = resolveNodeID(cfg.Dir, cfg.NodeID); err != nil {
+		return nil, fmt.Errorf("raftstore: %w", err)
+	}
+	f, err := newFSM(cfg.Tables, cfg.Dir)
+	if err != nil {
+		if errors.Is(err, bbolt.ErrTimeout) {
+			return nil, fmt.Errorf("raftstore: the store in %s is in use by another process (is another svc serve running with this work dir?)", cfg.Dir)
+		}
 		return nil, fmt.Errorf("raftstore: %w", err)
 	}
 	s := &Store{
@@ -142,7 +151,11 @@ func Open(cfg Config) (*Store, error) {
 		notifyC:    make(chan bool, 8),
 		updateLock: make(chan struct{}, 1),
 		closed:     make(chan struct{}),
-		blobs:      newBlobPeer(cfg.Blobs),
+	}
+	s.blobs = newBlobPeer(blobRouter{hist: func() *history { return f.hist }, dir: cfg.Dir, user: cfg.Blobs})
+	f.catchUp = func(ctx context.Context, req historyRange, w io.Writer) error {
+		_, err := s.FetchBlob(ctx, req.name(), w)
+		return err
 	}
 	s.leaders = newLeaderLoops(s.log)
 	if err := s.open(); err != nil {
@@ -203,6 +216,9 @@ func (s *Store) open() error {
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, hlog)
 	if err != nil {
 		return fmt.Errorf("snapshot store: %w", err)
+	}
+	if err := s.fsm.prepareHistory(snaps); err != nil {
+		return err
 	}
 
 	var self raft.ServerAddress
@@ -272,9 +288,13 @@ func (s *Store) open() error {
 	}
 	r, err := raft.NewRaft(rc, s.fsm, logs, bolt, snaps, s.transport)
 	if err != nil {
+		if rerr := s.fsm.restoreErr.Load(); rerr != nil {
+			return fmt.Errorf("start raft: %w: %w", err, *rerr)
+		}
 		return fmt.Errorf("start raft: %w", err)
 	}
 	s.raft = r
+	s.started.Store(r)
 	return nil
 }
 
@@ -463,7 +483,7 @@ func (s *Store) Read() *Reader {
 	// The applied index is loaded first: the database loaded after it
 	// includes at least that much, never less.
 	index := s.fsm.applied.Load()
-	return &Reader{tx: s.fsm.db.Load().Txn(false), index: index}
+	return &Reader{tx: s.fsm.db.Load().Txn(false), index: index, hist: s.fsm.hist}
 }
 
 // ConsistentRead returns a read view that includes every write committed
@@ -574,6 +594,7 @@ type Status struct {
 	LastIndex    uint64       `json:"last_index"`
 	CommitIndex  uint64       `json:"commit_index"`
 	AppliedIndex uint64       `json:"applied_index"`
+	History      HistoryHead  `json:"history"`
 	Servers      []ServerInfo `json:"servers"`
 	Tables       []string     `json:"tables"`
 }
@@ -593,6 +614,7 @@ func (s *Store) Status() Status {
 		LastIndex:    s.raft.LastIndex(),
 		CommitIndex:  s.raft.CommitIndex(),
 		AppliedIndex: s.fsm.applied.Load(),
+		History:      s.HistoryHead(),
 		Tables:       s.fsm.tableNames(),
 	}
 	st.LeaderID, st.LeaderAddr = s.Leader()
@@ -716,6 +738,7 @@ func (s *Store) release() {
 	if s.bolt != nil {
 		_ = s.bolt.Close()
 	}
+	_ = s.fsm.hist.close()
 }
 
 type nopObserver struct{}

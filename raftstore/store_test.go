@@ -331,6 +331,24 @@ func (c *cluster) leader(ctx context.Context) int {
 	return idx
 }
 
+// leaveBehind stops a follower and restarts the other nodes keeping few
+// log entries after a snapshot, so that the follower, started again after
+// they snapshotted, is sent a snapshot rather than the log. It returns the
+// follower.
+func (c *cluster) leaveBehind(ctx context.Context) int {
+	c.t.Helper()
+	behind := c.follower(c.leader(ctx))
+	c.stop(behind)
+	c.timing.TrailingLogs = 5
+	for i := range c.nodes {
+		if i != behind {
+			c.stop(i)
+			c.start(i, nil)
+		}
+	}
+	return behind
+}
+
 func (c *cluster) follower(leader int) int {
 	for i, s := range c.nodes {
 		if s != nil && i != leader {
@@ -522,24 +540,14 @@ func TestClusterCatchesUpAFollowerFromASnapshot(t *testing.T) {
 	c := newCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	behind := c.leaveBehind(ctx)
 	lead := c.leader(ctx)
-	behind := c.follower(lead)
-	c.stop(behind)
-	c.timing.TrailingLogs = 5
-	// Restart the other nodes with few trailing logs kept after a snapshot.
-	for i := range c.nodes {
-		if i != behind {
-			c.stop(i)
-			c.start(i, nil)
-		}
-	}
-	lead = c.leader(ctx)
 	for i := range 200 {
-		if _, err := c.nodes[lead].Apply(ctx, things.Insert(&thing{ID: fmt.Sprintf("s%03d", i), Name: fmt.Sprintf("n%03d", i)})); err != nil {
-			t.Fatal(err)
-		}
+		id := fmt.Sprintf("s%03d", i)
+		write(t, c.leading(ctx), func(r *Reader) bool { _, _, ok := things.Get(r, id); return ok },
+			things.Insert(&thing{ID: id, Name: fmt.Sprintf("n%03d", i)}))
 	}
-	if err := c.nodes[lead].Snapshot(); err != nil {
+	if err := c.nodes[c.leader(ctx)].Snapshot(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	leaderApplied := c.nodes[lead].Status().AppliedIndex
@@ -587,14 +595,14 @@ func TestSweep(t *testing.T) {
 		}
 	}
 	odd := func(v *thing) bool { return v.N%2 == 1 }
-	n, err := things.Sweep(ctx, s, odd, 1)
+	n, err := things.Sweep(ctx, s, Query{}, odd, 1)
 	if err != nil || n != 1 {
 		t.Fatalf("Sweep with max 1 = %d, %v", n, err)
 	}
 	// t2 changes after Sweep read it, so that it no longer qualifies: it is
 	// judged again on the newer view and left; the others go.
 	var once sync.Once
-	n, err = things.Sweep(ctx, s, func(v *thing) bool {
+	n, err = things.Sweep(ctx, s, Query{}, func(v *thing) bool {
 		once.Do(func() {
 			if _, err := s.Apply(ctx, things.Put(&thing{ID: "t2", N: 0})); err != nil {
 				t.Errorf("change t2: %v", err)
@@ -613,7 +621,7 @@ func TestSweep(t *testing.T) {
 	if n != 2 || strings.Join(left, ",") != "t0,t2" {
 		t.Errorf("Sweep over a changing row deleted %d, left %v; want 2 deleted (t3, t4), t0 and the changed t2 left", n, left)
 	}
-	if n, err := things.Sweep(ctx, s, func(*thing) bool { return false }, 10); n != 0 || err != nil {
+	if n, err := things.Sweep(ctx, s, Query{}, func(*thing) bool { return false }, 10); n != 0 || err != nil {
 		t.Errorf("Sweep of nothing = %d, %v", n, err)
 	}
 }

@@ -62,6 +62,14 @@ type Table[T any] struct {
 	// refuses the command. Several tables may share one invariant (it runs
 	// once per command however many of them were written).
 	Invariant *Invariant
+	// History tables hold what only grows (audit entries, events, finished
+	// deploys' logs): their rows are kept on disk in the node's history
+	// store, hash-chained, not in memory (history.go). A row is written once
+	// (Insert) and never changed; Delete (or, on an append-only table, the
+	// retention its Retain rule allows) drops it. Their indexes are not
+	// unique, and they take no Validate or Invariant rule. Reads are the
+	// same as any table's, plus Query.Where.
+	History bool
 }
 
 // Invariant is a named check of the whole state, run inside Apply.
@@ -88,6 +96,16 @@ type tableDef struct {
 	check      func(r *Reader, old, new any) error
 	retain     func(r *Reader, v any, m Meta) error
 	invariant  *Invariant
+	history    bool
+	indexNames []string
+	// keys returns the secondary index keys of a row (history tables keep
+	// their own indexes).
+	keys func(v any) []indexKey
+}
+
+// indexKey is one key of a row in one secondary index.
+type indexKey struct {
+	index, key string
 }
 
 var tableNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
@@ -114,8 +132,11 @@ func (t *Table[T]) def() tableDef {
 		},
 		idOf:      func(v any) string { return t.ID(v.(*T)) },
 		invariant: t.Invariant,
+		history:   t.History,
+		keys:      func(v any) []indexKey { return t.keysOf(v.(*T)) },
 	}
 	for _, ix := range t.Indexes {
+		d.indexNames = append(d.indexNames, ix.Name)
 		var indexer memdb.Indexer = funcIndexer[T]{key: ix.Key}
 		if ix.Keys != nil {
 			indexer = multiIndexer[T]{keys: ix.Keys}
@@ -143,12 +164,35 @@ func (t *Table[T]) def() tableDef {
 	return d
 }
 
+// keysOf returns the secondary index keys of v. A key containing NUL is
+// left out: index entries end keys with NUL (see indexEntry), as memdb's do.
+func (t *Table[T]) keysOf(v *T) []indexKey {
+	var out []indexKey
+	for _, ix := range t.Indexes {
+		if ix.Keys != nil {
+			for _, k := range ix.Keys(v) {
+				if !strings.ContainsRune(k, 0) {
+					out = append(out, indexKey{ix.Name, k})
+				}
+			}
+			continue
+		}
+		if k, ok := ix.Key(v); ok && !strings.ContainsRune(k, 0) {
+			out = append(out, indexKey{ix.Name, k})
+		}
+	}
+	return out
+}
+
 func (t *Table[T]) validate() error {
 	if !tableNameRE.MatchString(t.Name) {
 		return fmt.Errorf("table name %q: want %s", t.Name, tableNameRE)
 	}
 	if t.ID == nil {
 		return fmt.Errorf("table %s: no ID function", t.Name)
+	}
+	if t.History && (t.Validate != nil || t.Invariant != nil) {
+		return fmt.Errorf("table %s: a history table takes no Validate or Invariant rule", t.Name)
 	}
 	seen := map[string]bool{"id": true}
 	for _, ix := range t.Indexes {
@@ -160,6 +204,9 @@ func (t *Table[T]) validate() error {
 		}
 		if ix.Keys != nil && ix.Unique {
 			return fmt.Errorf("table %s: index %s: a multi-key index cannot be unique", t.Name, ix.Name)
+		}
+		if t.History && ix.Unique {
+			return fmt.Errorf("table %s: index %s: a history table's indexes cannot be unique", t.Name, ix.Name)
 		}
 		seen[ix.Name] = true
 	}
@@ -252,3 +299,6 @@ func oneString(args []any) (string, error) {
 
 // AppendOnly reports whether a declared table is append-only.
 func AppendOnly(d Def) bool { return d.def().appendOnly }
+
+// IsHistory reports whether a declared table is a history table.
+func IsHistory(d Def) bool { return d.def().history }

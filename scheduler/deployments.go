@@ -161,10 +161,13 @@ type DeployLog struct {
 	Dropped int `json:"dropped"`
 }
 
-// DeployLogs is the table of finished deploys' output.
+// DeployLogs is the table of finished deploys' output, written once when a
+// deploy ends and dropped with its deployment (prune). It is a history
+// table: the logs live in each node's history store on disk, not in memory.
 var DeployLogs = &raftstore.Table[DeployLog]{
-	Name: "deploy_logs",
-	ID:   func(l *DeployLog) string { return l.DeploymentID },
+	Name:    "deploy_logs",
+	ID:      func(l *DeployLog) string { return l.DeploymentID },
+	History: true,
 	Indexes: []raftstore.Index[DeployLog]{
 		{Name: "app", Key: func(l *DeployLog) (string, bool) { return l.AppID, true }},
 	},

@@ -388,7 +388,7 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 			ops = append(ops, st...)
 		}
 		if lines != nil {
-			ops = append(ops, DeployLogs.Put(capLog(d.ID, d.AppID, lines)))
+			ops = append(ops, DeployLogs.Insert(capLog(d.ID, d.AppID, lines)))
 		}
 		ended, state = true, cur.State
 		return ops, nil

@@ -228,6 +228,7 @@ func (m *matrix) builders() map[string]buildFn {
 		"GET /api/v1/reference":                      fixed(api + "/reference"),
 		"GET /api/v1/openapi.json":                   fixed(api + "/openapi.json"),
 		"GET /api/v1/operator/raft":                  fixed(api + "/operator/raft"),
+		"GET /api/v1/operator/raft/history":          fixed(api + "/operator/raft/history"),
 		"POST /api/v1/operator/raft/probes":          withBody(api+"/operator/raft/probes", func() string { return `{"payload_bytes":8}` }),
 		"GET /api/v1/operator/raft/probes":           fixed(api + "/operator/raft/probes"),
 		"GET /api/v1/operator/raft/probes/{probeID}": fixed(api + "/operator/raft/probes/" + m.probeID),

@@ -15,6 +15,7 @@ var (
 	_ policyService      = (*policy.Service)(nil)
 	_ factsSource        = (*raftstore.Store)(nil)
 	_ operatorService    = (*operator.Service)(nil)
+	_ historyVerifier    = (*operator.Service)(nil)
 	_ idempotencyService = (*idempotency.Service)(nil)
 	_ requestObserver    = (*telemetry.Metrics)(nil)
 	_ readiness          = (*raftstore.Store)(nil)

@@ -51,6 +51,14 @@ func (s *Server) getRaft(c echo.Context) error {
 	return c.JSON(http.StatusOK, st)
 }
 
+func (s *Server) getHistory(c echo.Context) error {
+	rep, err := s.d.History.VerifyHistory(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, rep)
+}
+
 type probeRequestDTO struct {
 	PayloadBytes int `json:"payload_bytes"`
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/svchost/svc/internal/source"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/internal/volumes"
+	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler"
 )
 
@@ -224,6 +225,7 @@ func (s *Server) routeTable() []route {
 
 		// Operator.
 		{method: get, path: api + "/operator/raft", access: accessVerb, verb: authz.InstallView, summary: "The replicated store as this node sees it; digest=true adds a hash of the whole state", handler: s.getRaft, response: raftStatusDTO{}},
+		{method: get, path: api + "/operator/raft/history", access: accessVerb, verb: authz.InstallAuditRead, summary: "Check this node's history store (audit log, events, deploy logs, probes) from its first record to its head: every record's hash follows from the one before, every value kept matches its hash, a value is missing only where a drop is recorded. The head (records, hash) names the whole history; nodes that applied the same log have the same head", handler: s.getHistory, response: raftstore.HistoryReport{}},
 		{method: post, path: api + "/operator/raft/probes", access: accessVerb, verb: authz.InstallAdaptersMgmt, summary: "Write a probe through the replicated write path and time its commit", handler: s.postProbe, action: "operator.probe.create", request: probeRequestDTO{}, response: probeResultDTO{}, status: 201},
 		{method: get, path: api + "/operator/raft/probes", access: accessVerb, verb: authz.InstallView, paging: pagedCursor, summary: "Probes this node holds, oldest first; paged with limit and cursor", handler: s.listProbes, response: list[operator.Probe]{}},
 		{method: get, path: api + "/operator/raft/probes/{probeID}", access: accessVerb, verb: authz.InstallView, summary: "A probe as this node's state holds it", handler: s.getProbe, response: probeDTO{}},

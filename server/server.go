@@ -38,6 +38,10 @@ type (
 		Probes(after string, limit int) ([]operator.Probe, bool)
 		RecordRestart(ctx context.Context) error
 	}
+	// historyVerifier checks the node's hash-chained history store.
+	historyVerifier interface {
+		VerifyHistory(ctx context.Context) (raftstore.HistoryReport, error)
+	}
 	idempotencyService interface {
 		Begin(ctx context.Context, id, requestHash string) (*idempotency.Record, *idempotency.Reservation, error)
 		Complete(ctx context.Context, res *idempotency.Reservation, status int, contentType, location string, body []byte) error
@@ -94,6 +98,7 @@ type Deps struct {
 	// Facts reads the state authorization decisions are made on.
 	Facts       factsSource
 	Operator    operatorService
+	History     historyVerifier
 	Idempotency idempotencyService
 	Ready       readiness
 	Metrics     requestObserver
@@ -145,7 +150,7 @@ func New(d Deps) (*Server, error) {
 	if d.StartedAt.IsZero() {
 		d.StartedAt = time.Now().UTC()
 	}
-	if d.Config == nil || d.Identity == nil || d.Policy == nil || d.Facts == nil || d.Operator == nil || d.Idempotency == nil || d.Ready == nil || d.Metrics == nil || d.MetricsHandler == nil {
+	if d.Config == nil || d.Identity == nil || d.Policy == nil || d.Facts == nil || d.Operator == nil || d.History == nil || d.Idempotency == nil || d.Ready == nil || d.Metrics == nil || d.MetricsHandler == nil {
 		return nil, errors.New("server: missing dependencies")
 	}
 	s := &Server{d: d, log: d.Logger, echo: echo.New(), cop: http.NewCrossOriginProtection(), closing: make(chan struct{})}

@@ -394,6 +394,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		EdgeKeys:       signing.keys,
 		Facts:          store,
 		Operator:       ops,
+		History:        ops,
 		Idempotency:    idem,
 		Ready:          store,
 		Metrics:        metrics,

@@ -23,7 +23,9 @@ const (
 	PrincipalAnonymous = "anonymous"
 )
 
-// Entry is one audit log entry. Details never carry a secret value.
+// Entry is one audit log entry. Details never carry a secret value. Its ID
+// carries its Time to the millisecond (New mints both from one reading of
+// the clock), so a time range bounds the IDs a query walks.
 type Entry struct {
 	ID            string         `json:"id"`
 	Time          time.Time      `json:"time"`
@@ -45,14 +47,19 @@ func deref(p *string) (string, bool) {
 }
 
 // Entries is the audit log table. It is append-only and has no retention
-// rule: guarantee 2 of the specification.
+// rule: guarantee 2 of the specification. It is a history table: entries
+// live in each node's hash-chained history store on disk, not in memory,
+// and every filter of Query has an index.
 var Entries = &raftstore.Table[Entry]{
 	Name:       "audit",
 	ID:         func(e *Entry) string { return e.ID },
 	AppendOnly: true,
+	History:    true,
 	Indexes: []raftstore.Index[Entry]{
 		{Name: "principal", Key: func(e *Entry) (string, bool) { return e.PrincipalID, e.PrincipalID != "" }},
+		{Name: "principal_kind", Key: func(e *Entry) (string, bool) { return e.PrincipalKind, e.PrincipalKind != "" }},
 		{Name: "app", Key: func(e *Entry) (string, bool) { return deref(e.AppID) }},
+		{Name: "target_kind", Key: func(e *Entry) (string, bool) { return deref(e.TargetKind) }},
 		{Name: "target", Key: func(e *Entry) (string, bool) { return deref(e.TargetID) }},
 		// action serves the action prefix filter of Query. Actions are
 		// dotted names from the code, never containing a NUL byte.

@@ -67,8 +67,7 @@ func pick(rng *rand.Rand, xs []string) string {
 
 // genEntries returns n entries with increasing IDs one second apart and a
 // mix of principals, kinds, apps, targets and actions. Their Time is the
-// ID's time give or take a few seconds (clock skew between nodes), so Time
-// order is not ID order.
+// ID's time, to the millisecond, as audit.New makes them.
 func genEntries(u universe, n int, seed uint64) []Entry {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	g := idGen(seed, t0, time.Second)
@@ -77,13 +76,10 @@ func genEntries(u universe, n int, seed uint64) []Entry {
 		id := g.New(ids.Audit)
 		e := Entry{
 			ID:        id,
-			Time:      t0.Add(time.Duration(i) * time.Second),
+			Time:      t0.Add(time.Duration(i)*time.Second + time.Duration(rng.IntN(1000))*time.Microsecond),
 			Action:    pick(rng, u.actions),
 			RequestID: fmt.Sprintf("req_%d", i),
 			Details:   map[string]any{"n": fmt.Sprint(i)},
-		}
-		if rng.IntN(4) == 0 {
-			e.Time = e.Time.Add(time.Duration(rng.IntN(7)-3) * time.Second)
 		}
 		switch k := rng.IntN(10); {
 		case k < 6:

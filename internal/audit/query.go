@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"iter"
 	"net/url"
 	"slices"
 	"strconv"
@@ -159,414 +158,60 @@ func isDigits(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
-// match reports whether e passes every filter of f.
-func (f *Filter) match(e *Entry) bool {
-	return (f.Action == "" || strings.HasPrefix(e.Action, f.Action)) &&
-		(f.PrincipalID == "" || e.PrincipalID == f.PrincipalID) &&
-		(f.PrincipalKind == "" || e.PrincipalKind == f.PrincipalKind) &&
-		(f.AppID == "" || is(e.AppID, f.AppID)) &&
-		(f.TargetKind == "" || is(e.TargetKind, f.TargetKind)) &&
-		(f.TargetID == "" || is(e.TargetID, f.TargetID)) &&
-		(f.Involving == "" || e.PrincipalID == f.Involving || is(e.TargetID, f.Involving)) &&
-		(f.Since.IsZero() || !e.Time.Before(f.Since)) &&
-		(f.Until.IsZero() || e.Time.Before(f.Until))
-}
-
-func is(p *string, s string) bool { return p != nil && *p == s }
-
 // Query returns up to limit entries that match f, newest (highest ID) first,
 // with IDs below before when it is set, and whether more match beyond them.
 // A limit below 1 means DefaultLimit; above MaxLimit, MaxLimit.
 //
-// # Plans
-//
-// Every way of answering walks rows newest first and keeps those that match
-// f: the ID index from before down; the principal, app or target index at
-// the filter's key; for involving, the principal and target indexes at its
-// key merged by ID; for an action prefix, the action index at each distinct
-// action under the prefix, merged by ID. A walk stops at limit+1 matches or
-// at its end. Secondary index walks cannot seek, so with a before cursor
-// they step over the key's newer rows first.
-//
-// Which walk is cheapest depends on data the store keeps no statistics for
-// (how many rows a key has, how many of them are newer than before), so when
-// there are several, Query runs them side by side as coroutines, always
-// stepping the one that has visited the fewest rows, and answers with the
-// first to finish: every walk yields the same sequence of matches, so any
-// finished walk is the answer, and the rows visited are at most the number
-// of walks times those of the cheapest. The ID walk is left out when there
-// is no cursor and a single-key walk exists, which then visits a subset of
-// its rows in the same order. The merged walk of an action prefix that spans
-// several actions takes index lookups to set up, so it joins only when the
-// race runs long (see lateDensity).
-//
-// Since and until only filter: Entry.Time is not the ID's time, so they
-// cannot bound a walk. A query whose only filters are unindexed (times,
-// kinds) and that matches little visits the whole table below before.
+// Every filter but the times is an index of the table: the store walks the
+// IDs that every filter's index holds (a leapfrog join: each index seeks to
+// the others' position) and reads only entries that match them all, so a
+// query costs about its page, however many entries are stored and however
+// rare its matches. An action prefix is the union of the actions under it,
+// involving the union of the principal and target indexes. Since and until
+// bound the walk by ID (an entry's ID carries its time to the millisecond)
+// and are then checked exactly.
 func Query(r *raftstore.Reader, f Filter, before string, limit int) ([]Entry, bool) {
 	if limit < 1 {
 		limit = DefaultLimit
 	}
 	limit = min(limit, MaxLimit)
-
-	plans, later, none := planQuery(r, &f, before)
-	if none {
-		return []Entry{}, false
+	q := raftstore.Query{Reverse: true, Before: before, Limit: limit}
+	one := func(index, key string) {
+		if key != "" {
+			q.Where = append(q.Where, []raftstore.Match{{Index: index, Key: key}})
+		}
 	}
-	var (
-		found []*Entry
-		more  bool
-	)
-	if len(plans) == 1 && len(plans[0]) == 1 && later == nil {
-		found, more = plans[0][0].run(r, &f, limit)
-	} else {
-		found, more = race(r, &f, plans, later, limit)
+	one("principal", f.PrincipalID)
+	one("principal_kind", f.PrincipalKind)
+	one("app", f.AppID)
+	one("target_kind", f.TargetKind)
+	one("target", f.TargetID)
+	if x := f.Involving; x != "" {
+		q.Where = append(q.Where, []raftstore.Match{{Index: "principal", Key: x}, {Index: "target", Key: x}})
 	}
-	out := make([]Entry, len(found))
-	for i, e := range found {
-		out[i] = *e
+	if f.Action != "" {
+		q.Where = append(q.Where, []raftstore.Match{{Index: "action", Key: f.Action, Prefix: true}})
+	}
+	if !f.Since.IsZero() || !f.Until.IsZero() {
+		if !f.Since.IsZero() && f.Since.UnixMilli() > 0 {
+			q.After = ids.Highest(ids.Audit, f.Since.Add(-time.Millisecond))
+		}
+		if !f.Until.IsZero() {
+			if b := ids.Lowest(ids.Audit, f.Until.Add(time.Millisecond)); q.Before == "" || b < q.Before {
+				q.Before = b
+			}
+		}
+		q.Filter = func(v any) bool { return f.inTime(v.(*Entry)) }
+	}
+	items, more := Entries.List(r, q)
+	out := make([]Entry, len(items))
+	for i, it := range items {
+		out[i] = it.Value
 	}
 	return out, more
 }
 
-// walk is a walk of one index newest first: the ID index from before down,
-// or the rows of one key of a secondary index.
-type walk struct {
-	index, key string // index "" is the ID index
-	before     string
-}
-
-// plan is one way of answering: one walk, or several merged by ID.
-type plan []walk
-
-// Bounds of planning.
-const (
-	// maxProbes bounds the index lookups that list the distinct actions
-	// under an action prefix.
-	maxProbes = 256
-	// maxMerge bounds the actions merged for a prefix; a wider prefix
-	// matches so much that the ID walk finds its matches soon.
-	maxMerge = 16
-	// lateDensity: the plan of an action prefix that spans several actions
-	// costs up to maxProbes lookups to build, so it joins a race only once
-	// the other plans have visited lateDensity rows per row asked for
-	// without finishing, that is when matches look sparser than one in
-	// lateDensity.
-	lateDensity = 8
-	// tick is the number of rows without a match after which a walk in a
-	// race yields to the others.
-	tick = 32
-)
-
-// planQuery returns the ways of answering f, or none when an index shows
-// that nothing matches. later, if not nil, builds one more plan, which
-// costs more to build than the others (see lateDensity); it returns false
-// if it gives up.
-func planQuery(r *raftstore.Reader, f *Filter, before string) (plans []plan, later func() (plan, bool), none bool) {
-	single := false
-	add := func(index, key string) {
-		plans = append(plans, plan{{index: index, key: key, before: before}})
-		single = true
-	}
-	if f.PrincipalID != "" {
-		add("principal", f.PrincipalID)
-	}
-	if f.TargetID != "" {
-		add("target", f.TargetID)
-	}
-	if f.AppID != "" {
-		add("app", f.AppID)
-	}
-	if x := f.Involving; x != "" && x != f.PrincipalID && x != f.TargetID {
-		plans = append(plans, plan{
-			{index: "principal", key: x, before: before},
-			{index: "target", key: x, before: before},
-		})
-	}
-	if f.Action != "" && !strings.ContainsRune(f.Action, 0) {
-		lo, ok := lowestAction(r, f.Action)
-		switch {
-		case !ok:
-			return nil, nil, true
-		case lo == highestAction(r, f.Action):
-			add("action", lo)
-		default:
-			later = func() (plan, bool) {
-				actions, ok := actionsUnder(r, f.Action)
-				if !ok || len(actions) > maxMerge {
-					return nil, false
-				}
-				p := make(plan, len(actions))
-				for i, a := range actions {
-					p[i] = walk{index: "action", key: a, before: before}
-				}
-				return p, true
-			}
-		}
-	}
-	if before != "" || !single {
-		plans = append(plans, plan{{before: before}})
-	}
-	return plans, later, false
-}
-
-// lowestAction returns the lowest action under a prefix, if any.
-func lowestAction(r *raftstore.Reader, prefix string) (string, bool) {
-	e, _, ok := Entries.First(r, "action_prefix", prefix)
-	return e.Action, ok
-}
-
-// highestAction returns the highest action under a prefix that has one.
-func highestAction(r *raftstore.Reader, prefix string) string {
-	items, _ := Entries.List(r, raftstore.Query{Index: "action", Key: prefix, Prefix: true, Reverse: true, Limit: 1})
-	return items[0].Value.Action
-}
-
-// actionsUnder returns the distinct actions of stored entries that start
-// with prefix, or false if finding them takes more than maxProbes lookups.
-// Each step looks up the lowest and highest action under a prefix; if they
-// differ it descends into each next byte between them after their common
-// prefix, so the lookups grow with the branching of the actions, not with
-// the number of entries.
-func actionsUnder(r *raftstore.Reader, prefix string) ([]string, bool) {
-	var out []string
-	probes := 0
-	lowest := func(p string) (string, bool) {
-		probes++
-		return lowestAction(r, p)
-	}
-	highest := func(p string) string {
-		probes++
-		return highestAction(r, p)
-	}
-	var under func(p string) bool
-	under = func(p string) bool {
-		if probes+2 > maxProbes {
-			return false
-		}
-		lo, ok := lowest(p)
-		if !ok {
-			return true
-		}
-		hi := highest(p)
-		if lo == hi {
-			out = append(out, lo)
-			return true
-		}
-		q := hi[:commonPrefix(lo, hi)] // lo < hi, so hi is longer than q
-		from := byte(1)
-		if len(lo) > len(q) {
-			from = lo[len(q)]
-		} else {
-			out = append(out, lo) // lo is q itself
-		}
-		for c := int(from); c <= int(hi[len(q)]); c++ {
-			if !under(q + string([]byte{byte(c)})) {
-				return false
-			}
-		}
-		return true
-	}
-	if !under(prefix) {
-		return nil, false
-	}
-	return out, true
-}
-
-func commonPrefix(a, b string) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
-}
-
-// query is the store query of the walk. Secondary walks skip rows at or
-// above before themselves, so that stepping over them counts as work in a
-// race; the ID walk seeks to before.
-func (w walk) query() raftstore.Query {
-	if w.index == "" {
-		return raftstore.Query{Reverse: true, Before: w.before}
-	}
-	return raftstore.Query{Index: w.index, Key: w.key, Reverse: true}
-}
-
-// run returns the first limit matches of the walk and whether there are
-// more, stopping at the match past limit.
-func (w walk) run(r *raftstore.Reader, f *Filter, limit int) ([]*Entry, bool) {
-	var found []*Entry
-	more := false
-	w.each(r, f, new(int), func(e *Entry) bool {
-		if e == nil {
-			return true
-		}
-		if len(found) == limit {
-			more = true
-			return false
-		}
-		found = append(found, e)
-		return true
-	})
-	return found, more
-}
-
-// each walks the rows and calls fn with every match, and with nil after
-// every tick rows without one, until fn returns false or the walk ends. It
-// adds the rows it visits to *work. The entries are the store's: never
-// modify them.
-func (w walk) each(r *raftstore.Reader, f *Filter, work *int, fn func(*Entry) bool) {
-	q := w.query()
-	// List stops at the second row Filter keeps when Limit is 1: Filter
-	// keeps nothing until fn asks to stop, and then everything.
-	q.Limit = 1
-	stopped := false
-	misses := 0
-	q.Filter = func(v any) bool {
-		if stopped {
-			return true
-		}
-		e := v.(*Entry)
-		*work++
-		var cont bool
-		if (w.index != "" && w.before != "" && e.ID >= w.before) || !f.match(e) {
-			if misses++; misses < tick {
-				return false
-			}
-			misses = 0
-			cont = fn(nil)
-		} else {
-			misses = 0
-			cont = fn(e)
-		}
-		stopped = !cont
-		return stopped
-	}
-	Entries.List(r, q)
-}
-
-// cursor steps through the matches of a plan: a match, nil after a bounded
-// amount of work without one, or false at the end.
-type cursor interface {
-	next() (*Entry, bool)
-	close()
-}
-
-// pull is a cursor over one walk, run as a coroutine.
-type pull struct {
-	next_ func() (*Entry, bool)
-	stop  func()
-}
-
-func (p *pull) next() (*Entry, bool) { return p.next_() }
-func (p *pull) close()               { p.stop() }
-
-func newPull(r *raftstore.Reader, f *Filter, w walk, work *int) *pull {
-	next, stop := iter.Pull(iter.Seq[*Entry](func(yield func(*Entry) bool) { w.each(r, f, work, yield) }))
-	return &pull{next_: next, stop: stop}
-}
-
-// merge is a cursor over the union of walks, each newest first, that yields
-// an entry found by several of them once.
-type merge struct {
-	subs  []cursor
-	heads []*Entry
-	ended []bool
-}
-
-func (m *merge) next() (*Entry, bool) {
-	for i, c := range m.subs {
-		if m.heads[i] != nil || m.ended[i] {
-			continue
-		}
-		e, ok := c.next()
-		switch {
-		case !ok:
-			m.ended[i] = true
-		case e == nil:
-			return nil, true // work without a match: let the other plans run
-		default:
-			m.heads[i] = e
-		}
-	}
-	var top *Entry
-	for _, h := range m.heads {
-		if h != nil && (top == nil || h.ID > top.ID) {
-			top = h
-		}
-	}
-	if top == nil {
-		return nil, false
-	}
-	for i, h := range m.heads {
-		if h != nil && h.ID == top.ID {
-			m.heads[i] = nil
-		}
-	}
-	return top, true
-}
-
-func (m *merge) close() {
-	for _, c := range m.subs {
-		c.close()
-	}
-}
-
-// race steps the plans, always the one that has visited the fewest rows so
-// far, and answers with the first to reach limit+1 matches or its end. The
-// plan later builds joins when the others have visited lateDensity rows per
-// row asked for.
-func race(r *raftstore.Reader, f *Filter, plans []plan, later func() (plan, bool), limit int) ([]*Entry, bool) {
-	var (
-		cursors []cursor
-		work    []*int // rows visited by each plan
-		found   [][]*Entry
-	)
-	start := func(p plan) {
-		n := new(int)
-		work, found = append(work, n), append(found, nil)
-		if len(p) == 1 {
-			cursors = append(cursors, newPull(r, f, p[0], n))
-			return
-		}
-		m := &merge{heads: make([]*Entry, len(p)), ended: make([]bool, len(p))}
-		for _, w := range p {
-			m.subs = append(m.subs, newPull(r, f, w, n))
-		}
-		cursors = append(cursors, m)
-	}
-	for _, p := range plans {
-		start(p)
-	}
-	defer func() {
-		for _, c := range cursors {
-			c.close()
-		}
-	}()
-	for {
-		i := 0
-		for j := range work {
-			if *work[j] < *work[i] {
-				i = j
-			}
-		}
-		if later != nil && *work[i] >= lateDensity*(limit+1) {
-			if p, ok := later(); ok {
-				start(p)
-				i = len(cursors) - 1
-			}
-			later = nil
-		}
-		e, ok := cursors[i].next()
-		switch {
-		case !ok:
-			return found[i], false
-		case e != nil:
-			if len(found[i]) == limit {
-				return found[i], true
-			}
-			found[i] = append(found[i], e)
-		}
-	}
+// inTime reports whether e is within the filter's times.
+func (f *Filter) inTime(e *Entry) bool {
+	return (f.Since.IsZero() || !e.Time.Before(f.Since)) && (f.Until.IsZero() || e.Time.Before(f.Until))
 }

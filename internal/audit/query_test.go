@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"net/url"
@@ -39,125 +40,6 @@ func (fx *fixture) check(t *testing.T, f Filter, before string, limit int) {
 	if !slices.Equal(idsOf(got), idsOf(want)) || more != wantMore {
 		t.Fatalf("Query(%+v, before %q, limit %d): more %v, want %v; %s",
 			f, before, limit, more, wantMore, diff(idsOf(got), idsOf(want)))
-	}
-}
-
-// TestIndexOrder checks what Query relies on: memdb orders a non-unique
-// index by key and then by row ID, so a reverse walk of one key is newest
-// first; and a prefix walk of the action index is ordered by action first,
-// not by ID, which is why Query merges one walk per action.
-func TestIndexOrder(t *testing.T) {
-	fx := newFixture(t)
-	for _, p := range append(slices.Clone(fx.u.users), "system") {
-		var want []string
-		for _, e := range fx.all {
-			if e.PrincipalID == p {
-				want = append(want, e.ID)
-			}
-		}
-		if len(want) < 2 {
-			continue
-		}
-		items, _ := Entries.List(fx.r, raftstore.Query{Index: "principal", Key: p, Reverse: true})
-		got := make([]string, len(items))
-		for i, it := range items {
-			got[i] = it.Value.ID
-		}
-		slices.Reverse(want) // fx.all is in ID order
-		if !slices.Equal(got, want) {
-			t.Fatalf("reverse walk of principal %s:\n got %v\nwant %v", p, got, want)
-		}
-		items, _ = Entries.List(fx.r, raftstore.Query{Index: "principal", Key: p})
-		if first, last := items[0].Value.ID, items[len(items)-1].Value.ID; first != want[len(want)-1] || last != want[0] {
-			t.Fatalf("forward walk of principal %s runs %s..%s, want oldest first", p, first, last)
-		}
-	}
-
-	items, _ := Entries.List(fx.r, raftstore.Query{Index: "action", Key: "app.", Prefix: true, Reverse: true})
-	sorted := slices.IsSortedFunc(items, func(a, b raftstore.Item[Entry]) int {
-		if c := strings.Compare(b.Value.Action, a.Value.Action); c != 0 {
-			return c
-		}
-		return strings.Compare(b.Value.ID, a.Value.ID)
-	})
-	if !sorted {
-		t.Fatal("action prefix walk is not ordered by action, then ID, descending")
-	}
-	if slices.IsSortedFunc(items, func(a, b raftstore.Item[Entry]) int { return strings.Compare(b.Value.ID, a.Value.ID) }) {
-		t.Fatal("action prefix walk is in ID order; the test data should span several actions")
-	}
-}
-
-func TestActionsUnder(t *testing.T) {
-	fx := newFixture(t)
-	for _, prefix := range []string{"a", "app.", "app.d", "app.deploy", "app.deploy.rollback", "user.login", "u", "i", "nope", "app.deploy.x", "\x7f"} {
-		var want []string
-		for _, e := range fx.all {
-			if strings.HasPrefix(e.Action, prefix) && !slices.Contains(want, e.Action) {
-				want = append(want, e.Action)
-			}
-		}
-		got, ok := actionsUnder(fx.r, prefix)
-		if !ok {
-			t.Fatalf("actionsUnder(%q) ran out of probes", prefix)
-		}
-		slices.Sort(got)
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("actionsUnder(%q) = %v, want %v", prefix, got, want)
-		}
-	}
-}
-
-func TestPlans(t *testing.T) {
-	fx := newFixture(t)
-	before := fx.all[300].ID
-	for _, tc := range []struct {
-		name   string
-		f      Filter
-		before string
-		want   []plan
-		later  plan // built when the race has run a while
-		none   bool
-	}{
-		{name: "no filter", want: []plan{{{}}}},
-		{name: "no filter, cursor", before: before, want: []plan{{{before: before}}}},
-		{name: "unindexed filter", f: Filter{PrincipalKind: PrincipalToken}, want: []plan{{{}}}},
-		{name: "principal", f: Filter{PrincipalID: "usr_0001"}, want: []plan{{{index: "principal", key: "usr_0001"}}}},
-		{name: "principal, cursor", f: Filter{PrincipalID: "usr_0001"}, before: before, want: []plan{
-			{{index: "principal", key: "usr_0001", before: before}},
-			{{before: before}},
-		}},
-		{name: "involving", f: Filter{Involving: "usr_0002"}, want: []plan{
-			{{index: "principal", key: "usr_0002"}, {index: "target", key: "usr_0002"}},
-			{{}},
-		}},
-		{name: "involving implied by principal", f: Filter{Involving: "usr_0002", PrincipalID: "usr_0002"}, want: []plan{
-			{{index: "principal", key: "usr_0002"}},
-		}},
-		{name: "one action", f: Filter{Action: "secret.r"}, want: []plan{{{index: "action", key: "secret.read"}}}},
-		{name: "action prefix", f: Filter{Action: "user.login"}, before: before, want: []plan{{{before: before}}},
-			later: plan{{index: "action", key: "user.login", before: before}, {index: "action", key: "user.login.failed", before: before}}},
-		{name: "no such action", f: Filter{Action: "nope", PrincipalID: "usr_0001"}, none: true},
-		{name: "app and target", f: Filter{AppID: "app_001", TargetID: "app_002"}, want: []plan{
-			{{index: "target", key: "app_002"}},
-			{{index: "app", key: "app_001"}},
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, later, none := planQuery(fx.r, &tc.f, tc.before)
-			if none != tc.none || !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("planQuery = %v, %v; want %v, %v", got, none, tc.want, tc.none)
-			}
-			if (later != nil) != (tc.later != nil) {
-				t.Fatalf("planQuery: later plan %v, want %v", later != nil, tc.later != nil)
-			}
-			if later != nil {
-				if p, ok := later(); !ok || !reflect.DeepEqual(p, tc.later) {
-					t.Fatalf("later plan = %v, %v; want %v", p, ok, tc.later)
-				}
-			}
-		})
 	}
 }
 
@@ -329,7 +211,7 @@ func TestInvolving(t *testing.T) {
 }
 
 func TestSinceUntilBoundaries(t *testing.T) {
-	g := idGen(3, t0, time.Millisecond)
+	g := idGen(3, t0, time.Second)
 	var all []Entry
 	for i := range 5 {
 		all = append(all, Entry{ID: g.New(ids.Audit), Time: t0.Add(time.Duration(i) * time.Second), Action: "app.create", PrincipalKind: PrincipalSystem, PrincipalID: "system"})
@@ -484,4 +366,15 @@ func FuzzParseFilter(f *testing.F) {
 			t.Fatalf("ParseFilter(%q): principal_kind %q", s, flt.PrincipalKind)
 		}
 	})
+}
+
+// TestNewEntryIDCarriesItsTime: Query bounds a time range by IDs, which is
+// right only because New mints an entry's ID from its Time.
+func TestNewEntryIDCarriesItsTime(t *testing.T) {
+	now := time.Date(2026, 11, 27, 16, 0, 0, 123_456_789, time.FixedZone("x", 3600))
+	e := New(context.Background(), now, "app.create", "", Target{}, nil)
+	got, ok := ids.Time(e.ID)
+	if !ok || !got.Equal(now.Truncate(time.Millisecond)) || !e.Time.Equal(now) {
+		t.Fatalf("entry of %v has ID time %v and Time %v", now, got, e.Time)
+	}
 }

@@ -337,7 +337,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // SweepDeletedApps removes the detection records of apps that no longer
 // exist. It runs on the leader.
 func (s *Service) SweepDeletedApps(ctx context.Context) error {
-	_, err := Records.Sweep(ctx, s.d.Store, func(r *Record) bool { return !apps.Exists(s.d.Store.Read(), r.AppID) }, 500)
+	_, err := Records.Sweep(ctx, s.d.Store, raftstore.Query{}, func(r *Record) bool { return !apps.Exists(s.d.Store.Read(), r.AppID) }, 500)
 	return err
 }
 

@@ -50,11 +50,14 @@ type Cursor struct {
 const CursorID = "outbox"
 
 // Events is the outbox table: append-only; retention removes an event only
-// once the cursor has passed it.
+// once the cursor has passed it. It is a history table: events live in each
+// node's history store on disk, not in memory; the dispatcher reads those
+// after its cursor.
 var Events = &raftstore.Table[Event]{
 	Name:       "events",
 	ID:         func(e *Event) string { return e.ID },
 	AppendOnly: true,
+	History:    true,
 	Indexes: []raftstore.Index[Event]{
 		{Name: "type", Key: func(e *Event) (string, bool) { return e.Type, true }},
 		{Name: "app", Key: func(e *Event) (string, bool) {

@@ -143,7 +143,7 @@ func (s *Service) write(ctx context.Context, appID string, change func(r *raftst
 func (s *Service) SweepDeletedApps(ctx context.Context) error {
 	// Each icon is judged on a view at least as new as the sweep's: an app
 	// created after the sweep began is not taken for a deleted one.
-	if _, err := Icons.Sweep(ctx, s.store, func(i *Icon) bool { return !apps.Exists(s.store.Read(), i.ID) }, 100); err != nil {
+	if _, err := Icons.Sweep(ctx, s.store, raftstore.Query{}, func(i *Icon) bool { return !apps.Exists(s.store.Read(), i.ID) }, 100); err != nil {
 		return fmt.Errorf("sweep icons of deleted apps: %w", err)
 	}
 	return nil

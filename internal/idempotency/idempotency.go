@@ -197,7 +197,7 @@ const gcBatch = 500
 // (a record reserved again meanwhile is left alone).
 func (s *Service) Expire(ctx context.Context) (int, error) {
 	now := s.now()
-	n, err := Records.Sweep(ctx, s.store, func(r *Record) bool { return !now.Before(r.ExpiresAt) }, gcBatch)
+	n, err := Records.Sweep(ctx, s.store, raftstore.Query{}, func(r *Record) bool { return !now.Before(r.ExpiresAt) }, gcBatch)
 	if err != nil {
 		return n, fmt.Errorf("expire idempotency records: %w", err)
 	}

@@ -379,7 +379,7 @@ func (s *Service) ExpireAppSessions(ctx context.Context) error {
 	dead := func(a *AppSession) bool {
 		return (a.RedeemedAt == nil && !now.Before(a.CodeExpiresAt)) || !now.Before(a.ExpiresAt) || !s.bindingAlive(r, a, now)
 	}
-	if _, err := AppSessions.Sweep(ctx, s.d.Store, dead, 500); err != nil {
+	if _, err := AppSessions.Sweep(ctx, s.d.Store, raftstore.Query{}, dead, 500); err != nil {
 		return fmt.Errorf("expire app sessions: %w", err)
 	}
 	return nil

@@ -334,7 +334,7 @@ func (s *Service) touchToken(id string, now time.Time) {
 // ExpireSessions deletes sessions past their expiry; a leader loop.
 func (s *Service) ExpireSessions(ctx context.Context) error {
 	now := s.now()
-	if _, err := Sessions.Sweep(ctx, s.d.Store, func(v *Session) bool { return !now.Before(v.ExpiresAt) }, 500); err != nil {
+	if _, err := Sessions.Sweep(ctx, s.d.Store, raftstore.Query{}, func(v *Session) bool { return !now.Before(v.ExpiresAt) }, 500); err != nil {
 		return fmt.Errorf("expire sessions: %w", err)
 	}
 	return nil

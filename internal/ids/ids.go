@@ -86,6 +86,25 @@ func New(p Prefix) string { return std.New(p) }
 // NewAt mints an ID with the given prefix and time.
 func NewAt(p Prefix, t time.Time) string { return std.NewAt(p, t) }
 
+// Lowest returns the lowest ID with prefix p that t's millisecond can have,
+// and Highest the highest: every ID minted at t sorts between them, every
+// one minted in an earlier millisecond below Lowest and in a later one above
+// Highest. Times before the epoch or after the year 10889 are clamped.
+func Lowest(p Prefix, t time.Time) string { return bound(p, t, 0) }
+
+// Highest: see Lowest.
+func Highest(p Prefix, t time.Time) string { return bound(p, t, 0xff) }
+
+func bound(p Prefix, t time.Time, fill byte) string {
+	ms := min(max(t.UnixMilli(), 0), int64(ulid.MaxTime()))
+	var u ulid.ULID
+	_ = u.SetTime(uint64(ms)) // in range by the clamp
+	for i := 6; i < len(u); i++ {
+		u[i] = fill
+	}
+	return string(p) + "_" + u.String()
+}
+
 // Valid reports whether s is a well-formed ID with prefix p: the prefix, an
 // underscore, and a canonical 26-character ULID.
 func Valid(p Prefix, s string) bool {

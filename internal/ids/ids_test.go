@@ -231,3 +231,29 @@ func FuzzValid(f *testing.F) {
 		}
 	})
 }
+
+func TestLowestAndHighestBoundAMillisecond(t *testing.T) {
+	at := time.Date(2026, 11, 27, 12, 0, 0, 500_700_000, time.UTC)
+	lo, hi := Lowest(Audit, at), Highest(Audit, at)
+	if !Valid(Audit, lo) || !Valid(Audit, hi) || lo >= hi {
+		t.Fatalf("Lowest %s, Highest %s", lo, hi)
+	}
+	for range 100 {
+		id := NewAt(Audit, at.Add(time.Duration(rand.Int64N(int64(time.Millisecond)))-700_000))
+		if id < lo || id > hi {
+			t.Fatalf("%s minted in the millisecond is outside [%s, %s]", id, lo, hi)
+		}
+	}
+	if earlier := NewAt(Audit, at.Add(-time.Millisecond)); earlier >= lo {
+		t.Errorf("%s of the millisecond before is not below %s", earlier, lo)
+	}
+	if later := NewAt(Audit, at.Add(time.Millisecond)); later <= hi {
+		t.Errorf("%s of the millisecond after is not above %s", later, hi)
+	}
+	if got := Lowest(Audit, time.Unix(-5, 0)); got != "aud_00000000000000000000000000" {
+		t.Errorf("before the epoch: %s", got)
+	}
+	if got := Highest(Audit, time.Date(20000, 1, 1, 0, 0, 0, 0, time.UTC)); got != "aud_7ZZZZZZZZZZZZZZZZZZZZZZZZZ" {
+		t.Errorf("after the last ULID time: %s", got)
+	}
+}

@@ -26,10 +26,12 @@ type Probe struct {
 	Payload   []byte    `json:"payload,omitempty"`
 }
 
-// Probes is the table of write probes.
+// Probes is the table of write probes. It is a history table: probes live
+// in each node's history store on disk until they expire.
 var Probes = &raftstore.Table[Probe]{
-	Name: "probes",
-	ID:   func(p *Probe) string { return p.ID },
+	Name:    "probes",
+	ID:      func(p *Probe) string { return p.ID },
+	History: true,
 }
 
 // Limits.
@@ -45,6 +47,7 @@ type Store interface {
 	Read() *raftstore.Reader
 	Status() raftstore.Status
 	Digest() (string, error)
+	VerifyHistory(ctx context.Context) (raftstore.HistoryReport, error)
 }
 
 var _ Store = (*raftstore.Store)(nil)
@@ -82,6 +85,16 @@ func (s *Service) Status(withDigest bool) (RaftStatus, error) {
 	return st, nil
 }
 
+// VerifyHistory checks this node's history chain (the audit log, events,
+// deploy logs and probes) from its first record to its head.
+func (s *Service) VerifyHistory(ctx context.Context) (raftstore.HistoryReport, error) {
+	rep, err := s.store.VerifyHistory(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("verify history: %w", err)
+	}
+	return rep, nil
+}
+
 // ProbeResult is the outcome of a write probe.
 type ProbeResult struct {
 	ID         string  `json:"id"`
@@ -97,7 +110,8 @@ func (s *Service) WriteProbe(ctx context.Context, payloadBytes int) (ProbeResult
 	if payloadBytes < 0 || payloadBytes > MaxProbePayload {
 		return ProbeResult{}, errcode.Invalid("payload_bytes", "payload_bytes must be 0 to %d", MaxProbePayload)
 	}
-	p := Probe{ID: ids.New(ids.Probe), Node: s.node, WrittenAt: s.now().UTC(), Payload: make([]byte, payloadBytes)}
+	now := s.now().UTC()
+	p := Probe{ID: ids.NewAt(ids.Probe, now), Node: s.node, WrittenAt: now, Payload: make([]byte, payloadBytes)}
 	start := time.Now()
 	index, err := s.store.Update(ctx, func(*raftstore.Reader) ([]raftstore.Op, error) {
 		return []raftstore.Op{Probes.Insert(&p),
@@ -135,7 +149,10 @@ func (s *Service) Probes(after string, limit int) ([]Probe, bool) {
 // Expire deletes probes older than ProbeTTL.
 func (s *Service) Expire(ctx context.Context) (int, error) {
 	cutoff := s.now().Add(-ProbeTTL)
-	n, err := Probes.Sweep(ctx, s.store, func(p *Probe) bool { return p.WrittenAt.Before(cutoff) }, gcBatch)
+	// A probe's ID carries the time it was written: the walk stops after
+	// the cutoff's millisecond.
+	older := raftstore.Query{Before: ids.Lowest(ids.Probe, cutoff.Add(time.Millisecond))}
+	n, err := Probes.Sweep(ctx, s.store, older, func(p *Probe) bool { return p.WrittenAt.Before(cutoff) }, gcBatch)
 	if err != nil {
 		return n, fmt.Errorf("expire probes: %w", err)
 	}
