@@ -65,6 +65,12 @@ fmt:
 # succeeded, p50/p99 latency, failures by status and code (never retried),
 # and svc/etcd, the ratio of writes/s. Without etcd (apt-get install
 # etcd-server, or ETCD_BIN=/path/to/etcd) it says so and measures svc alone.
+#
+# History (BenchmarkAuditedWrites): a million audited changes (SVC_BENCH_AUDIT_ENTRIES
+# sets how many) written by 64 writers to a real store on this disk, then the
+# heap the process holds per million entries after a collection, the store's
+# files (raft log, history, snapshots), and GET /audit's query latency
+# (p50/p99) over them for filters of every kind, first and deep pages.
 bench:
 	@mkdir -p .bench
 	SVC_BENCH_DIR=$(CURDIR)/.bench $(GO) test -run '^$$' -bench . -skip FetchBlob -benchtime $(BENCHTIME) -count 1 ./raftstore/
@@ -77,6 +83,8 @@ bench:
 	$(GO) test -run '^$$' -bench 'RunToReady|BuildCommand' -benchtime 20x -count 1 ./scheduler/process/
 	$(GO) test -run '^$$' -bench 'EdgeWrk|SandboxEdge' -benchtime 1x -count 1 ./internal/e2e/
 	SVC_BENCH_DIR=$(CURDIR)/.bench $(GO) test -run '^$$' -bench WritesBesideEtcd -benchtime $(BENCHTIME) -count 1 ./internal/e2e/
+	$(GO) test -run '^$$' -bench Query -benchmem -count 1 ./internal/audit/
+	SVC_BENCH_DIR=$(CURDIR)/.bench $(GO) test -run '^$$' -bench AuditedWrites -benchtime 1x -timeout 90m -count 1 ./internal/audit/
 
 # Three svc serve processes; the leader is killed with SIGKILL again and
 # again for $(SOAK) while clients write; every acknowledged write must be on

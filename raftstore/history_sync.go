@@ -381,14 +381,14 @@ func (t *histTx) importOne(wr wireRecord) error {
 		}
 	}
 	key := u64(rec.Seq)
-	t.must(t.tx.Bucket(bucketChain).Put(key, rec.encode()), "import")
+	t.must(t.appending(bucketChain).Put(key, rec.encode()), "import")
 	t.head = histHead{Seq: rec.Seq, Index: rec.Index, Hash: rec.Hash}
 	if wr.Dropped != 0 {
 		t.must(t.tx.Bucket(bucketDropped).Put(key, u64(wr.Dropped)), "import")
 		t.must(t.tx.Bucket(bucketDrops).Put(dropKey(wr.Dropped, rec.Seq), nil), "import")
 		return nil
 	}
-	t.must(t.tx.Bucket(bucketValues).Put(key, wr.Value), "import")
+	t.must(t.appending(bucketValues).Put(key, wr.Value), "import")
 	t.index(rec.Table, rec.ID, v, histRef{seq: rec.Seq, index: rec.Index}, true)
 	t.count(rec.Table, 1)
 	return nil

@@ -30,8 +30,8 @@ var things = &raftstore.Table[thing]{Name: "things", ID: func(t *thing) string {
 
 // BenchmarkAuditedWrites writes SVC_BENCH_AUDIT_ENTRIES audited changes
 // (default 1,000,000) to a real single-node store on disk (under
-// $SVC_BENCH_DIR when set), 64 writers at a time, each change one row of a
-// thousand put through Update with its audit entry, as a request writes
+// $SVC_BENCH_DIR when set), 64 writers at a time, each change a row of the
+// writer's own put through Update with its audit entry, as a request writes
 // them. It reports:
 //
 //   - writes/s: audited changes committed per second;
@@ -97,7 +97,7 @@ func benchAuditedWrites(b *testing.B, n int) {
 				e.Details = map[string]any{"name": fmt.Sprintf("section %d", i)}
 				e.Action = u.actions[rng.IntN(len(u.actions))]
 				e.PrincipalID = u.users[rng.IntN(len(u.users))]
-				t := thing{ID: fmt.Sprintf("thing-%03d", rng.IntN(1000)), Name: fmt.Sprintf("name %d", i)}
+				t := thing{ID: fmt.Sprintf("thing-%02d", w), Name: fmt.Sprintf("name %d", i)}
 				_, err := s.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
 					_, m, _ := things.Get(r, t.ID)
 					return []raftstore.Op{things.PutIf(&t, m.ModifyIndex), Insert(&e)}, nil
