@@ -125,7 +125,9 @@ type Config struct {
 		// SnapshotThreshold is how many log entries are written before the
 		// store snapshots its state, checked every SnapshotInterval (at a
 		// random point of it); TrailingLogs is how many entries it keeps
-		// after a snapshot, for followers that fall behind. Raft's defaults.
+		// after a snapshot, for followers that fall behind. Raft's defaults
+		// but the interval: a snapshot holds live state only (history tables
+		// stay on disk), so checking often keeps the log short at little cost.
 		SnapshotThreshold uint64
 		SnapshotInterval  time.Duration
 		TrailingLogs      uint64
@@ -275,7 +277,7 @@ func (l *loader) applyDefaults() {
 	c.Runtime.BuildTimeout = 15 * time.Minute
 	c.Runtime.StartTimeout = time.Minute
 	c.Runtime.Isolation = "sandbox"
-	c.Cluster.SnapshotThreshold, c.Cluster.SnapshotInterval, c.Cluster.TrailingLogs = 8192, 2*time.Minute, 10240
+	c.Cluster.SnapshotThreshold, c.Cluster.SnapshotInterval, c.Cluster.TrailingLogs = 8192, 10*time.Second, 10240
 }
 
 // parseSettings parses every value given in the file or the environment. A

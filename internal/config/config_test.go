@@ -102,7 +102,7 @@ func TestDefaults(t *testing.T) {
 		{Name: "cluster.peers", Env: "SVC_CLUSTER_PEERS", Origin: "default"},
 		{Name: "cluster.raft_addr", Env: "SVC_CLUSTER_RAFT_ADDR", Origin: "default"},
 		{Name: "cluster.secret", Env: "SVC_CLUSTER_SECRET", Origin: "default", Secret: true},
-		{Name: "cluster.snapshot_interval", Env: "SVC_CLUSTER_SNAPSHOT_INTERVAL", Value: "2m0s", Origin: "default"},
+		{Name: "cluster.snapshot_interval", Env: "SVC_CLUSTER_SNAPSHOT_INTERVAL", Value: "10s", Origin: "default"},
 		{Name: "cluster.snapshot_threshold", Env: "SVC_CLUSTER_SNAPSHOT_THRESHOLD", Value: "8192", Origin: "default"},
 		{Name: "cluster.trailing_logs", Env: "SVC_CLUSTER_TRAILING_LOGS", Value: "10240", Origin: "default"},
 		{Name: "database.url", Env: "SVC_DATABASE_URL", Origin: "default"},
