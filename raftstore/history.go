@@ -7,7 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -227,6 +230,13 @@ func openHistory(dir string, tables map[string]tableDef) (*history, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open history store: %w", err)
 	}
+	// Transfers cut short by a crash leave their temporary files behind.
+	for _, pattern := range []string{"history-export-*", "history-import-*"} {
+		left, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, f := range left {
+			_ = os.Remove(f)
+		}
+	}
 	h := &history{db: db, dir: dir, tables: tables, changed: make(chan struct{})}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range [][]byte{bucketMeta, bucketChain, bucketValues, bucketDropped, bucketDrops} {
@@ -296,7 +306,8 @@ func (h *history) reset(head histHead, committed uint64) {
 // historyWaitLimit bounds how long a read waits for the history writes of
 // the commands its view includes; they are committed at the end of the
 // batch being applied, so the wait is a disk sync, not a replication delay.
-const historyWaitLimit = 30 * time.Second
+// Past it (a disk that stalls) the read sees what is committed.
+const historyWaitLimit = 10 * time.Second
 
 // waitCommitted waits until history is committed through Raft index i.
 func (h *history) waitCommitted(i uint64) {
@@ -312,7 +323,7 @@ func (h *history) waitCommitted(i uint64) {
 		select {
 		case <-ch:
 		case <-deadline.C:
-			panic(fmt.Sprintf("raftstore: history writes through index %d not committed after %s", i, historyWaitLimit))
+			return
 		}
 	}
 }
@@ -390,11 +401,12 @@ func (t *histTx) write(index uint64, ws []histWrite) {
 }
 
 func sortWrites(ws []histWrite) {
-	for i := 1; i < len(ws); i++ {
-		for j := i; j > 0 && (ws[j].table < ws[j-1].table || ws[j].table == ws[j-1].table && ws[j].id < ws[j-1].id); j-- {
-			ws[j], ws[j-1] = ws[j-1], ws[j]
+	slices.SortFunc(ws, func(a, b histWrite) int {
+		if c := strings.Compare(a.table, b.table); c != 0 {
+			return c
 		}
-	}
+		return strings.Compare(a.id, b.id)
+	})
 }
 
 func (t *histTx) must(err error, what string) {

@@ -299,6 +299,3 @@ func oneString(args []any) (string, error) {
 
 // AppendOnly reports whether a declared table is append-only.
 func AppendOnly(d Def) bool { return d.def().appendOnly }
-
-// IsHistory reports whether a declared table is a history table.
-func IsHistory(d Def) bool { return d.def().history }
