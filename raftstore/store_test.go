@@ -241,7 +241,13 @@ type cluster struct {
 // order.
 func newCluster(t testing.TB, n int, blobs ...BlobSource) *cluster {
 	t.Helper()
-	c := &cluster{t: t, secret: []byte("a-test-cluster-secret"), timing: fastTiming, blobs: blobs}
+	return newClusterTimed(t, fastTiming, n, blobs...)
+}
+
+// newClusterTimed is newCluster with the given timing.
+func newClusterTimed(t testing.TB, timing Timing, n int, blobs ...BlobSource) *cluster {
+	t.Helper()
+	c := &cluster{t: t, secret: []byte("a-test-cluster-secret"), timing: timing, blobs: blobs}
 	lns := make([]net.Listener, n)
 	for i := range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -303,6 +309,20 @@ func (c *cluster) start(i int, ln net.Listener) {
 		return nil
 	})
 	c.nodes[i] = s
+}
+
+// restartOthers restarts every node but skip, keeping only trailing log
+// entries behind a snapshot from now on: once they snapshot, their logs no
+// longer reach back to what skip holds.
+func (c *cluster) restartOthers(skip int, trailing uint64) {
+	c.t.Helper()
+	c.timing.TrailingLogs = trailing
+	for i := range c.nodes {
+		if i != skip {
+			c.stop(i)
+			c.start(i, nil)
+		}
+	}
 }
 
 func (c *cluster) stop(i int) {
@@ -525,14 +545,7 @@ func TestClusterCatchesUpAFollowerFromASnapshot(t *testing.T) {
 	lead := c.leader(ctx)
 	behind := c.follower(lead)
 	c.stop(behind)
-	c.timing.TrailingLogs = 5
-	// Restart the other nodes with few trailing logs kept after a snapshot.
-	for i := range c.nodes {
-		if i != behind {
-			c.stop(i)
-			c.start(i, nil)
-		}
-	}
+	c.restartOthers(behind, 5)
 	lead = c.leader(ctx)
 	for i := range 200 {
 		if _, err := c.nodes[lead].Apply(ctx, things.Insert(&thing{ID: fmt.Sprintf("s%03d", i), Name: fmt.Sprintf("n%03d", i)})); err != nil {
