@@ -15,9 +15,10 @@ FUZZTIME  ?= 30s
 BENCHTIME ?= 2000x
 # The vault binary the secrets adapter's tests run against (a dev server),
 # when `make tools` has built it on this machine; empty otherwise, and then
-# those tests skip and say how to get it. `make test` never builds it.
-SVC_VAULT_BIN ?= $(shell bash scripts/vault-tool.sh --path-if-built 2>/dev/null)
-export SVC_VAULT_BIN
+# those tests skip and say how to get it. `make test` never builds it. Only
+# the recipes that run those tests get it: `svc serve` (make run) warns of
+# an SVC_ variable it does not know.
+test bench: export SVC_VAULT_BIN ?= $(shell bash scripts/vault-tool.sh --path-if-built 2>/dev/null)
 
 .PHONY: all build run test lint vet fmt bench soak fuzz notice tools clean
 

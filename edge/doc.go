@@ -48,7 +48,11 @@
 // app not running answers 502, an app that does not answer 502 (refused)
 // or 504 (no response headers within the configured time), all
 // ADAPTER_UNAVAILABLE with details.reason; a signer failure answers 500
-// INTERNAL (or the signer's own 5xx code) and nothing is forwarded.
+// INTERNAL (or the signer's own 5xx code) and nothing is forwarded. A node
+// whose store has not caught up with the cluster (just started, or
+// restoring a snapshot) answers every request 503 STORE_UNAVAILABLE with
+// Retry-After before it reads anything, rather than refuse a credential or
+// a grant it has not seen yet.
 //
 // Addresses (origins.go) come from configuration (the external URL, the
 // base and apps domains, the console's port) or from the address the

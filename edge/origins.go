@@ -196,3 +196,36 @@ func (p *Proxy) addressed(r *http.Request, next string) (target, error) {
 	route, found := p.d.Routes.BySlug(slug)
 	return target{route: route, found: found, slug: slug, prefix: appsPrefix + escSlug}, nil
 }
+
+// NextPage is where a console page (sign-in, an app's passcode, setup) may
+// send the browser once it is done with it, next being what the page was
+// given: a path on the console's own origin (the handoff that sent the
+// browser there, say), answered as a path, which the browser resolves on
+// the page's origin; or an address of one of this installation's apps,
+// exactly as addressed reads a handoff's destination. Anything else is
+// refused (VALID_INVALID), so that no page is an open redirect: another
+// host, a scheme-relative //host, a backslash (browsers read /\host as
+// //host), a javascript: URL, an address where no app is.
+func (p *Proxy) NextPage(r *http.Request, next string) (string, error) {
+	bad := errcode.Invalid("next", "next must be a path on this console or the address of one of this installation's apps")
+	if !strings.HasPrefix(next, "/") {
+		t, err := p.addressed(r, next)
+		if err != nil {
+			return "", err
+		}
+		if !t.found {
+			return "", bad
+		}
+		return next, nil
+	}
+	u, err := url.Parse(next)
+	if err != nil || strings.HasPrefix(next, "//") || strings.ContainsRune(next, '\\') {
+		return "", bad
+	}
+	// Written again from what was parsed: a path, and its query.
+	out := u.EscapedPath()
+	if u.RawQuery != "" {
+		out += "?" + u.RawQuery
+	}
+	return out, nil
+}

@@ -113,9 +113,12 @@ type (
 		AuthenticateApp(ctx context.Context, appID, cookie string) (identity.AppAuth, error)
 	}
 	// StateReader gives a read view of the replicated store, where the
-	// grants, accounts and groups are.
+	// grants, accounts and groups are, and says (CaughtUp: nil, else a
+	// retryable STORE_UNAVAILABLE) whether this node's view has caught up
+	// with the cluster since it started or restored a snapshot.
 	StateReader interface {
 		Read() *raftstore.Reader
+		CaughtUp() error
 	}
 	// PolicySource gives the host policy in force (public_sharing).
 	PolicySource interface {
@@ -350,6 +353,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, t target) {
 		// Every answer on the console's origin, the app's and the
 		// edge's own, gets an opaque origin (see sandboxPolicy).
 		w.Header()["Content-Security-Policy"] = []string{sandboxPolicy}
+	}
+	// A node behind the cluster (just started, or restoring a snapshot)
+	// would refuse a valid credential or a grant it has not seen yet.
+	if err := p.d.Store.CaughtUp(); err != nil {
+		writeError(w, r, asCoded(err))
+		return
 	}
 	if t.found && t.appPath(r) == handoffPath {
 		p.redeem(w, r, t)

@@ -142,8 +142,9 @@ func newWorld(t testing.TB) *world {
 // edgeOpts adjust the edge a test runs.
 type edgeOpts struct {
 	cfg    Config
-	signer Signer // nil: the world's
-	noPass bool   // no Passcodes at all
+	signer Signer      // nil: the world's
+	noPass bool        // no Passcodes at all
+	store  StateReader // nil: the world's store
 }
 
 // edge builds a proxy over the world.
@@ -154,6 +155,9 @@ func (w *world) edge(o edgeOpts) *Proxy {
 		signer = w.signer
 	}
 	d := Deps{Routes: w.table, Identity: w.ident, AppSessions: w.ident, Store: w.store, Signer: signer, Policy: w.pol}
+	if o.store != nil {
+		d.Store = o.store
+	}
 	if !o.noPass {
 		d.Passcodes = w.sharing
 	}

@@ -21,8 +21,12 @@
 // cluster share one TCP port for Raft and for forwarding, behind a mutual
 // HMAC handshake under the cluster secret. Writes on a follower are
 // forwarded to the leader; reads come from the local state, or through
-// ConsistentRead when they must include every acknowledged write. Loops
-// registered with RunWhileLeader run only while the node leads.
+// ConsistentRead when they must include every acknowledged write. A node
+// that has just started or restored a snapshot has not caught up with the
+// cluster until it has applied what the leader had applied when asked:
+// CaughtUp says so (STORE_UNAVAILABLE until then), and whoever answers from
+// the local state checks it first. Loops registered with RunWhileLeader run
+// only while the node leads.
 //
 // Files too big for the Raft log stay on the node that has them and travel
 // between nodes on the same port, behind the same handshake: a node serves

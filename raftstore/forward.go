@@ -23,7 +23,7 @@ import (
 //	response: 4-byte big-endian length, JSON fwdResponse
 const (
 	fwdApply     byte = 1 // payload: a command; answer: its index and refusal
-	fwdReadIndex byte = 2 // no payload; answer: the leader's commit index
+	fwdReadIndex byte = 2 // no payload; answer: the leader's applied index (readIndex)
 
 	maxFrame       = 64 << 20
 	fwdIdleTimeout = 5 * time.Minute

@@ -118,6 +118,9 @@ type Store struct {
 	// earlier leaders committed (its leadership barrier), and cleared when
 	// it loses leadership. Consistent reads are served only then.
 	readyReads atomic.Bool
+	// catchup says whether this node has caught up with the cluster since
+	// it started or last restored a snapshot (catchup.go).
+	catchup *catchUp
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -160,6 +163,7 @@ func Open(cfg Config) (*Store, error) {
 		notifyC:    make(chan bool, 8),
 		updateLock: make(chan struct{}, 1),
 		closed:     make(chan struct{}),
+		catchup:    newCatchUp(),
 	}
 	s.blobs = newBlobPeer(blobRouter{hist: func() *history { return f.hist }, dir: cfg.Dir, user: cfg.Blobs})
 	f.catchUp = func(ctx context.Context, req historyRange, w io.Writer) error {
@@ -171,8 +175,9 @@ func Open(cfg Config) (*Store, error) {
 		s.release()
 		return nil, fmt.Errorf("raftstore: %w", err)
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.watchLeadership()
+	go s.catchUpLoop()
 	return s, nil
 }
 
@@ -295,7 +300,7 @@ func (s *Store) open() error {
 		}
 		s.log.Info("bootstrapped a new cluster", "node_id", cfg.NodeID, "servers", len(servers))
 	}
-	r, err := raft.NewRaft(rc, s.fsm, logs, bolt, snaps, s.transport)
+	r, err := raft.NewRaft(rc, restoreWatch{fsm: s.fsm, behind: s.fellBehind}, logs, bolt, snaps, s.transport)
 	if err != nil {
 		if rerr := s.fsm.restoreErr.Load(); rerr != nil {
 			return fmt.Errorf("start raft: %w: %w", err, *rerr)
@@ -497,37 +502,24 @@ func (s *Store) Read() *Reader {
 }
 
 // ConsistentRead returns a read view that includes every write committed
-// before the call: the leader confirms it still leads and names its commit
-// index, and this node waits until it has applied that far.
+// before the call: the leader confirms it still leads and names its applied
+// index, and this node waits until it has applied that far (which also
+// shows the node caught up, see CaughtUp).
 func (s *Store) ConsistentRead(ctx context.Context) (*Reader, error) {
 	for {
 		if err := s.ctxErr(ctx); err != nil {
 			return nil, err
 		}
-		var index uint64
-		if s.IsLeader() {
-			i, ok := s.readIndex()
-			if !ok {
-				s.pause(ctx)
-				continue
-			}
-			index = i
-		} else {
-			addr, _ := s.raft.LeaderWithID()
-			if addr == "" || s.fwd == nil {
-				s.pause(ctx)
-				continue
-			}
-			resp, err := s.fwd.call(ctx, string(addr), fwdReadIndex, nil)
-			if err != nil || resp.Retry {
-				s.pause(ctx)
-				continue
-			}
-			index = resp.Index
+		attempt := s.catchup.attempt()
+		index, err := s.leaderApplied(ctx)
+		if err != nil {
+			s.pause(ctx)
+			continue
 		}
 		if err := s.WaitIndex(ctx, index); err != nil {
 			return nil, s.ctxErr(ctx)
 		}
+		s.caughtUpSince(attempt)
 		return s.Read(), nil
 	}
 }

@@ -241,7 +241,13 @@ type cluster struct {
 // order.
 func newCluster(t testing.TB, n int, blobs ...BlobSource) *cluster {
 	t.Helper()
-	c := &cluster{t: t, secret: []byte("a-test-cluster-secret"), timing: fastTiming, blobs: blobs}
+	return newClusterTimed(t, fastTiming, n, blobs...)
+}
+
+// newClusterTimed is newCluster with the given timing.
+func newClusterTimed(t testing.TB, timing Timing, n int, blobs ...BlobSource) *cluster {
+	t.Helper()
+	c := &cluster{t: t, secret: []byte("a-test-cluster-secret"), timing: timing, blobs: blobs}
 	lns := make([]net.Listener, n)
 	for i := range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -305,6 +311,20 @@ func (c *cluster) start(i int, ln net.Listener) {
 	c.nodes[i] = s
 }
 
+// restartOthers restarts every node but skip, keeping only trailing log
+// entries behind a snapshot from now on: once they snapshot, their logs no
+// longer reach back to what skip holds.
+func (c *cluster) restartOthers(skip int, trailing uint64) {
+	c.t.Helper()
+	c.timing.TrailingLogs = trailing
+	for i := range c.nodes {
+		if i != skip {
+			c.stop(i)
+			c.start(i, nil)
+		}
+	}
+}
+
 func (c *cluster) stop(i int) {
 	if err := c.nodes[i].Close(); err != nil {
 		c.t.Logf("close %s: %v", c.peers[i].ID, err)
@@ -339,13 +359,7 @@ func (c *cluster) leaveBehind(ctx context.Context) int {
 	c.t.Helper()
 	behind := c.follower(c.leader(ctx))
 	c.stop(behind)
-	c.timing.TrailingLogs = 5
-	for i := range c.nodes {
-		if i != behind {
-			c.stop(i)
-			c.start(i, nil)
-		}
-	}
+	c.restartOthers(behind, 5)
 	return behind
 }
 

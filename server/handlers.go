@@ -120,6 +120,9 @@ func (s *Server) getHealth(c echo.Context) error {
 
 func (s *Server) getReady(c echo.Context) error {
 	leader, _ := s.d.Ready.Leader()
+	if err := s.d.Ready.CaughtUp(); err != nil {
+		return c.JSON(http.StatusServiceUnavailable, healthDTO{Status: "not_ready", Reason: publicError(err).Message, Leader: leader, Time: now()})
+	}
 	if leader == "" {
 		return c.JSON(http.StatusServiceUnavailable, healthDTO{Status: "not_ready", Reason: "no leader of the replicated store is known", Time: now()})
 	}

@@ -11,9 +11,13 @@ import (
 )
 
 // handoffService is the console's side of the handoff that signs a
-// browser in to an app on the app's own origin (the edge's).
+// browser in to an app on the app's own origin (the edge's): the handoff
+// itself, and where a console page may send the browser next (a path of
+// the console's origin, or an address of one of the apps; else
+// VALID_INVALID), which the edge alone decides.
 type handoffService interface {
 	Handoff(r *http.Request, caller identity.Authenticated) (string, error)
+	NextPage(r *http.Request, next string) (string, error)
 }
 
 var _ handoffService = (*edge.Proxy)(nil)

@@ -14,6 +14,7 @@ import (
 // browser to a fixed address (or refuses a token, as the edge does).
 type recordingHandoff struct {
 	callers []identity.Authenticated
+	allowed map[string]bool // NextPage's
 }
 
 var _ handoffService = (*recordingHandoff)(nil)
@@ -24,6 +25,15 @@ func (f *recordingHandoff) Handoff(r *http.Request, caller identity.Authenticate
 		return "", errcode.Invalid("next", "a token opens apps by itself")
 	}
 	return "http://app.example:9001/.svc/handoff?code=x", nil
+}
+
+// NextPage lets pages go to the paths and addresses in allowed, as they
+// are, and refuses any other.
+func (f *recordingHandoff) NextPage(_ *http.Request, next string) (string, error) {
+	if f.allowed[next] {
+		return next, nil
+	}
+	return "", errcode.Invalid("next", "next must be a path on this console or the address of one of this installation's apps")
 }
 
 // TestHandoffEndpoint: GET /api/v1/edge/handoff is public (a visitor not

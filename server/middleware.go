@@ -82,6 +82,24 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// caughtUp answers STORE_UNAVAILABLE (503, Retry-After) instead of
+// running a route while this node's store has not caught up with the
+// cluster since it started or restored a snapshot: its older state would
+// deny what it has not seen yet (a valid token unknown, an app not found).
+// It runs before authentication, which reads that state. Stateless routes
+// (liveness, readiness, metrics) answer anyway.
+func (s *Server) caughtUp(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.stateless[c.Path()] {
+			return next(c)
+		}
+		if err := s.d.Ready.CaughtUp(); err != nil {
+			return err
+		}
+		return next(c)
+	}
+}
+
 // recoverPanic turns a handler's panic into an INTERNAL answer, logging the
 // stack under the request id.
 func (s *Server) recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {

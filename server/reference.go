@@ -209,6 +209,9 @@ func operationID(r route) string {
 			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
 		}
 	}
+	if r.produces == "text/html" {
+		b.WriteString("Page") // GET /setup, the page, beside GET /api/v1/setup
+	}
 	return b.String()
 }
 

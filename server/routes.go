@@ -67,6 +67,10 @@ type route struct {
 	produces string
 	// operational endpoints live outside the API's base path.
 	operational bool
+	// stateless routes read nothing of the replicated state (liveness,
+	// readiness, metrics): they answer while this node's store catches up,
+	// when every other route answers STORE_UNAVAILABLE (caughtUp).
+	stateless bool
 }
 
 const basePath = "/api/v1"
@@ -230,10 +234,15 @@ func (s *Server) routeTable() []route {
 		{method: get, path: api + "/operator/raft/probes", access: accessVerb, verb: authz.InstallView, paging: pagedCursor, summary: "Probes this node holds, oldest first; paged with limit and cursor", handler: s.listProbes, response: list[operator.Probe]{}},
 		{method: get, path: api + "/operator/raft/probes/{probeID}", access: accessVerb, verb: authz.InstallView, summary: "A probe as this node's state holds it", handler: s.getProbe, response: probeDTO{}},
 
+		// The console's stand-in pages (pages.go), until the console exists.
+		{method: get, path: "/login", access: accessPublic, summary: "Sign-in page (HTML): a form posting to POST /api/v1/sessions, then going to query next when it is a path of this console or an address of one of this installation's apps (the edge sends browsers not signed in here); any other next is not followed", handler: s.getLoginPage, produces: "text/html", operational: true},
+		{method: get, path: "/passcode/{appID}", access: accessPublic, summary: "Passcode page (HTML) of an app shared with everyone behind a passcode: a form posting to POST /api/v1/apps/{appID}/passcode, then going to next as /login does; NOT_FOUND for any other app", handler: s.getPasscodePage, produces: "text/html", operational: true},
+		{method: get, path: "/setup", access: accessPublic, summary: "Setup page (HTML): while the installation waits for its first administrator, a form posting to POST /api/v1/setup; afterwards, says it is set up", handler: s.getSetupPage, produces: "text/html", operational: true},
+
 		// Operations.
-		{method: get, path: "/healthz", access: accessPublic, summary: "Liveness: the process answers", handler: s.getHealth, response: healthDTO{}, operational: true},
-		{method: get, path: "/readyz", access: accessPublic, summary: "Readiness: this node knows a leader of the replicated store and has applied SVC_ADMIN_PASSWORD, if set", handler: s.getReady, response: healthDTO{}, operational: true},
-		{method: get, path: "/metrics", access: accessPublic, summary: "Prometheus metrics", handler: echo.WrapHandler(s.d.MetricsHandler), operational: true},
+		{method: get, path: "/healthz", access: accessPublic, summary: "Liveness: the process answers", handler: s.getHealth, response: healthDTO{}, operational: true, stateless: true},
+		{method: get, path: "/readyz", access: accessPublic, summary: "Readiness: this node knows a leader of the replicated store, has caught up with it since it started or restored a snapshot (applied what the leader had applied when asked; until then every endpoint but /healthz, /readyz and /metrics answers 503 STORE_UNAVAILABLE with Retry-After, and reason says why), and has applied SVC_ADMIN_PASSWORD, if set", handler: s.getReady, response: healthDTO{}, operational: true, stateless: true},
+		{method: get, path: "/metrics", access: accessPublic, summary: "Prometheus metrics", handler: echo.WrapHandler(s.d.MetricsHandler), operational: true, stateless: true},
 		{method: get, path: "/.well-known/jwks.json", access: accessPublic, summary: "The public keys that verify the X-Svc-Assertion header (JWKS of OKP Ed25519 keys, alg EdDSA, by kid); Cache-Control: public, max-age=60", handler: s.getJWKS, response: edge.JWKS{}, operational: true},
 	}
 }

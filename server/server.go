@@ -1,8 +1,10 @@
 // Package server owns the HTTP API on echo v4: the route table (which also
 // generates the reference and the OpenAPI document), the middleware that
 // gives every answer a request id, a size-limited body and the error
-// envelope, Idempotency-Key replay, and thin handlers that bind a request,
-// call a service and return.
+// envelope (and STORE_UNAVAILABLE while the node's store catches up),
+// Idempotency-Key replay, and thin handlers that bind a request, call a
+// service and return; and, until the console exists, its stand-in pages
+// for browsers (pages.go).
 //
 // It must not hold business rules, build store commands, or talk to any
 // adapter: it reaches services through the small interfaces declared in this
@@ -50,9 +52,12 @@ type (
 	requestObserver interface {
 		ObserveRequest(route, method string, status int, d time.Duration)
 	}
-	// readiness reports whether this node can serve: it knows a leader.
+	// readiness reports whether this node can serve: it knows a leader,
+	// and its store has caught up with the cluster (else a retryable
+	// STORE_UNAVAILABLE saying why).
 	readiness interface {
 		Leader() (id, addr string)
+		CaughtUp() error
 	}
 )
 
@@ -136,6 +141,9 @@ type Server struct {
 	// handler is what the listener serves: the API, behind Front if set.
 	handler http.Handler
 	routes  []route
+	// stateless are the paths of the routes that read no replicated state,
+	// answered while the store catches up (caughtUp).
+	stateless map[string]bool
 	// closing is closed when the server shuts down: connections taken over
 	// from net/http (terminals) end with it, as Shutdown does not see them.
 	closing     chan struct{}
@@ -153,7 +161,7 @@ func New(d Deps) (*Server, error) {
 	if d.Config == nil || d.Identity == nil || d.Policy == nil || d.Facts == nil || d.Operator == nil || d.History == nil || d.Idempotency == nil || d.Ready == nil || d.Metrics == nil || d.MetricsHandler == nil {
 		return nil, errors.New("server: missing dependencies")
 	}
-	s := &Server{d: d, log: d.Logger, echo: echo.New(), cop: http.NewCrossOriginProtection(), closing: make(chan struct{})}
+	s := &Server{d: d, log: d.Logger, echo: echo.New(), cop: http.NewCrossOriginProtection(), stateless: map[string]bool{}, closing: make(chan struct{})}
 	if u := d.Config.Server.ExternalURL; u != "" {
 		if err := s.cop.AddTrustedOrigin(strings.TrimRight(u, "/")); err != nil {
 			return nil, fmt.Errorf("server: external URL as a trusted origin: %w", err)
@@ -166,7 +174,7 @@ func New(d Deps) (*Server, error) {
 	// or what a trusted proxy says in X-Forwarded-For (internal/clientip);
 	// a client cannot choose its own.
 	e.IPExtractor = clientip.New(d.Config.Server.TrustedProxies).ClientIP
-	e.Use(s.requestID, s.observe, s.recoverPanic, s.authenticate)
+	e.Use(s.requestID, s.observe, s.recoverPanic, s.caughtUp, s.authenticate)
 	for _, r := range s.routeTable() {
 		if err := s.register(r); err != nil {
 			return nil, err
@@ -274,6 +282,9 @@ func (s *Server) register(r route) error {
 	}
 	h = limitBody(limit, r.bodyTooLarge, s.authorize(r, h))
 	s.echo.Add(r.method, echoPath(r.path), h)
+	if r.stateless {
+		s.stateless[echoPath(r.path)] = true
+	}
 	s.routes = append(s.routes, r)
 	return nil
 }

@@ -101,11 +101,10 @@ func serve(ctx context.Context, cfg *config.Config, reload func() (*config.Confi
 			return err
 		}
 		cfg = gen.cfg // the previous one when the reloaded one did not start
-		if prev != nil {
-			rt.catchUp(genCtx, applied)
-		}
+		rt.catchUp(genCtx, applied)
+		// There is no console yet: the line names what is there.
 		base := "http://" + displayAddr(ln.Addr())
-		gen.log.Info("svc is serving", "console", base+"/", "api", base+"/api/v1", "version", version,
+		gen.log.Info("svc is serving", "api", base+"/api/v1", "reference", base+"/api/v1/reference", "version", version,
 			"node_id", rt.nodeID, "work_dir", cfg.Server.WorkDir, "store", cfg.RaftDir(),
 			"generation", gen.n, "started_at", gen.startedAt.Format(time.RFC3339Nano))
 		err = rt.api.Serve(genCtx, ln.next(), cfg.Server.ShutdownTimeout)
@@ -244,20 +243,31 @@ func (rt *runtime) close() {
 	rt.closers = nil
 }
 
-// catchUpTimeout bounds how long a restarted server waits for its store to
-// apply again what it had applied before; a cluster without a leader may
-// not let it, and the server then serves anyway, as after a cold start.
+// catchUpTimeout bounds how long a server waits for its store before it
+// serves; a cluster without a leader may not let it catch up, and the
+// server then serves anyway, as after a cold start.
 const catchUpTimeout = 30 * time.Second
 
-// catchUp waits, for up to catchUpTimeout, until the reopened store has
-// applied index, so that callers do not meet a state older than the one
-// they left (their token unknown, say). Connections wait in the socket's
-// backlog meanwhile.
+// catchUp waits, for up to catchUpTimeout, before a generation serves:
+// until a restarted server's reopened store has applied index (what it had
+// applied before the restart; 0 at the process's start), so that callers
+// do not meet a state older than the one they left (their token unknown,
+// say), and until a single node's store has caught up (replayed its own
+// log), which it does by itself in moments. Connections wait in the
+// socket's backlog meanwhile. A cluster node serves without it: until its
+// store has caught up with the cluster /readyz says not ready and the rest
+// answers STORE_UNAVAILABLE (raftstore's CaughtUp).
 func (rt *runtime) catchUp(ctx context.Context, index uint64) {
 	ctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
 	defer cancel()
 	if err := rt.store.WaitIndex(ctx, index); err != nil {
 		rt.log.Warn("restart: serving before the store has caught up", "applied_index", rt.store.Status().AppliedIndex, "before_restart", index, "err", err)
+	}
+	if len(rt.store.Status().Servers) > 1 {
+		return
+	}
+	if _, err := rt.store.ConsistentRead(ctx); err != nil {
+		rt.log.Warn("serving before the store has replayed its log; requests answer STORE_UNAVAILABLE until it has", "err", err)
 	}
 }
 

@@ -222,7 +222,10 @@ func (p *proc) start() {
 	p.cur, p.base, p.client = r, "", nil
 }
 
-var servingAPI = regexp.MustCompile(`msg="svc is serving".* api=(\S+)`)
+var (
+	servingAPI  = regexp.MustCompile(`msg="svc is serving".* api=(\S+)`)
+	servingLine = regexp.MustCompile(`.*msg="svc is serving".*`)
+)
 
 // waitServing waits for this run's "svc is serving" line, and points the
 // client at the API address it names. It returns the base URL.

@@ -80,6 +80,16 @@ func TestServeAnswersOnEmbeddedDefaults(t *testing.T) {
 		t.Errorf("a second setup: %v, want STATE_INVALID", err)
 	}
 
+	// The start line names what is there (no console yet): the API and
+	// its reference, which answers.
+	line := servingLine.FindString(p.currentLog())
+	if m := servingAPI.FindStringSubmatch(line); m == nil || strings.Contains(line, "console=") || !strings.Contains(line, " reference="+m[1]+"/reference ") {
+		t.Errorf("the start line %q; want api=…/api/v1 and reference=…/api/v1/reference, and no console", line)
+	}
+	if ref, err := c.Reference(ctxTimeout(t, 10*time.Second)); err != nil || len(ref.Endpoints) == 0 {
+		t.Errorf("GET /api/v1/reference, as the start line says: %d endpoints, %v", len(ref.Endpoints), err)
+	}
+
 	// An unknown route: the error envelope, by hand.
 	resp, err := http.Get(base + "/api/v1/no-such-route")
 	if err != nil {

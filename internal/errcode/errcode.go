@@ -62,9 +62,11 @@ const (
 	PolicyTokenLifetime Code = "POLICY_TOKEN_LIFETIME_EXCEEDED"
 
 	// StoreUnavailable is not in the specification's table: the replicated
-	// store has no leader (quorum lost, election under way) or a write's
-	// outcome could not be learned. It answers 503 with Retry-After so that
-	// load balancers and clients retry, and it is listed in the reference.
+	// store has no leader (quorum lost, election under way), a write's
+	// outcome could not be learned, or this node has not caught up with the
+	// cluster yet (just started, or restoring a snapshot) and will not answer
+	// from its older state. It answers 503 with Retry-After so that load
+	// balancers and clients retry, and it is listed in the reference.
 	StoreUnavailable Code = "STORE_UNAVAILABLE"
 )
 
@@ -115,7 +117,7 @@ var catalogue = []Entry{
 	{AdapterFailed, http.StatusBadGateway, "adapter reached and failed"},
 	{AdapterUnavailable, http.StatusBadGateway, "needed adapter not configured or not reachable"},
 	{PolicyTokenLifetime, http.StatusForbidden, "policy caps token lifetime and the token asked for longer"},
-	{StoreUnavailable, http.StatusServiceUnavailable, "the replicated store has no leader or could not confirm a write; retry"},
+	{StoreUnavailable, http.StatusServiceUnavailable, "the replicated store has no leader, could not confirm a write, or this node has not caught up with it yet; retry"},
 }
 
 var byCode = func() map[Code]Entry {
