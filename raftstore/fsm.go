@@ -45,13 +45,6 @@ type fsm struct {
 	appliedC chan struct{} // closed and replaced whenever applied moves
 
 	hist *history
-	// batch is the history transaction of the batch being applied, begun
-	// at its first history write.
-	batch *histTx
-	// snapshotted is the index of the last snapshot persisted: drops at or
-	// before it can no longer be undone by a restore, so their values may
-	// leave the disk.
-	snapshotted atomic.Uint64
 	// catchUp fetches history records this node lacks from the other
 	// servers, for a snapshot from the leader that is ahead of it.
 	catchUp func(ctx context.Context, req historyRange, w io.Writer) error
@@ -116,9 +109,9 @@ func newFSM(defs []Def, dir string) (*fsm, error) {
 func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 
 // ApplyBatch applies committed log entries in order. Each command commits
-// to memdb on its own; the history writes of the whole batch commit (and
-// sync) once at its end, before the batch counts as applied. It panics on
-// an entry it cannot decode or does not know: a node that cannot apply the
+// to memdb on its own; the history writes of the whole batch go to the
+// history store's writer at its end (history_pending.go). It panics on an
+// entry it cannot decode or does not know: a node that cannot apply the
 // log must stop rather than diverge from the others.
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
@@ -126,14 +119,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 		out[i] = f.applyOne(l)
 	}
 	last := logs[len(logs)-1].Index
-	head := f.hist.currentHead()
-	if f.batch != nil {
-		f.batch.compact(f.snapshotted.Load())
-		f.batch.commit()
-		head = f.batch.head
-		f.batch = nil
-	}
-	f.hist.advance(head, last)
+	f.hist.flush(last)
 	f.setApplied(last)
 	return out
 }
@@ -154,14 +140,6 @@ func (f *fsm) applyOne(l *raft.Log) any {
 		panic(fmt.Sprintf("raftstore: unknown command type %d at index %d", t, l.Index))
 	}
 	return fn(f, l.Index, l.Data[1:])
-}
-
-// histTx returns the batch's history transaction, beginning it.
-func (f *fsm) histTx() *histTx {
-	if f.batch == nil {
-		f.batch = f.hist.begin()
-	}
-	return f.batch
 }
 
 func (f *fsm) setApplied(index uint64) {
@@ -210,7 +188,7 @@ func (f *fsm) applyTxn(index uint64, payload []byte) any {
 		)
 		if td.history {
 			if hs == nil {
-				hs = &histStage{t: f.histTx()}
+				hs = &histStage{h: f.hist}
 			}
 			err = hs.apply(tx, index, i, td, op)
 		} else {
@@ -227,7 +205,7 @@ func (f *fsm) applyTxn(index uint64, payload []byte) any {
 			writes = append(writes, touched{table: op.Table, id: op.ID, old: old})
 		}
 	}
-	r := &Reader{tx: tx, htx: f.batch}
+	r := &Reader{tx: tx}
 	for _, w := range writes {
 		td := f.tables[w.table]
 		if td.check == nil {
@@ -246,7 +224,7 @@ func (f *fsm) applyTxn(index uint64, payload []byte) any {
 	}
 	f.bumpIndexes(tx, index, writes)
 	if hs != nil {
-		hs.t.write(index, hs.writes)
+		f.hist.stage(index, hs.writes)
 	}
 	tx.Commit()
 	return nil
@@ -255,7 +233,7 @@ func (f *fsm) applyTxn(index uint64, payload []byte) any {
 // checkInvariants runs, once each, the invariants of the tables written.
 func (f *fsm) checkInvariants(tx *memdb.Txn, writes []touched) *TxnError {
 	done := map[*Invariant]bool{}
-	r := &Reader{tx: tx, htx: f.batch}
+	r := &Reader{tx: tx}
 	for _, w := range writes {
 		inv := f.tables[w.table].invariant
 		if inv == nil || done[inv] {
@@ -514,12 +492,15 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 		_ = sink.Cancel()
 		return fmt.Errorf("persist snapshot: %w", err)
 	}
+	// The snapshot names the history through its index: it is complete
+	// once that is on disk.
+	s.f.hist.waitCommitted(s.applied, 0)
 	if err := sink.Close(); err != nil {
 		return err
 	}
 	// No restore goes back before this snapshot now: the values of rows
 	// dropped up to it may leave the disk.
-	s.f.snapshotted.Store(s.applied)
+	s.f.hist.snapshotted.Store(s.applied)
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 // operations are checked; they reach the batch's history transaction only
 // once the whole command is accepted.
 type histStage struct {
-	t      *histTx
+	h      *history
 	writes []histWrite
 	// staged maps a row to its write in writes.
 	staged map[[2]string]int
@@ -25,7 +25,7 @@ func (s *histStage) row(index uint64, table, id string) (histRef, bool) {
 		w := s.writes[i]
 		return histRef{index: index}, w.value != nil
 	}
-	return lookupRow(s.t.tx, table, id)
+	return s.h.lookup(table, id)
 }
 
 func (s *histStage) stage(w histWrite) {
@@ -108,8 +108,8 @@ func (s *histStage) apply(tx *memdb.Txn, index uint64, i int, td tableDef, op Op
 // retainHistory drops rows of a history table by the retention command,
 // each only if the table's Retain rule allows it.
 func (f *fsm) retainHistory(tx *memdb.Txn, index uint64, td tableDef, ids []string) any {
-	s := &histStage{t: f.histTx()}
-	r := &Reader{tx: tx, htx: s.t}
+	s := &histStage{h: f.hist}
+	r := &Reader{tx: tx}
 	for i, id := range ids {
 		ref, ok := s.row(index, td.name, id)
 		if !ok {
@@ -119,13 +119,17 @@ func (f *fsm) retainHistory(tx *memdb.Txn, index uint64, td tableDef, ids []stri
 			return refuse(ReasonRejected, i, td.name, id, errcode.StateInvalid,
 				"%s has no retention rule: its rows are never removed", td.name)
 		}
-		if err := td.retain(r, s.t.decodeValue(td.name, ref.seq), Meta{CreateIndex: ref.index, ModifyIndex: ref.index}); err != nil {
+		v, err := td.decode(f.hist.valueOf(td.name, id, ref))
+		if err != nil {
+			panic(fmt.Sprintf("raftstore: history record %d of %s: %v", ref.seq, td.name, err))
+		}
+		if err := td.retain(r, v, Meta{CreateIndex: ref.index, ModifyIndex: ref.index}); err != nil {
 			return hookError(ReasonRejected, i, td.name, id, err)
 		}
 		s.stage(histWrite{table: td.name, id: id, ref: ref})
 	}
 	f.bumpIndexes(tx, index, []touched{{table: td.name}})
-	s.t.write(index, s.writes)
+	f.hist.stage(index, s.writes)
 	tx.Commit()
 	return nil
 }

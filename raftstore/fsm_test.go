@@ -69,6 +69,7 @@ func newTestFSM(t testing.TB) *fsm {
 	if err != nil {
 		t.Fatalf("newFSM: %v", err)
 	}
+	t.Cleanup(func() { _ = f.hist.close() })
 	return f
 }
 

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -213,13 +214,32 @@ type history struct {
 	dir    string
 	tables map[string]tableDef
 
-	mu   sync.Mutex
-	head histHead
+	mu sync.Mutex
+	// head is the chain's head as committed to disk; pending is its head as
+	// applied (history_pending.go).
+	head, pending histHead
 	// committed is the Raft index through which every history write of
 	// applied commands is committed; readers of a view that includes a
 	// history table's write at index i wait until committed reaches i.
 	committed uint64
 	changed   chan struct{} // closed and replaced when committed moves
+	// overlay holds the rows applied and not yet committed, by table and
+	// ID (history_pending.go); enqueued is the last index handed to the
+	// writer.
+	overlay  map[[2]string]*pendingRow
+	enqueued uint64
+	// ops are the history writes of the batch being applied (the FSM's
+	// goroutine only).
+	ops []histOp
+
+	queue     chan histBatch
+	stopped   chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	// snapshotted is the index of the last snapshot persisted: drops at or
+	// before it can no longer be undone by a restore, so their values may
+	// leave the disk.
+	snapshotted atomic.Uint64
 }
 
 func openHistory(dir string, tables map[string]tableDef) (*history, error) {
@@ -237,7 +257,8 @@ func openHistory(dir string, tables map[string]tableDef) (*history, error) {
 			_ = os.Remove(f)
 		}
 	}
-	h := &history{db: db, dir: dir, tables: tables, changed: make(chan struct{})}
+	h := &history{db: db, dir: dir, tables: tables, changed: make(chan struct{}), overlay: map[[2]string]*pendingRow{},
+		queue: make(chan histBatch, writerQueue), stopped: make(chan struct{})}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range [][]byte{bucketMeta, bucketChain, bucketValues, bucketDropped, bucketDrops} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -268,62 +289,73 @@ func openHistory(dir string, tables map[string]tableDef) (*history, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open history store: %w", err)
 	}
-	h.committed = h.head.Index
+	h.pending, h.committed, h.enqueued = h.head, h.head.Index, h.head.Index
+	go h.write()
 	return h, nil
 }
 
-func (h *history) close() error { return h.db.Close() }
+// close lets the writer commit what it was handed and closes the file. The
+// FSM must have stopped applying.
+func (h *history) close() error {
+	h.closeOnce.Do(func() {
+		close(h.queue)
+		<-h.stopped
+		h.closeErr = h.db.Close()
+	})
+	return h.closeErr
+}
 
-// currentHead returns the committed head of the chain.
+// currentHead returns the head of the chain as applied.
 func (h *history) currentHead() histHead {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pending
+}
+
+// committedHead returns the head of the chain as committed to disk.
+func (h *history) committedHead() histHead {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.head
 }
 
-// advance records that history is committed through Raft index i.
-func (h *history) advance(head histHead, i uint64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.head = head
-	if i > h.committed {
-		h.committed = i
-	}
-	close(h.changed)
-	h.changed = make(chan struct{})
-}
-
-// reset sets the head and committed index after a restore.
+// reset sets the heads and the committed index after a restore, once
+// nothing is pending.
 func (h *history) reset(head histHead, committed uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.head = head
-	h.committed = committed
+	h.head, h.pending = head, head
+	h.committed, h.enqueued = committed, committed
 	close(h.changed)
 	h.changed = make(chan struct{})
 }
 
 // historyWaitLimit bounds how long a read waits for the history writes of
-// the commands its view includes; they are committed at the end of the
-// batch being applied, so the wait is a disk sync, not a replication delay.
-// Past it (a disk that stalls) the read sees what is committed.
+// the commands its view includes; the writer commits them within a disk
+// sync or two, so the wait is short. Past it (a disk that stalls) the read
+// sees what is committed.
 const historyWaitLimit = 10 * time.Second
 
-// waitCommitted waits until history is committed through Raft index i.
-func (h *history) waitCommitted(i uint64) {
-	deadline := time.NewTimer(historyWaitLimit)
-	defer deadline.Stop()
+// waitCommitted waits until history is committed through Raft index i, or
+// for at most limit (0: however long it takes). It reports whether it is.
+func (h *history) waitCommitted(i uint64, limit time.Duration) bool {
+	var timeout <-chan time.Time
+	if limit > 0 {
+		t := time.NewTimer(limit)
+		defer t.Stop()
+		timeout = t.C
+	}
 	for {
 		h.mu.Lock()
 		done, ch := h.committed >= i, h.changed
 		h.mu.Unlock()
 		if done {
-			return
+			return true
 		}
 		select {
 		case <-ch:
-		case <-deadline.C:
-			return
+		case <-timeout:
+			return false
 		}
 	}
 }
@@ -338,24 +370,25 @@ type histWrite struct {
 	ref   histRef
 }
 
-// histTx is the history side of one batch of commands: one bbolt write
-// transaction, begun at the batch's first history operation and committed
-// (synced) at its end.
+// histTx is a bbolt write transaction of the history store: the writer's
+// commit of applied batches, or a restore's changes.
 type histTx struct {
 	h    *history
 	tx   *bbolt.Tx
 	head histHead
 }
 
+// begin starts a transaction for a restore's changes; nothing may be
+// pending (drain).
 func (h *history) begin() *histTx {
 	tx, err := h.db.Begin(true)
 	if err != nil {
 		panic(fmt.Sprintf("raftstore: begin history transaction: %v", err))
 	}
-	return &histTx{h: h, tx: tx, head: h.currentHead()}
+	return &histTx{h: h, tx: tx, head: h.committedHead()}
 }
 
-// commit makes the batch's history durable. A node that cannot write its
+// commit makes the transaction durable. A node that cannot write its
 // history must stop, as one that cannot write its log does.
 func (t *histTx) commit() {
 	if err := t.tx.Bucket(bucketMeta).Put(keyHead, t.head.encode()); err != nil {
@@ -366,7 +399,7 @@ func (t *histTx) commit() {
 	}
 }
 
-// lookup finds a row of a history table.
+// lookupRow finds a row of a history table as committed.
 func lookupRow(tx *bbolt.Tx, table, id string) (histRef, bool) {
 	b := tx.Bucket(rowsBucket(table))
 	if b == nil {
@@ -377,27 +410,6 @@ func lookupRow(tx *bbolt.Tx, table, id string) (histRef, bool) {
 		return histRef{}, false
 	}
 	return decodeRef(v), true
-}
-
-// write appends the inserts and applies the drops of one command at index.
-// Inserts are chained by table and ID, so that the chain does not depend on
-// the order in which a command lists its operations.
-func (t *histTx) write(index uint64, ws []histWrite) {
-	var inserts, drops []histWrite
-	for _, w := range ws {
-		if w.value != nil {
-			inserts = append(inserts, w)
-		} else {
-			drops = append(drops, w)
-		}
-	}
-	sortWrites(inserts)
-	for _, w := range inserts {
-		t.insert(index, w)
-	}
-	for _, w := range drops {
-		t.drop(index, w)
-	}
 }
 
 func sortWrites(ws []histWrite) {
@@ -415,15 +427,27 @@ func (t *histTx) must(err error, what string) {
 	}
 }
 
-func (t *histTx) insert(index uint64, w histWrite) {
-	rec := histRecord{Seq: t.head.Seq + 1, Index: index, Table: w.table, ID: w.id, ValueHash: sha256.Sum256(w.value)}
-	rec.Hash = chainHash(t.head.Hash, &rec)
+// nextRecord is the record after head of a row inserted at index.
+func nextRecord(head histHead, index uint64, table, id string, value []byte) histRecord {
+	rec := histRecord{Seq: head.Seq + 1, Index: index, Table: table, ID: id, ValueHash: sha256.Sum256(value)}
+	rec.Hash = chainHash(head.Hash, &rec)
+	return rec
+}
+
+// insert appends a row's record after the transaction's head.
+func (t *histTx) insert(index uint64, table, id string, value []byte, keys []indexKey) {
+	rec := nextRecord(t.head, index, table, id, value)
+	t.insertRecord(rec, value, keys)
+	t.head = histHead{Seq: rec.Seq, Index: index, Hash: rec.Hash}
+}
+
+// insertRecord writes a record, its value and the row's index entries.
+func (t *histTx) insertRecord(rec histRecord, value []byte, keys []indexKey) {
 	key := u64(rec.Seq)
 	t.must(t.appending(bucketChain).Put(key, rec.encode()), "chain")
-	t.must(t.appending(bucketValues).Put(key, w.value), "value")
-	t.index(w.table, w.id, w.v, histRef{seq: rec.Seq, index: index}, true)
-	t.count(w.table, 1)
-	t.head = histHead{Seq: rec.Seq, Index: index, Hash: rec.Hash}
+	t.must(t.appending(bucketValues).Put(key, value), "value")
+	t.index(rec.Table, rec.ID, keys, histRef{seq: rec.Seq, index: rec.Index}, true)
+	t.count(rec.Table, 1)
 }
 
 // appending returns a bucket whose keys mostly grow (record numbers, and
@@ -437,7 +461,7 @@ func (t *histTx) appending(name []byte) *bbolt.Bucket {
 
 // index adds (or removes) a row to its table's ID index and secondary
 // indexes.
-func (t *histTx) index(table, id string, v any, ref histRef, add bool) {
+func (t *histTx) index(table, id string, keys []indexKey, ref histRef, add bool) {
 	put := func(b *bbolt.Bucket, key []byte) {
 		if add {
 			t.must(b.Put(key, ref.encode()), "index")
@@ -446,7 +470,7 @@ func (t *histTx) index(table, id string, v any, ref histRef, add bool) {
 		}
 	}
 	put(t.appending(rowsBucket(table)), []byte(id))
-	for _, k := range t.h.tables[table].keys(v) {
+	for _, k := range keys {
 		put(t.tx.Bucket(indexBucket(table, k.index)), indexEntry(k.key, id))
 	}
 }
@@ -472,12 +496,13 @@ func (t *histTx) count(table string, d int64) {
 	t.must(m.Put(countKey(table), u64(uint64(int64(n)+d))), "count")
 }
 
-func (t *histTx) drop(index uint64, w histWrite) {
-	v := t.decodeValue(w.table, w.ref.seq)
-	t.index(w.table, w.id, v, w.ref, false)
-	t.must(t.tx.Bucket(bucketDropped).Put(u64(w.ref.seq), u64(index)), "drop")
-	t.must(t.tx.Bucket(bucketDrops).Put(dropKey(index, w.ref.seq), nil), "drop")
-	t.count(w.table, -1)
+// drop takes a row out of its indexes and marks its record dropped by the
+// command at index.
+func (t *histTx) drop(index uint64, table, id string, ref histRef, keys []indexKey) {
+	t.index(table, id, keys, ref, false)
+	t.must(t.tx.Bucket(bucketDropped).Put(u64(ref.seq), u64(index)), "drop")
+	t.must(t.tx.Bucket(bucketDrops).Put(dropKey(index, ref.seq), nil), "drop")
+	t.count(table, -1)
 }
 
 func dropKey(index, seq uint64) []byte {
@@ -487,8 +512,8 @@ func dropKey(index, seq uint64) []byte {
 	return b
 }
 
-// decodeValue decodes the stored value of a record of table.
-func (t *histTx) decodeValue(table string, seq uint64) any {
+// keysOf returns the index keys of a record of table from its stored value.
+func (t *histTx) keysOf(table string, seq uint64) []indexKey {
 	raw := t.tx.Bucket(bucketValues).Get(u64(seq))
 	if raw == nil {
 		panic(fmt.Sprintf("raftstore: history record %d of %s has no value", seq, table))
@@ -497,7 +522,7 @@ func (t *histTx) decodeValue(table string, seq uint64) any {
 	if err != nil {
 		panic(fmt.Sprintf("raftstore: history record %d of %s: %v", seq, table, err))
 	}
-	return v
+	return t.h.tables[table].keys(v)
 }
 
 // compactLimit bounds the dropped values one batch deletes from disk.
@@ -548,8 +573,7 @@ func (t *histTx) truncate(through uint64) histHead {
 		if rec.Seq == 0 {
 			panic(fmt.Sprintf("raftstore: history drop of record %d, which is not in the chain", seq))
 		}
-		v := t.decodeValue(rec.Table, seq)
-		t.index(rec.Table, rec.ID, v, histRef{seq: seq, index: rec.Index}, true)
+		t.index(rec.Table, rec.ID, t.keysOf(rec.Table, seq), histRef{seq: seq, index: rec.Index}, true)
 		t.count(rec.Table, 1)
 		t.must(dropped.Delete(u64(seq)), "truncate")
 		t.must(dc.Delete(), "truncate")
@@ -564,8 +588,7 @@ func (t *histTx) truncate(through uint64) histHead {
 			break
 		}
 		// Every drop of it came after it, so it was undone above.
-		v := t.decodeValue(rec.Table, seq)
-		t.index(rec.Table, rec.ID, v, histRef{seq: seq, index: rec.Index}, false)
+		t.index(rec.Table, rec.ID, t.keysOf(rec.Table, seq), histRef{seq: seq, index: rec.Index}, false)
 		t.count(rec.Table, -1)
 		t.must(t.tx.Bucket(bucketValues).Delete(k), "truncate")
 		t.must(cc.Delete(), "truncate")

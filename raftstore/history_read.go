@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 
 	"go.etcd.io/bbolt"
@@ -21,12 +20,10 @@ type Match struct {
 
 // histView runs fn on the history store as the reader's view has it: with
 // the records of the table that view includes (bound: the table's last
-// write in the view) committed. Inside Apply it reads the batch's own
-// transaction.
+// write in the view) committed.
 func (r *Reader) histView(table string, fn func(tx *bbolt.Tx, bound uint64)) {
-	if r.htx != nil {
-		fn(r.htx.tx, math.MaxUint64)
-		return
+	if r.hist == nil {
+		panic(fmt.Sprintf("raftstore: %s is a history table, which a table's Validate, Retain or Invariant rule cannot read", table))
 	}
 	ch, raw, err := r.tx.FirstWatch(indexTable, "id", table)
 	if err != nil {
@@ -37,7 +34,7 @@ func (r *Reader) histView(table string, fn func(tx *bbolt.Tx, bound uint64)) {
 		return // never written
 	}
 	bound := raw.(*tableIndex).Index
-	r.hist.waitCommitted(bound)
+	r.hist.waitCommitted(bound, historyWaitLimit)
 	if err := r.hist.db.View(func(tx *bbolt.Tx) error { fn(tx, bound); return nil }); err != nil {
 		panic(fmt.Sprintf("raftstore: read history of %s: %v", table, err))
 	}

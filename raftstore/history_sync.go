@@ -203,12 +203,13 @@ func (f *fsm) prepareHistory(snaps raft.SnapshotStore) error {
 		return fmt.Errorf("list snapshots: %w", err)
 	}
 	if len(metas) > 0 {
-		f.snapshotted.Store(metas[0].Index)
+		f.hist.snapshotted.Store(metas[0].Index)
 		return nil
 	}
 	if f.hist.currentHead().Seq == 0 {
 		return nil
 	}
+	f.hist.drain()
 	t := f.hist.begin()
 	t.wipe()
 	t.commit()
@@ -227,7 +228,8 @@ func (f *fsm) restoreHistory(w *histHeadJSON, through uint64) error {
 	if err != nil {
 		return err
 	}
-	local := f.hist.currentHead()
+	f.hist.drain()
+	local := f.hist.committedHead()
 	if local.Seq >= want.Seq {
 		rec, ok, err := f.hist.recordAt(want.Seq)
 		if err != nil {
@@ -344,7 +346,7 @@ func (t *histTx) importOne(wr wireRecord) error {
 		if rec.Seq == 0 {
 			return fmt.Errorf("fetched drop of history record %d, which this node does not have", wr.Seq)
 		}
-		t.drop(wr.Dropped, histWrite{table: rec.Table, id: rec.ID, ref: histRef{seq: rec.Seq, index: rec.Index}})
+		t.drop(wr.Dropped, rec.Table, rec.ID, histRef{seq: rec.Seq, index: rec.Index}, t.keysOf(rec.Table, rec.Seq))
 		t.must(t.tx.Bucket(bucketValues).Delete(u64(wr.Seq)), "import")
 		return nil
 	}
@@ -389,7 +391,7 @@ func (t *histTx) importOne(wr wireRecord) error {
 		return nil
 	}
 	t.must(t.appending(bucketValues).Put(key, wr.Value), "import")
-	t.index(rec.Table, rec.ID, v, histRef{seq: rec.Seq, index: rec.Index}, true)
+	t.index(rec.Table, rec.ID, td.keys(v), histRef{seq: rec.Seq, index: rec.Index}, true)
 	t.count(rec.Table, 1)
 	return nil
 }
@@ -426,6 +428,7 @@ func (f *fsm) importLegacy(rows []legacyRow, through uint64) {
 		}
 		return strings.Compare(a.id, b.id)
 	})
+	f.hist.drain()
 	t := f.hist.begin()
 	t.wipe()
 	t.commit()
@@ -434,7 +437,7 @@ func (f *fsm) importLegacy(rows []legacyRow, through uint64) {
 		t := f.hist.begin()
 		t.head = head
 		for _, r := range chunk {
-			t.insert(r.index, histWrite{table: r.table, id: r.id, value: r.value, v: r.v})
+			t.insert(r.index, r.table, r.id, r.value, f.tables[r.table].keys(r.v))
 		}
 		t.commit()
 		head = t.head

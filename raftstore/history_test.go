@@ -453,6 +453,7 @@ func TestHistoryAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeRecords(t, single(s), hlog, 60, 1)
+	s.fsm.hist.drain()
 	if n := valuesHeld(t, s); n != int(wantHead.Records)+1-4 {
 		t.Errorf("the disk holds %d values, want %d (dropped ones gone)", n, int(wantHead.Records)+1-4)
 	}
@@ -745,6 +746,7 @@ func FuzzImportHistory(f *testing.F) {
 // exportOf returns a node's whole history as a range fetch carries it.
 func exportOf(t testing.TB, f *fsm) []byte {
 	t.Helper()
+	f.hist.drain()
 	head := f.hist.currentHead()
 	rc, _, err := f.hist.export(historyRange{ToSeq: head.Seq, Through: f.applied.Load()}, t.TempDir())
 	if err != nil {

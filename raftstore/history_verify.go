@@ -51,11 +51,13 @@ const (
 // rule was dropped. It reads the store in steps and can take a while on a
 // long history (about a second per few hundred thousand records).
 func (s *Store) VerifyHistory(ctx context.Context) (HistoryReport, error) {
+	// What this node applied so far, once the writer committed it.
+	s.fsm.hist.waitCommitted(s.fsm.applied.Load(), historyWaitLimit)
 	return s.fsm.hist.verify(ctx)
 }
 
 func (h *history) verify(ctx context.Context) (HistoryReport, error) {
-	head := h.currentHead()
+	head := h.committedHead()
 	rep := HistoryReport{Head: head.public(), Problems: []string{}}
 	problem := func(format string, args ...any) {
 		if len(rep.Problems) < maxProblems {

@@ -17,10 +17,9 @@ type Reader struct {
 	// index is the last command applied when the view was taken (the view
 	// may include a little more, never less).
 	index uint64
-	// hist is the node's history store, read as the view has it; inside
-	// Apply, htx is the batch's history transaction and is read instead.
+	// hist is the node's history store, read as the view has it (nil
+	// inside Apply: the tables' rules read memdb only).
 	hist *history
-	htx  *histTx
 }
 
 // Wait blocks until anything this reader has looked at changes, or ctx ends.
