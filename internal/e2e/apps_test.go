@@ -242,7 +242,11 @@ func (s *appServer) call(t testing.TB, method, path string, body any) reply {
 			}
 			r = sendToken(s.token(), method, s.p.Base()+"/api/v1"+path, bytes.NewReader(raw))
 		}
-		if r.err == nil && strings.Contains(string(r.body), "not loaded yet") && time.Now().Before(deadline) {
+		// Adapters still loading, or a node that has not caught up with
+		// the store since it started (nothing was done): ask again.
+		transient := strings.Contains(string(r.body), "not loaded yet") ||
+			r.status == http.StatusServiceUnavailable && strings.Contains(string(r.body), "has not caught up")
+		if r.err == nil && transient && time.Now().Before(deadline) {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
