@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -422,7 +423,7 @@ func (f *fsm) importLegacy(rows []legacyRow, through uint64) {
 	slices.SortFunc(rows, func(a, b legacyRow) int {
 		switch {
 		case a.index != b.index:
-			return cmpU64(a.index, b.index)
+			return cmp.Compare(a.index, b.index)
 		case a.table != b.table:
 			return strings.Compare(a.table, b.table)
 		}
@@ -443,14 +444,4 @@ func (f *fsm) importLegacy(rows []legacyRow, through uint64) {
 		head = t.head
 	}
 	f.hist.reset(head, through)
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
