@@ -75,7 +75,7 @@ func histFirst[T any](r *Reader, t *Table[T], index, key string) (v T, m Meta, o
 			p = append(p, 0)
 		}
 		c := newKeyCursor(tx, indexBucket(t.Name, name), p, false, bound)
-		for id, ref, found := c.seek("", false); found; id, ref, found = c.seek(id, false) {
+		for id, ref, found := c.seek(nil, false); found; id, ref, found = c.seek(id, false) {
 			if raw := histValue(tx, ref.seq); raw != nil {
 				v, m, ok = decodeInto[T](t.Name, raw), refMeta(ref), true
 				return
@@ -107,19 +107,20 @@ func histList[T any](r *Reader, t *Table[T], q Query) (items []Item[T], more boo
 		}
 		// The ID walks seek to the cursor bound they start from and stop at
 		// the other; an index walk in key order filters on both.
-		pos := ""
+		var pos []byte
 		if byID && q.Reverse {
-			pos = q.Before
+			pos = []byte(q.Before)
 		} else if byID {
-			pos = q.After
+			pos = []byte(q.After)
 		}
+		after, before := []byte(q.After), []byte(q.Before)
 		for {
 			id, ref, ok := c.seek(pos, false)
 			if !ok {
 				return
 			}
 			pos = id
-			if q.After != "" && id <= q.After || q.Before != "" && id >= q.Before {
+			if len(after) > 0 && bytes.Compare(id, after) <= 0 || len(before) > 0 && bytes.Compare(id, before) >= 0 {
 				if byID {
 					return
 				}
@@ -162,10 +163,12 @@ func decodeU64(b []byte) uint64 {
 }
 
 // A cursor walks rows in one direction. seek returns the first row beyond
-// id in its direction (at id too, with inclusive); from "" it starts at the
-// beginning. Rows a view does not include are skipped.
+// id in its direction (at id too, with inclusive); from an empty id it
+// starts at the beginning. Rows a view does not include are skipped. The
+// IDs it returns are bbolt's memory, valid while the transaction is open:
+// the walks compare them without copying.
 type cursor interface {
-	seek(id string, inclusive bool) (string, histRef, bool)
+	seek(id []byte, inclusive bool) ([]byte, histRef, bool)
 }
 
 // walk steps through the entries of a bucket under one prefix, in one
@@ -217,24 +220,28 @@ func (w *walk) last(target []byte) ([]byte, []byte) {
 // keyCursor walks, by ID, the entries of a bucket under one prefix: a key of
 // a secondary index (the key and its NUL), or the whole ID index (no
 // prefix).
-type keyCursor struct{ walk }
+type keyCursor struct {
+	walk
+	target []byte // scratch: the key sought
+}
 
 var _ cursor = (*keyCursor)(nil)
 
 func newKeyCursor(tx *bbolt.Tx, bucket, prefix []byte, reverse bool, bound uint64) *keyCursor {
-	return &keyCursor{newWalk(tx, bucket, prefix, reverse, bound)}
+	return &keyCursor{walk: newWalk(tx, bucket, prefix, reverse, bound)}
 }
 
-func (k *keyCursor) seek(id string, inclusive bool) (string, histRef, bool) {
-	target := append(bytes.Clone(k.prefix), id...)
+func (k *keyCursor) seek(id []byte, inclusive bool) ([]byte, histRef, bool) {
+	k.target = append(append(k.target[:0], k.prefix...), id...)
+	target := k.target
 	var key, val []byte
 	switch {
 	case !k.reverse:
 		key, val = k.c.Seek(target)
-		if id != "" && !inclusive && bytes.Equal(key, target) {
+		if len(id) > 0 && !inclusive && bytes.Equal(key, target) {
 			key, val = k.c.Next()
 		}
-	case id == "":
+	case len(id) == 0:
 		key, val = k.last(prefixEnd(k.prefix))
 	default:
 		key, val = k.c.Seek(target)
@@ -244,9 +251,9 @@ func (k *keyCursor) seek(id string, inclusive bool) (string, histRef, bool) {
 	}
 	key, ref, ok := k.from(key, val)
 	if !ok {
-		return "", histRef{}, false
+		return nil, histRef{}, false
 	}
-	return string(key[len(k.prefix):]), ref, true
+	return key[len(k.prefix):], ref, true
 }
 
 // prefixEnd is the lowest key above every key that starts with p, or, for a
@@ -276,7 +283,7 @@ func newRangeCursor(tx *bbolt.Tx, bucket, prefix []byte, reverse bool, bound uin
 	return &rangeCursor{walk: newWalk(tx, bucket, prefix, reverse, bound)}
 }
 
-func (r *rangeCursor) seek(string, bool) (string, histRef, bool) {
+func (r *rangeCursor) seek([]byte, bool) ([]byte, histRef, bool) {
 	var key, val []byte
 	switch {
 	case r.started:
@@ -289,9 +296,9 @@ func (r *rangeCursor) seek(string, bool) (string, histRef, bool) {
 	r.started = true
 	key, ref, ok := r.from(key, val)
 	if !ok {
-		return "", histRef{}, false
+		return nil, histRef{}, false
 	}
-	return string(key[bytes.IndexByte(key, 0)+1:]), ref, true
+	return key[bytes.IndexByte(key, 0)+1:], ref, true
 }
 
 // unionCursor walks the rows any of its cursors walks, by ID.
@@ -302,15 +309,18 @@ type unionCursor struct {
 
 var _ cursor = (*unionCursor)(nil)
 
-func (u *unionCursor) seek(id string, inclusive bool) (string, histRef, bool) {
+func (u *unionCursor) seek(id []byte, inclusive bool) ([]byte, histRef, bool) {
 	var (
-		best    string
+		best    []byte
 		bestRef histRef
 		found   bool
 	)
 	for _, c := range u.subs {
 		got, ref, ok := c.seek(id, inclusive)
-		if ok && (!found || u.reverse && got > best || !u.reverse && got < best) {
+		if !ok {
+			continue
+		}
+		if cmp := bytes.Compare(got, best); !found || u.reverse && cmp > 0 || !u.reverse && cmp < 0 {
 			best, bestRef, found = got, ref, true
 		}
 	}
@@ -327,17 +337,17 @@ type joinCursor struct {
 
 var _ cursor = (*joinCursor)(nil)
 
-func (j *joinCursor) seek(id string, inclusive bool) (string, histRef, bool) {
+func (j *joinCursor) seek(id []byte, inclusive bool) ([]byte, histRef, bool) {
 	cand, ref, ok := j.subs[0].seek(id, inclusive)
 	if !ok {
-		return "", histRef{}, false
+		return nil, histRef{}, false
 	}
 	for agree, i := 1, 1%len(j.subs); agree < len(j.subs); i = (i + 1) % len(j.subs) {
 		got, r, ok := j.subs[i].seek(cand, true)
 		if !ok {
-			return "", histRef{}, false
+			return nil, histRef{}, false
 		}
-		if got == cand {
+		if bytes.Equal(got, cand) {
 			agree++
 			continue
 		}

@@ -231,11 +231,12 @@ func post(c *http.Client, method, url, token string, body []byte, want int) (cla
 func svcSectionWriter(base, token string, sections []string) writeFunc {
 	c := benchClient()
 	return func(client int, seq int64, hot bool) (string, string) {
-		id := sections[client]
+		id, name := sections[client], fmt.Sprintf("c%02d w%d", client, seq)
 		if hot {
-			id = sections[0]
+			// Not a name another section took in the runs before.
+			id, name = sections[0], "hot "+name
 		}
-		body, _ := json.Marshal(map[string]string{"name": fmt.Sprintf("c%02d w%d", client, seq)})
+		body, _ := json.Marshal(map[string]string{"name": name})
 		return post(c, "PATCH", base+"/api/v1/me/sections/"+id, token, body, http.StatusOK)
 	}
 }
