@@ -262,7 +262,7 @@ func (s *Service) Ensure(ctx context.Context, appID string) (Checkout, error) {
 			return Checkout{}, errcode.New(errcode.StateInvalid, "the source of app %s kept changing while this server fetched it", appID).
 				WithRemedy("retry")
 		}
-		if err := s.obtainOnce(ctx, appID, dir, src); err != nil {
+		if err := s.obtainOnce(ctx, appID, dir, src, true); err != nil {
 			return Checkout{}, err
 		}
 	}
@@ -294,9 +294,11 @@ func currentID(dir string) string {
 	return filepath.Base(id)
 }
 
-// obtainOnce runs obtain unless an Ensure of the same checkout runs
-// already; then it waits for that one to end, and the caller looks again.
-func (s *Service) obtainOnce(ctx context.Context, appID, dir string, src apps.Source) error {
+// obtainOnce runs obtain unless an Ensure (or CheckoutOf) of the same
+// checkout runs already; then it waits for that one to end, and the
+// caller looks again. makeCurrent makes it the app's current checkout
+// (Ensure), which it must then be the record's.
+func (s *Service) obtainOnce(ctx context.Context, appID, dir string, src apps.Source, makeCurrent bool) error {
 	key := BlobName(appID, src.CheckoutID)
 	s.mu.Lock()
 	if ch, running := s.fetching[key]; running {
@@ -317,21 +319,21 @@ func (s *Service) obtainOnce(ctx context.Context, appID, dir string, src apps.So
 		s.mu.Unlock()
 		close(ch)
 	}()
-	return s.obtain(ctx, appID, dir, src)
+	return s.obtain(ctx, appID, dir, src, makeCurrent)
 }
 
-// obtain makes the checkout src names this server's current one: from
-// here, from a peer, or cloned again.
-func (s *Service) obtain(ctx context.Context, appID, dir string, src apps.Source) error {
+// obtain makes the checkout src names present on this server, and its
+// current one with makeCurrent: from here, from a peer, or cloned again.
+func (s *Service) obtain(ctx context.Context, appID, dir string, src apps.Source, makeCurrent bool) error {
 	id := src.CheckoutID
-	if err := s.install(ctx, appID, dir, id, nil); !errors.Is(err, errAbsent) {
+	if err := s.install(ctx, appID, dir, src, makeCurrent, nil); !errors.Is(err, errAbsent) {
 		return err
 	}
 	f, err := s.fetch(ctx, BlobName(appID, id))
 	switch {
 	case err == nil:
 		defer f.Close()
-		return s.install(ctx, appID, dir, id, func(dest string, _ apps.Source) error {
+		return s.install(ctx, appID, dir, src, makeCurrent, func(dest string, _ apps.Source) error {
 			_, err := Extract(ctx, f, TarGz, dest, s.d.Limits.forFetched())
 			if _, coded := errcode.As(err); coded && ctx.Err() == nil {
 				return errcode.Wrap(err, errcode.AdapterFailed, "the copy of app %s's source (checkout %s) another svc server sent was refused: %s",
@@ -341,13 +343,13 @@ func (s *Service) obtain(ctx context.Context, appID, dir string, src apps.Source
 		})
 	case ctx.Err() != nil:
 		return fmt.Errorf("fetch checkout %s: %w", id, ctx.Err())
-	case s.superseded(appID, id):
+	case makeCurrent && s.superseded(appID, id):
 		return nil // the record moved on (its server may have pruned this one): the caller looks again
 	case errors.Is(err, errTooLarge):
 		return errcode.Wrap(err, errcode.AdapterFailed, "the copy of app %s's source (checkout %s) another svc server sent is too large", appID, id).
 			WithRemedy("upload the source again with POST /api/v1/apps/%s/source", appID)
 	case errors.Is(err, fs.ErrNotExist):
-		return s.reclone(ctx, appID, dir, src)
+		return s.reclone(ctx, appID, dir, src, makeCurrent)
 	}
 	return errcode.Wrap(err, errcode.AdapterUnavailable, "app %s's source (checkout %s) is not on this svc server and the others could not be asked for it", appID, id).
 		WithRemedy("retry once the cluster's servers answer")
@@ -405,7 +407,7 @@ func (c *cappedWriter) Write(p []byte) (int, error) {
 // reclone is obtain's last resort, when no server has the checkout: a
 // repository source is cloned again at its recorded commit; anything else
 // is NOT_FOUND.
-func (s *Service) reclone(ctx context.Context, appID, dir string, src apps.Source) error {
+func (s *Service) reclone(ctx context.Context, appID, dir string, src apps.Source, makeCurrent bool) error {
 	gone := func(cause error, format string, args ...any) *errcode.Error {
 		return errcode.Wrap(cause, errcode.NotFound, "app %s's source (checkout %s) is on no svc server"+format, append([]any{appID, src.CheckoutID}, args...)...).
 			WithRemedy("upload the source again with POST /api/v1/apps/%s/source", appID)
@@ -413,7 +415,7 @@ func (s *Service) reclone(ctx context.Context, appID, dir string, src apps.Sourc
 	if src.Kind != KindRepository || !isCommit(src.Commit) {
 		return gone(nil, "")
 	}
-	return s.install(ctx, appID, dir, src.CheckoutID, func(dest string, src apps.Source) error {
+	return s.install(ctx, appID, dir, src, makeCurrent, func(dest string, src apps.Source) error {
 		allowlist := s.d.Policy.Current().SourceAllowlist
 		err := CheckAllowed(src.Repository, allowlist)
 		if err == nil {
@@ -429,22 +431,25 @@ func (s *Service) reclone(ctx context.Context, appID, dir string, src apps.Sourc
 	})
 }
 
-// install makes checkout id the app's current one, under the app's lock
-// and only while the record names it (else it does nothing: the caller
-// looks again). A checkout not here is made by fill into its directory,
-// given the record; without fill, that is errAbsent.
-func (s *Service) install(ctx context.Context, appID, dir, id string, fill func(dest string, src apps.Source) error) error {
+// install puts the checkout src names in place, under the app's lock. A
+// checkout not here is made by fill into its directory, given the source;
+// without fill, that is errAbsent. With makeCurrent it becomes the app's
+// current one, only while the record names it (else install does nothing:
+// the caller looks again), and is made from the record.
+func (s *Service) install(ctx context.Context, appID, dir string, src apps.Source, makeCurrent bool, fill func(dest string, src apps.Source) error) error {
 	unlock, err := s.lock(ctx, appID)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	src, err := s.recorded(appID)
-	if err != nil {
-		return err
-	}
-	if src.CheckoutID != id {
-		return nil // a newer source was recorded meanwhile
+	id := src.CheckoutID
+	if makeCurrent {
+		if src, err = s.recorded(appID); err != nil {
+			return err
+		}
+		if src.CheckoutID != id {
+			return nil // a newer source was recorded meanwhile
+		}
 	}
 	dest := filepath.Join(dir, id)
 	if !complete(dest) {
@@ -460,10 +465,13 @@ func (s *Service) install(ctx context.Context, appID, dir, id string, fill func(
 			return err
 		}
 	}
+	if !makeCurrent {
+		return nil
+	}
 	if err := swapCurrent(dir, id); err != nil {
 		return fmt.Errorf("install checkout %s: %w", id, err)
 	}
-	s.prune(dir, id)
+	s.prune(appID, dir, id)
 	s.d.Logger.Info("installed the app's recorded checkout", "app_id", appID, "checkout_id", id, "commit", src.Commit)
 	return nil
 }

@@ -119,13 +119,30 @@ type cluster struct {
 	apps  *apps.Service
 	ctx   context.Context
 	a, b  *node
+
+	mu   sync.Mutex
+	keep map[string][]string // app ID -> the checkouts kept besides the current one (Deps.Keep)
+}
+
+// kept is every server's Deps.Keep: what the test set with keepOnly.
+func (c *cluster) kept(appID string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.keep[appID])
+}
+
+// keepOnly sets the checkouts of an app kept besides the current one.
+func (c *cluster) keepOnly(appID string, ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keep[appID] = ids
 }
 
 func newCluster(t *testing.T, limitsB source.Limits) *cluster {
 	t.Helper()
 	store := raftstoretest.Open(t, append([]raftstore.Def{apps.Apps, audit.Entries, events.Events, events.Cursors}, identity.Tables()...)...)
 	c := &cluster{store: store, apps: apps.NewService(store, func() time.Time { return time.Now().UTC() }),
-		ctx: actor.With(context.Background(), actor.Actor{Kind: authz.KindUser, ID: "usr_1"})}
+		ctx: actor.With(context.Background(), actor.Actor{Kind: authz.KindUser, ID: "usr_1"}), keep: map[string][]string{}}
 	c.a = c.node(t, source.Limits{})
 	c.b = c.node(t, limitsB)
 	c.a.peers.others = []*source.Service{c.b.svc}
@@ -137,7 +154,7 @@ func (c *cluster) node(t *testing.T, lim source.Limits) *node {
 	t.Helper()
 	n := &node{work: t.TempDir(), peers: &peers{}, log: &bytes.Buffer{}}
 	svc, err := source.New(source.Deps{WorkDir: n.work, Apps: c.apps, Policy: openPolicy{}, Limits: lim, Git: source.Fetcher{AllowFile: true},
-		Peers: n.peers, Store: c.store, Logger: slog.New(slog.NewTextHandler(n.log, nil))})
+		Peers: n.peers, Store: c.store, Logger: slog.New(slog.NewTextHandler(n.log, nil)), Keep: c.kept})
 	if err != nil {
 		t.Fatal(err)
 	}

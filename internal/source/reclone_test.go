@@ -137,3 +137,44 @@ func TestBlobNames(t *testing.T) {
 		}
 	}
 }
+
+// A release's repository checkout that no server has any more is cloned
+// again at its own commit by CheckoutOf, however far the record moved
+// since (another commit is current), and does not become current.
+func TestCheckoutOfClonesAReleaseAgain(t *testing.T) {
+	f := newFixture(t)
+	r := newTestRepo(t)
+	id := f.app(t, "Repo")
+	first, err := f.svc.FromRepository(f.ctx, id, apps.Source{Repository: r.bare, Ref: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-f.hooks
+	second, err := f.svc.FromRepository(f.ctx, id, apps.Source{Repository: r.bare, Ref: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-f.hooks
+	if first.Commit != r.first || second.Commit != r.main {
+		t.Fatalf("commits %s, %s; want %s, %s", first.Commit, second.Commit, r.first, r.main)
+	}
+
+	other, err := New(Deps{WorkDir: t.TempDir(), Apps: f.apps, Policy: f.pol, Git: Fetcher{AllowFile: true}, Peers: &nowhere{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close() })
+	got, err := other.CheckoutOf(f.ctx, id, first.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != first.ID || got.Commit != r.first || got.Source != first.Source {
+		t.Fatalf("CheckoutOf = %+v, want checkout %s at %s", got, first.ID, r.first)
+	}
+	if b, _ := os.ReadFile(filepath.Join(got.Dir, "app.py")); string(b) != "print('v1')\n" {
+		t.Fatalf("app.py = %q, want the release's commit", b)
+	}
+	if _, err := other.Current(id); !errcode.Has(err, errcode.NotFound) {
+		t.Fatalf("the release's checkout became current: %v", err)
+	}
+}

@@ -95,12 +95,19 @@ type Deps struct {
 	// Store lists every app for SyncCheckouts; without it SyncCheckouts
 	// fails.
 	Store storeReader
+	// Keep names an app's checkouts to keep besides its current one: the
+	// sources of the releases whose builds are kept (the scheduler's
+	// KeptCheckouts), so that a rollback can build from its own source.
+	// It is asked whenever older checkouts are removed (a new checkout,
+	// Sweep); nil keeps only the current one.
+	Keep func(appID string) []string
 }
 
 // Service keeps apps' checkouts: <WorkDir>/apps/<app id>/source/<checkout
 // id>, a current link naming the newest, and <checkout id>.json beside it.
 // One checkout of an app runs at a time; a new one that succeeds replaces
-// the older ones. The app's record names its checkout (Source.CheckoutID),
+// the older ones but those Deps.Keep names (releases' sources, which
+// CheckoutOf gives). The app's record names its checkout (Source.CheckoutID),
 // which every server of a cluster keeps: the one that made it serves it
 // (OpenBlob) and the others fetch it (Ensure, SyncCheckouts).
 type Service struct {
@@ -355,7 +362,7 @@ func (s *Service) checkout(ctx context.Context, appID, kind string, fetch func(d
 	if err := swapCurrent(dir, c.ID); err != nil {
 		return Checkout{}, fmt.Errorf("checkout: %w", err)
 	}
-	s.prune(dir, c.ID)
+	s.prune(appID, dir, c.ID)
 	if s.d.OnCheckout != nil {
 		s.d.OnCheckout(ctx, appID, c)
 	}
@@ -406,9 +413,10 @@ func (s *Service) Remove(ctx context.Context, appID string) error {
 	return nil
 }
 
-// Sweep removes the checkouts of apps that no longer exist. The work dir
-// is this node's own, so every node sweeps it (not only the leader).
-// Problems are logged; it fails only when ctx ends.
+// Sweep removes the checkouts of apps that no longer exist, and those of
+// live apps that are neither current nor kept (Deps.Keep) any more. The
+// work dir is this node's own, so every node sweeps it (not only the
+// leader). Problems are logged; it fails only when ctx ends.
 func (s *Service) Sweep(ctx context.Context) error {
 	entries, err := os.ReadDir(filepath.Join(s.d.WorkDir, "apps"))
 	if err != nil {
@@ -426,6 +434,9 @@ func (s *Service) Sweep(ctx context.Context) error {
 			continue
 		}
 		if _, err := s.d.Apps.Get(id); !errcode.Has(err, errcode.NotFound) {
+			if err == nil {
+				s.tidy(ctx, id)
+			}
 			continue
 		}
 		if err := s.Remove(ctx, id); err != nil {
@@ -450,20 +461,46 @@ func swapCurrent(dir, id string) error {
 	return nil
 }
 
-// prune removes everything in dir but the current checkout, its metadata
-// and the pointer: older checkouts, and leftovers of interrupted ones. It
-// runs under the app's lock, so nothing in dir is in progress.
-func (s *Service) prune(dir, current string) {
+// tidy prunes a live app's checkouts (prune) under its lock, keeping the
+// current one (if any: a server may hold only releases' checkouts it
+// fetched, CheckoutOf).
+func (s *Service) tidy(ctx context.Context, appID string) {
+	dir, err := s.sourceDir(appID)
+	if err != nil {
+		return
+	}
+	unlock, err := s.lock(ctx, appID)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	if _, err := os.Stat(dir); err == nil {
+		s.prune(appID, dir, currentID(dir))
+	}
+}
+
+// prune removes everything in dir but the current checkout, the kept ones
+// (Deps.Keep), their metadata and the pointer: older checkouts, and
+// leftovers of interrupted ones. It runs under the app's lock, so nothing
+// in dir is in progress.
+func (s *Service) prune(appID, dir, current string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		s.d.Logger.Warn("could not list old checkouts", "dir", dir, "err", err)
 		return
 	}
+	keep := map[string]bool{current: true, current + ".json": true, "current": true}
+	if s.d.Keep != nil {
+		for _, id := range s.d.Keep(appID) {
+			if ids.Valid(checkoutPrefix, id) {
+				keep[id], keep[id+".json"] = true, true
+			}
+		}
+	}
 	s.trees.Lock()
 	defer s.trees.Unlock()
 	for _, e := range entries {
-		switch e.Name() {
-		case current, current + ".json", "current":
+		if keep[e.Name()] {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
