@@ -53,7 +53,8 @@ fmt:
 # tools` built it) a real Vault dev server; the edge's assertions: cached,
 # signed, and verified by the app-side verifier; the sandbox's cost: a
 # workload run to ready, a build, requests to a workload, and a deploy and
-# wrk through the edge with and without it.
+# wrk through the edge with and without it; a rollback beside a fresh
+# deploy on both runtimes (Releases, below).
 #
 # Writes beside etcd (BenchmarkWritesBesideEtcd): the real svc binary, one
 # node, renames launcher sections through its HTTP API (PATCH
@@ -67,6 +68,15 @@ fmt:
 # and svc/etcd, the ratio of writes/s. Without etcd (apt-get install
 # etcd-server, or ETCD_BIN=/path/to/etcd) it says so and measures svc alone.
 #
+# Releases (BenchmarkRollbackAgainstDeploy): deploy-ms, a fresh deploy of
+# samples/go-hello after a new upload (its Go build, then the start),
+# beside rollback-ms, a rollback to the release before it (its kept build
+# started, nothing built), on the sandboxed process runtime and on the
+# Nomad runtime against the fake Nomad (build jobs, the artifact store,
+# tasks run for real) and, when SVC_NOMAD_BIN names a nomad binary (or one
+# is on PATH), against a real `nomad agent -dev` (...RealAgent; skipped,
+# saying why, without one).
+#
 # History (BenchmarkAuditedWrites): a million audited changes (SVC_BENCH_AUDIT_ENTRIES
 # sets how many) written by 64 writers to a real store on this disk, then the
 # heap the process holds per million entries after a collection, the store's
@@ -79,9 +89,10 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./server/
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 ./internal/keyring/ ./vaultsecrets/ ./internal/throttle/ ./internal/clientip/
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./edge/ ./assertion/ ./edge/consul/ ./edge/nomadsd/ ./jobs-templates/
-	$(GO) test -run '^$$' -bench . -benchtime 200x -count 1 ./scheduler/ ./scheduler/nomad/
-	$(GO) test -run '^$$' -bench . -skip 'RunToReady|BuildCommand' -benchtime 200x -count 1 ./scheduler/process/
+	$(GO) test -run '^$$' -bench . -skip RollbackAgainstDeploy -benchtime 200x -count 1 ./scheduler/ ./scheduler/nomad/
+	$(GO) test -run '^$$' -bench . -skip 'RunToReady|BuildCommand|RollbackAgainstDeploy' -benchtime 200x -count 1 ./scheduler/process/
 	$(GO) test -run '^$$' -bench 'RunToReady|BuildCommand' -benchtime 20x -count 1 ./scheduler/process/
+	$(GO) test -run '^$$' -bench RollbackAgainstDeploy -benchtime 5x -count 1 ./scheduler/process/ ./scheduler/nomad/
 	$(GO) test -run '^$$' -bench 'EdgeWrk|SandboxEdge' -benchtime 1x -count 1 ./internal/e2e/
 	SVC_BENCH_DIR=$(CURDIR)/.bench $(GO) test -run '^$$' -bench WritesBesideEtcd -benchtime $(BENCHTIME) -count 1 ./internal/e2e/
 	$(GO) test -run '^$$' -bench Query -benchmem -count 1 ./internal/audit/

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"time"
 
+	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/raftstore"
 )
@@ -50,9 +51,24 @@ type Deployment struct {
 	ApprovalReasons   []string   `json:"approval_reasons"`
 	Approvals         []Approval `json:"approvals"`
 	RejectedReason    *string    `json:"rejected_reason"`
+	// Source is the source the deploy ships (releases.go): the app's
+	// recorded source when the deploy was asked for, or, for a rollback
+	// and a secret rotation, that of the release it ships again; nil when
+	// the app had none recorded then. A build runs from this checkout,
+	// never from whatever is current when it runs.
+	Source *apps.Source `json:"source,omitempty"`
+	// Redeploys names the deployment whose release this one ships again:
+	// a rollback's target, or the release a secret rotation runs anew.
+	Redeploys string `json:"redeploys,omitempty"`
+	// RequestID is the request that asked for the deploy (empty for one
+	// the service started itself), for the operator's log lines.
+	RequestID string `json:"request_id,omitempty"`
 	// Artifacts are the built workloads, once built: the release the
 	// reconciler restarts from.
 	Artifacts map[string]Artifact `json:"artifacts,omitempty"`
+	// Builds say, per workload, the build key and whether this deploy
+	// built the artifact or started a kept one (set with Artifacts).
+	Builds map[string]WorkloadBuild `json:"builds,omitempty"`
 	// PriorState is the app's state when the deploy began, which a failed
 	// deploy returns it to.
 	PriorState string `json:"prior_state,omitempty"`
@@ -119,6 +135,10 @@ type Release struct {
 	// (slots, secrets) is resolved then and never stored.
 	JobID     string              `json:"job_id"`
 	Artifacts map[string]Artifact `json:"artifacts"`
+	// Source and Builds are the deployment's: what the release was made
+	// from.
+	Source *apps.Source             `json:"source,omitempty"`
+	Builds map[string]WorkloadBuild `json:"builds,omitempty"`
 	// Primary names the revision's primary workload, the one the edge
 	// routes to (so routing need not read the spec document).
 	Primary string `json:"primary,omitempty"`

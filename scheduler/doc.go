@@ -11,18 +11,30 @@
 //
 //   - deployments (deployments.go): queued, waiting_approval, building,
 //     starting, then succeeded, failed, rejected or superseded; created by
-//     Create after the plan's checks, capacity and the app's host port;
-//   - the deploy worker (pipeline.go, RunDeploys, leader only): builds
-//     each workload (or reuses the release's build of the same revision),
-//     resolves the environment (spec values, filled slots, bound secrets;
-//     never stored), runs the job in dependency order, and on success
-//     switches the app's release and stops the previous job; a failure
-//     leaves the previous revision serving;
-//   - releases: what each app runs, which the reconciler (reconciler.go,
-//     Reconcile, leader only) converges on desired state: start, stop,
-//     restart in place, health (running/degraded), retries on the
-//     configured backoff ending in failed (app.gave_up), which stays until
-//     a deploy, and a deploy again when a bound secret rotates;
+//     Create after the plan's checks, capacity and the app's host port,
+//     with the source they ship (the app's as recorded then; a rollback's
+//     and a secret rotation's: the release they ship again);
+//   - releases (releases.go): what a deployment shipped, immutable: its
+//     revision, its source (commit or archive digest, and checkout) and
+//     each workload's build, keyed by BuildKey (the source and the build
+//     section, the runtime, the build's isolation and egress; never env or
+//     run); the builds and checkouts of each app's KeepBuilds most recent
+//     releases stay (keptDeployments: Prune, SyncArtifacts,
+//     KeptCheckouts); Rollback ships the last other release exactly,
+//     starting its kept artifacts;
+//   - the deploy worker (pipeline.go, RunDeploys, leader only): gives each
+//     workload its artifact (a kept build with its key started again, or a
+//     build from the deployment's own checkout), resolves the environment
+//     (spec values, filled slots, bound secrets; never stored), runs the
+//     job in dependency order, and on success switches the app's release
+//     and stops the previous job; a failure leaves the previous release
+//     serving; every phase is a line of the server's log with the app,
+//     deployment and request IDs;
+//   - the release each app runs (table releases), which the reconciler
+//     (reconciler.go, Reconcile, leader only) converges on desired state:
+//     start, stop, restart in place, health (running/degraded), retries on
+//     the configured backoff ending in failed (app.gave_up), which stays
+//     until a deploy, and a deploy again when a bound secret rotates;
 //   - control.go and capacity.go: start/stop/restart, status, usage, logs,
 //     exec, capacity and host ports.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/svchost/svc/internal/events"
 	"github.com/svchost/svc/internal/plan"
 	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/internal/source"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/raftstore"
 )
@@ -133,7 +135,7 @@ func (s *Service) execute(ctx context.Context, d Deployment) {
 	if !ok {
 		return
 	}
-	log.add(LogSystem, fmt.Sprintf("deploying revision %d of app %s (trigger %s) on runtime %s", d.Revision, d.AppID, d.Trigger, d.Runtime))
+	log.add(LogSystem, fmt.Sprintf("deploying revision %d of app %s (trigger %s) on runtime %s, source %s", d.Revision, d.AppID, d.Trigger, d.Runtime, sourceName(d.Source)))
 	rel, err := s.deploy(ctx, &d, log)
 	if err != nil {
 		code, msg := s.errorOf(err)
@@ -179,8 +181,9 @@ func (s *Service) begin(ctx context.Context, d Deployment) (Deployment, bool) {
 // worker took it, or it was superseded).
 var errNotQueued = errors.New("the deployment is no longer queued")
 
-// deploy builds (or reuses the release's build of the same revision) and
-// runs the deployment's job. On success the caller switches the release.
+// deploy builds each workload (or starts a kept build with the same key:
+// builds) and runs the deployment's job. On success the caller switches
+// the release.
 func (s *Service) deploy(ctx context.Context, d *Deployment, log *liveLog) (*Release, error) {
 	view, err := s.d.Specs.Get(d.AppID, d.Revision)
 	if err != nil {
@@ -190,41 +193,20 @@ func (s *Service) deploy(ctx context.Context, d *Deployment, log *liveLog) (*Rel
 	if err != nil {
 		return nil, err
 	}
-	r := s.d.Store.Read()
-	old, _, hasOld := Releases.Get(r, d.AppID)
-	arts := map[string]Artifact{}
-	if hasOld && old.SpecID == d.SpecID && artifactsExist(ctx, rt, old.Artifacts, view.Spec) {
-		arts = old.Artifacts
-		log.add(LogSystem, "reusing the build of deployment "+old.DeploymentID+" (same revision)")
-	} else {
-		co, err := s.d.Sources.Ensure(ctx, d.AppID)
-		if err != nil {
-			return nil, err
-		}
-		for _, name := range slices.Sorted(maps.Keys(view.Spec.Workloads)) {
-			w := view.Spec.Workloads[name]
-			b := spec.Build{Kind: spec.BuildCommand, Context: "."}
-			if w.Build != nil {
-				b = *w.Build
-			}
-			log.add(LogSystem, fmt.Sprintf("building workload %s (%s)", name, b.Kind))
-			pol := s.d.Policy.Current()
-			art, err := rt.Build(ctx, BuildRequest{ID: d.ID + "-" + name, AppID: d.AppID, Workload: name, Source: co.AppDir(), Build: b, Timeout: s.cfg.BuildTimeout,
-				Isolation: pol.MinBuildIsolation, Egress: pol.EgressAllowlist, Log: func(_, line string) { log.add(LogBuild, name+": "+line) }})
-			if err != nil {
-				return nil, err
-			}
-			arts[name] = art
-		}
+	arts, builds, err := s.builds(ctx, d, view.Spec, rt, log)
+	if err != nil {
+		return nil, err
 	}
-	if err := s.setState(ctx, d, DepStarting, arts); err != nil {
+	if err := s.setState(ctx, d, DepStarting, arts, builds); err != nil {
 		return nil, err
 	}
 	job, versions, err := s.makeJob(ctx, d.ID, d.AppID, view.Spec, arts)
 	if err != nil {
 		return nil, err
 	}
+	s.phase(ctx, *d, slog.LevelInfo, "deploy starting", "workloads", job.Order)
 	log.add(LogSystem, "starting workloads in order: "+strings.Join(job.Order, ", "))
+	began := s.d.Now()
 	st, err := rt.Run(ctx, job)
 	s.tailRunLogs(ctx, rt, job, log)
 	if err != nil {
@@ -234,18 +216,146 @@ func (s *Service) deploy(ctx context.Context, d *Deployment, log *liveLog) (*Rel
 		ws := st.Workloads[name]
 		log.add(LogSystem, fmt.Sprintf("workload %s: running=%t health=%s %s", name, ws.Running, ws.Health, ws.Address))
 	}
-	if err := notReady(job, st); err != nil {
+	ready := notReady(job, st)
+	s.phase(ctx, *d, slog.LevelInfo, "deploy health", "ready", ready == nil, healthOf(job, st), "duration_ms", s.d.Now().Sub(began).Milliseconds())
+	if err := ready; err != nil {
 		if serr := rt.Stop(context.WithoutCancel(ctx), job.ID); serr != nil && !errcode.Has(serr, errcode.NotFound) {
 			s.d.Log.Warn("stop a job that did not become ready", "job", job.ID, "err", serr)
 		}
 		return nil, err
 	}
 	rel := &Release{AppID: d.AppID, DeploymentID: d.ID, SpecID: d.SpecID, Revision: d.Revision, Runtime: d.Runtime,
-		JobID: job.ID, Artifacts: arts, Primary: job.Primary, SecretVersions: versions, At: s.d.Now()}
-	if hasOld {
+		JobID: job.ID, Artifacts: arts, Source: d.Source, Builds: builds, Primary: job.Primary, SecretVersions: versions, At: s.d.Now()}
+	if old, _, hasOld := Releases.Get(s.d.Store.Read(), d.AppID); hasOld {
 		rel.RestartGen, rel.RestartedGen = old.RestartGen, old.RestartGen
 	}
 	return rel, nil
+}
+
+// builds gives every workload of the deployment its artifact: the kept
+// artifact of the release it redeploys, or any kept one with the
+// workload's build key (keptBuilds), started again without building; else
+// a build from the deployment's own source (never the app's current
+// checkout, which may have moved on).
+func (s *Service) builds(ctx context.Context, d *Deployment, doc spec.Document, rt Runtime, log *liveLog) (map[string]Artifact, map[string]WorkloadBuild, error) {
+	pol := s.d.Policy.Current()
+	r := s.d.Store.Read()
+	rel, _, hasRel := Releases.Get(r, d.AppID)
+	kept := keptBuilds(appDeployments(r, d.AppID), rel, hasRel, d.Runtime)
+	var from Deployment
+	if d.Redeploys != "" {
+		from, _, _ = Deployments.Get(r, d.Redeploys)
+		log.add(LogSystem, fmt.Sprintf("shipping again the release of deployment %s: revision %d, source %s, and its builds where kept", from.ID, d.Revision, sourceName(d.Source)))
+	}
+	arts, builds := map[string]Artifact{}, map[string]WorkloadBuild{}
+	names := slices.Sorted(maps.Keys(doc.Workloads))
+	keys, reused := map[string]string{}, map[string]keptBuild{}
+	for _, name := range names {
+		keys[name] = BuildKey(d.Runtime, d.Source, doc.Workloads[name].Build, pol.MinBuildIsolation, pol.EgressAllowlist)
+		if k, ok := reusable(ctx, rt, from, name, keys[name], kept); ok {
+			reused[name] = k
+		}
+	}
+	var co source.Checkout
+	if len(reused) == len(names) {
+		s.phase(ctx, *d, slog.LevelInfo, "deploy source", "source", sourceName(d.Source), "checkout", "not needed: every workload starts a kept build")
+	} else {
+		began := s.d.Now()
+		var err error
+		if co, err = s.checkoutOf(ctx, d); err != nil {
+			return nil, nil, err
+		}
+		s.phase(ctx, *d, slog.LevelInfo, "deploy source", "source", sourceName(d.Source), "checkout_id", co.ID,
+			"duration_ms", s.d.Now().Sub(began).Milliseconds())
+	}
+	for _, name := range names {
+		key := keys[name]
+		if k, ok := reused[name]; ok {
+			arts[name], builds[name] = k.Artifact, WorkloadBuild{Key: key, BuiltBy: k.Build.BuiltBy}
+			log.add(LogSystem, fmt.Sprintf("workload %s: starting the kept build of deployment %s (artifact %s, build key %s): nothing to build", name, k.Build.BuiltBy, k.Artifact.ID, keyName(key)))
+			s.phase(ctx, *d, slog.LevelInfo, "deploy build", "workload", name, "reused", true, "built_by", k.Build.BuiltBy, "artifact_id", k.Artifact.ID, "build_key", key)
+			continue
+		}
+		b := effectiveBuild(doc.Workloads[name].Build)
+		log.add(LogSystem, fmt.Sprintf("building workload %s (%s) from source %s (build key %s)", name, b.Kind, sourceName(d.Source), keyName(key)))
+		began := s.d.Now()
+		art, err := rt.Build(ctx, BuildRequest{ID: d.ID + "-" + name, AppID: d.AppID, Workload: name, Source: co.AppDir(), Build: b, Timeout: s.cfg.BuildTimeout,
+			Isolation: pol.MinBuildIsolation, Egress: pol.EgressAllowlist, Log: func(_, line string) { log.add(LogBuild, name+": "+line) }})
+		if err != nil {
+			return nil, nil, err
+		}
+		arts[name], builds[name] = art, WorkloadBuild{Key: key, BuiltBy: d.ID}
+		s.phase(ctx, *d, slog.LevelInfo, "deploy build", "workload", name, "reused", false, "built_by", d.ID, "artifact_id", art.ID, "build_key", key,
+			"duration_ms", s.d.Now().Sub(began).Milliseconds())
+	}
+	return arts, builds, nil
+}
+
+// reusable finds a kept build a workload may start instead of building:
+// the redeployed release's artifact (from) unless its key differs (the
+// build would differ: a policy changed since), else the newest kept build
+// with the same key; either only while the runtime still has it.
+func reusable(ctx context.Context, rt Runtime, from Deployment, name, key string, kept map[string]keptBuild) (keptBuild, bool) {
+	if a, ok := from.Artifacts[name]; ok {
+		b := from.Builds[name]
+		if b.BuiltBy == "" {
+			b.BuiltBy = from.ID // recorded before builds were
+		}
+		if b.Key == key && artifactExists(ctx, rt, a) {
+			return keptBuild{Artifact: a, Build: b}, true
+		}
+	}
+	if k, ok := kept[key]; ok && key != "" && artifactExists(ctx, rt, k.Artifact) {
+		return k, true
+	}
+	return keptBuild{}, false
+}
+
+// keyName shortens a build key for the deploy log.
+func keyName(key string) string {
+	if key == "" {
+		return "none: the source has no recorded commit"
+	}
+	if len(key) > len("sha256:")+12 {
+		return key[:len("sha256:")+12]
+	}
+	return key
+}
+
+// checkoutOf is the checkout a deployment builds from: the one its source
+// names, or, for a deployment without one (an app whose record names no
+// checkout), the app's current one, provided it still holds the commit
+// the deployment recorded (its build key says so).
+func (s *Service) checkoutOf(ctx context.Context, d *Deployment) (source.Checkout, error) {
+	if d.Source == nil || d.Source.CheckoutID == "" {
+		co, err := s.d.Sources.Ensure(ctx, d.AppID)
+		if err == nil && d.Source != nil && d.Source.Commit != "" && co.Commit != d.Source.Commit {
+			return source.Checkout{}, errcode.New(errcode.StateInvalid, "the app's source changed since this deploy was asked for (%s, now %s)", d.Source.Commit, co.Commit).
+				WithRemedy("deploy again: POST /api/v1/apps/%s/deployments", d.AppID)
+		}
+		return co, err
+	}
+	co, err := s.d.Sources.CheckoutOf(ctx, d.AppID, *d.Source)
+	if errcode.Has(err, errcode.NotFound) {
+		return source.Checkout{}, errcode.Wrap(err, errcode.StateInvalid, "the source this deploy ships (%s) is on no server: %s", sourceName(d.Source), errcode.MessageOf(err)).
+			WithRemedy("upload the source again (POST /api/v1/apps/%s/source) and deploy", d.AppID)
+	}
+	return co, err
+}
+
+// healthOf is the log attribute of a started job's workloads: each one's
+// health (and "stopped" for one that is not running), in start order.
+func healthOf(job Job, st JobStatus) slog.Attr {
+	attrs := make([]any, 0, len(job.Order))
+	for _, name := range job.Order {
+		ws := st.Workloads[name]
+		h := ws.Health
+		if !ws.Running {
+			h = "stopped"
+		}
+		attrs = append(attrs, slog.String(name, h))
+	}
+	return slog.Group("workloads", attrs...)
 }
 
 // notReady refuses a job whose serving workloads did not pass their health
@@ -268,26 +378,14 @@ func notReady(job Job, st JobStatus) error {
 	return nil
 }
 
-// artifactsExist says whether every workload of d has a built artifact
-// still: as the runtime's ArtifactKeeper says, else on disk.
-func artifactsExist(ctx context.Context, rt Runtime, arts map[string]Artifact, d spec.Document) bool {
-	keeper, _ := rt.(ArtifactKeeper)
-	for name := range d.Workloads {
-		a, ok := arts[name]
-		if !ok {
-			return false
-		}
-		if keeper != nil {
-			if !keeper.HasArtifact(ctx, a) {
-				return false
-			}
-			continue
-		}
-		if _, err := os.Stat(a.Dir); err != nil {
-			return false
-		}
+// artifactExists says whether the runtime can still run an artifact: as
+// its ArtifactKeeper says, else when its directory is there.
+func artifactExists(ctx context.Context, rt Runtime, a Artifact) bool {
+	if keeper, ok := rt.(ArtifactKeeper); ok {
+		return keeper.HasArtifact(ctx, a)
 	}
-	return true
+	_, err := os.Stat(a.Dir)
+	return a.Dir != "" && err == nil
 }
 
 // tailRunLogs copies the last lines each workload wrote while starting
@@ -311,7 +409,7 @@ func (s *Service) tailRunLogs(ctx context.Context, rt Runtime, job Job, log *liv
 	}
 }
 
-func (s *Service) setState(ctx context.Context, d *Deployment, state string, arts map[string]Artifact) error {
+func (s *Service) setState(ctx context.Context, d *Deployment, state string, arts map[string]Artifact, builds map[string]WorkloadBuild) error {
 	var cur Deployment
 	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
 		var meta raftstore.Meta
@@ -319,7 +417,7 @@ func (s *Service) setState(ctx context.Context, d *Deployment, state string, art
 		if cur, meta, ok = Deployments.Get(r, d.ID); !ok || !cur.Active() {
 			return nil, errcode.New(errcode.StateInvalid, "deployment %s ended meanwhile", d.ID)
 		}
-		cur.State, cur.Artifacts = state, arts
+		cur.State, cur.Artifacts, cur.Builds = state, arts, builds
 		return []raftstore.Op{Deployments.PutIf(&cur, meta.ModifyIndex)}, nil
 	})
 	if err != nil {
@@ -346,9 +444,11 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 		ended              bool // the deployment was active, and this write ended it
 		state              string
 		oldJob, oldRuntime string
+		oldDep             string
+		endCode, endMsg    string
 	)
 	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
-		ended, oldJob, oldRuntime = false, "", ""
+		ended, oldJob, oldRuntime, oldDep = false, "", "", ""
 		cur, meta, ok := Deployments.Get(r, d.ID)
 		if !ok || !cur.Active() {
 			return nil, nil
@@ -360,6 +460,9 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 		if cause == nil && rel != nil && appOK {
 			cur.State = DepSucceeded
 			ops = append(ops, Releases.Put(rel))
+			if hasOld {
+				oldDep = old.DeploymentID
+			}
 			if hasOld && old.JobID != rel.JobID {
 				oldJob, oldRuntime = old.JobID, old.Runtime
 			}
@@ -373,6 +476,7 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 			cur.State = DepFailed
 			cur.ErrorCode, cur.ErrorMessage = new(string), &msg
 			*cur.ErrorCode = string(code)
+			endCode, endMsg = string(code), msg
 			if appOK {
 				ops = append(ops, events.Emit(ctx, now, "deploy.failed", appRef(app), "deployment", d.ID,
 					map[string]any{"deployment_id": d.ID, "spec_id": d.SpecID, "trigger": d.Trigger, "error_code": string(code), "message": msg}))
@@ -400,6 +504,13 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 	if !ended {
 		return
 	}
+	var took int64
+	if d.StartedAt != nil {
+		took = now.Sub(*d.StartedAt).Milliseconds()
+	}
+	if state == DepSucceeded {
+		s.phase(ctx, d, slog.LevelInfo, "deploy switched", "job_id", rel.JobID, "previous_deployment_id", oldDep, "previous_job_id", oldJob)
+	}
 	if cause == nil {
 		s.forget(d.AppID)
 	}
@@ -408,7 +519,10 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 	}
 	if state == DepFailed {
 		s.retire(ctx, d.Runtime, d.ID)
+		s.phase(ctx, d, slog.LevelWarn, "deploy failed", "revision", d.Revision, "error_code", endCode, "error", endMsg, "duration_ms", took)
+		return
 	}
+	s.phase(ctx, d, slog.LevelInfo, "deploy succeeded", "revision", d.Revision, "duration_ms", took)
 }
 
 // retire stops a job no run will follow (the previous release's, or a

@@ -9,17 +9,20 @@ import (
 	"github.com/svchost/svc/raftstore"
 )
 
-// KeepBuilds is how many of an app's most recent successful deployments
-// keep their builds on the runtime's disk (for rollbacks and redeploys of
-// the same revision), besides the one the app runs.
+// KeepBuilds is how many sets of builds each app keeps on the runtimes'
+// disks, the release's among them: those of its most recent successful
+// deployments (keptDeployments), so that a rollback or a redeploy of one
+// of its last releases starts the kept artifact without building. Their
+// sources stay in the work dir with them (KeptCheckouts).
 const KeepBuilds = 5
 
 // pruneBatch bounds the rows one sweep deletes in one write.
 const pruneBatch = 200
 
 // Prune lets go of what old deployments left on the runtimes' disks: the
-// builds of all but the release and the KeepBuilds most recent successful
-// deployments of each app, and the logs of jobs that are not the release's.
+// builds of all but each app's kept releases (the release and those of
+// its KeepBuilds most recent sets of builds: keptDeployments), and the
+// logs of jobs that are not the release's.
 // The deployments of deleted apps go entirely, records included. It runs
 // on the leader.
 func (s *Service) Prune(ctx context.Context) error {
@@ -29,8 +32,7 @@ func (s *Service) Prune(ctx context.Context) error {
 		rel, _, hasRel := Releases.Get(r, appID)
 		gone := !apps.Exists(r, appID)
 		keep := keptArtifacts(deps, rel, hasRel, gone)
-		for _, it := range deps {
-			d := it.Value
+		for _, d := range deps {
 			if d.Active() {
 				continue
 			}
@@ -82,48 +84,16 @@ func (s *Service) removeUnkept(ctx context.Context, pr Pruner, d Deployment, kee
 }
 
 // deploymentsByApp lists every deployment by app, newest first.
-func deploymentsByApp(r *raftstore.Reader) map[string][]raftstore.Item[Deployment] {
+func deploymentsByApp(r *raftstore.Reader) map[string][]Deployment {
 	all, _ := Deployments.List(r, raftstore.Query{Index: "app", Prefix: true})
-	byApp := map[string][]raftstore.Item[Deployment]{}
+	byApp := map[string][]Deployment{}
 	for _, it := range all {
-		byApp[it.Value.AppID] = append(byApp[it.Value.AppID], it)
+		byApp[it.Value.AppID] = append(byApp[it.Value.AppID], it.Value)
 	}
 	for _, deps := range byApp {
 		slices.Reverse(deps)
 	}
 	return byApp
-}
-
-// keptArtifacts are the artifacts of an app's deployments (newest first)
-// that stay: the release's, active deployments', and those of the
-// KeepBuilds most recent successful ones; none of a deleted app's but
-// active deployments'.
-func keptArtifacts(deps []raftstore.Item[Deployment], rel Release, hasRel, gone bool) map[string]bool {
-	keep := map[string]bool{}
-	if hasRel && !gone {
-		for _, a := range rel.Artifacts {
-			keep[a.ID] = true
-		}
-	}
-	succeeded := 0
-	for _, it := range deps {
-		d := it.Value
-		if d.Active() {
-			for _, a := range d.Artifacts {
-				keep[a.ID] = true
-			}
-			continue
-		}
-		if d.State == DepSucceeded && !gone {
-			succeeded++
-			if succeeded <= KeepBuilds {
-				for _, a := range d.Artifacts {
-					keep[a.ID] = true
-				}
-			}
-		}
-	}
-	return keep
 }
 
 // SyncArtifacts keeps this server's copies of artifacts that live in a
@@ -150,8 +120,7 @@ func (s *Service) SyncArtifacts(ctx context.Context) error {
 				}
 			}
 		}
-		for _, it := range deps {
-			d := it.Value
+		for _, d := range deps {
 			if _, keeps := capability[ArtifactKeeper](s, d.Runtime); d.Active() || !keeps {
 				continue
 			}

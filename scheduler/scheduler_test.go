@@ -2,6 +2,8 @@ package scheduler_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,6 +19,7 @@ import (
 	"github.com/svchost/svc/internal/authz"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/ids"
 	"github.com/svchost/svc/internal/plan"
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/schema"
@@ -47,6 +50,7 @@ type fakeRuntime struct {
 	jobs        map[string]map[string]scheduler.WorkloadStatus
 	ran         map[string]scheduler.Job
 	builds      int
+	built       []string // the source directory of each build
 	runs        int
 	restarts    int
 	buildErr    error
@@ -103,6 +107,7 @@ func newFakeRuntime(t testing.TB) *fakeRuntime {
 func (f *fakeRuntime) Build(ctx context.Context, req scheduler.BuildRequest) (scheduler.Artifact, error) {
 	f.mu.Lock()
 	f.builds++
+	f.built = append(f.built, req.Source)
 	gate, err := f.gate, f.buildErr
 	f.mu.Unlock()
 	if gate != nil {
@@ -228,19 +233,63 @@ func (p planAll) Plan(appID string, n uint64) (plan.Result, error) {
 	return plan.Result{Deployable: true, Runtime: "adp_fake"}, nil
 }
 
-type checkouts struct{ dir string }
+// checkouts holds one-page static sites: the current one of an app whose
+// record names no checkout (Ensure), and those uploads made (CheckoutOf),
+// by checkout ID.
+type checkouts struct {
+	dir string
+
+	mu    sync.Mutex
+	trees map[string]string // checkout ID -> directory
+}
 
 // siteCheckouts is a checkout holding a one-page static site.
-func siteCheckouts(tb testing.TB) checkouts {
+func siteCheckouts(tb testing.TB) *checkouts {
 	dir := tb.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte("<h1>hi</h1>\n"), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	return checkouts{dir: dir}
+	return &checkouts{dir: dir, trees: map[string]string{}}
 }
 
-func (c checkouts) Ensure(context.Context, string) (source.Checkout, error) {
+func (c *checkouts) Ensure(context.Context, string) (source.Checkout, error) {
 	return source.Checkout{ID: "chk_1", Dir: c.dir}, nil
+}
+
+func (c *checkouts) CheckoutOf(_ context.Context, appID string, src apps.Source) (source.Checkout, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dir, ok := c.trees[src.CheckoutID]
+	if !ok {
+		return source.Checkout{}, errcode.New(errcode.NotFound, "app %s's source (checkout %s) is on no svc server", appID, src.CheckoutID)
+	}
+	return source.Checkout{ID: src.CheckoutID, Dir: dir, Commit: src.Commit, Kind: src.Kind, Source: src}, nil
+}
+
+// upload records a new source of the app, a site saying content, as the
+// source service does: a checkout, and the app's record naming it.
+func (f *fixture) upload(t testing.TB, appID, content string) apps.Source {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(content))
+	src := apps.Source{Kind: source.KindArchive, Commit: "sha256:" + hex.EncodeToString(sum[:]), CheckoutID: ids.New("chk")}
+	f.sources.mu.Lock()
+	f.sources.trees[src.CheckoutID] = dir
+	f.sources.mu.Unlock()
+	if err := f.apps.SetSource(alice, appID, src); err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// lose removes a checkout from every server.
+func (c *checkouts) lose(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.trees, id)
 }
 
 type noSlots struct{}
@@ -293,6 +342,7 @@ type fixedPolicy struct{ p policy.Policy }
 func (f fixedPolicy) Current() policy.Policy { return f.p }
 
 type fixture struct {
+	sources *checkouts
 	store   *raftstore.Store
 	sch     *scheduler.Service
 	rt      *fakeRuntime
@@ -309,6 +359,8 @@ type options struct {
 	noWorkers bool
 	// runtime replaces the fake runtime (a benchmark on the real one).
 	runtime scheduler.Runtime
+	// log receives the scheduler's log; nil discards it.
+	log *slog.Logger
 }
 
 func newFixture(t testing.TB, o options) *fixture {
@@ -328,10 +380,14 @@ func newFixture(t testing.TB, o options) *fixture {
 	if o.runtime != nil {
 		rt = o.runtime
 	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	f.sources = siteCheckouts(t)
 	f.sch = scheduler.NewService(cfg, scheduler.Deps{
-		Store: store, Specs: f.specs, Plans: planAll{refuse: o.refuse}, Sources: siteCheckouts(t),
+		Store: store, Specs: f.specs, Plans: planAll{refuse: o.refuse}, Sources: f.sources,
 		Slots: noSlots{}, Secrets: f.secrets, Policy: fixedPolicy{p: policy.Default()}, Runtimes: oneRuntime{rt: rt},
-		Now: now, Log: slog.New(slog.DiscardHandler),
+		Now: now, Log: o.log,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel

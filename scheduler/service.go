@@ -38,11 +38,13 @@ type (
 	planner interface {
 		Plan(appID string, n uint64) (plan.Result, error)
 	}
-	// checkouts gives the app's recorded checkout, fetched from the
-	// other servers when this one lacks it (NOT_FOUND when none has it,
-	// ADAPTER_UNAVAILABLE when they cannot be asked).
+	// checkouts gives the app's recorded checkout (Ensure), or the one a
+	// deployment recorded (CheckoutOf: current, or kept for a release),
+	// fetched from the other servers when this one lacks it (NOT_FOUND
+	// when none has it, ADAPTER_UNAVAILABLE when they cannot be asked).
 	checkouts interface {
 		Ensure(ctx context.Context, appID string) (source.Checkout, error)
+		CheckoutOf(ctx context.Context, appID string, src apps.Source) (source.Checkout, error)
 	}
 	slotValues interface {
 		Resolve(appID, key, field string) (string, error)
@@ -144,12 +146,21 @@ func appRef(a apps.App) *events.AppRef { return &events.AppRef{ID: a.ID, Name: a
 
 func noApp(id string) error { return errcode.New(errcode.NotFound, "no app %s", id) }
 
-// Create asks for a deploy of an app's revision n (0: the pinned one). It
-// refuses what the plan refuses, a deploy while another runs (for a
-// person's deploy; a deploy the service starts itself waits its turn), and
-// what the host cannot fit. A deploy the spec holds for approval waits;
-// any other is queued for the leader's deploy worker.
+// Create asks for a deploy of an app's revision n (0: the pinned one) with
+// the app's source as recorded now (a secret rotation: the release's
+// revision with the release's source and builds). It refuses what the
+// plan refuses, a deploy while another runs (for a person's deploy; a
+// deploy the service starts itself waits its turn), and what the host
+// cannot fit. A deploy the spec holds for approval waits; any other is
+// queued for the leader's deploy worker.
 func (s *Service) Create(ctx context.Context, appID string, n uint64, trigger string) (Deployment, error) {
+	return s.create(ctx, appID, n, trigger, "")
+}
+
+// create is Create; redeploys, when set, names the deployment whose
+// release the new one ships again (a rollback's target): its revision n,
+// its source and its builds.
+func (s *Service) create(ctx context.Context, appID string, n uint64, trigger, redeploys string) (Deployment, error) {
 	res, err := s.d.Plans.Plan(appID, n)
 	if err != nil {
 		return Deployment{}, err
@@ -209,7 +220,13 @@ func (s *Service) Create(ctx context.Context, appID string, n uint64, trigger st
 			ID: depID, AppID: appID, SpecID: view.ID, Revision: rev,
 			State: DepQueued, Trigger: trigger, Runtime: res.Runtime, CreatedAt: now,
 			CreatedBy: actorID(ctx), Approvals: []Approval{}, ApprovalReasons: []string{},
+			RequestID: actor.From(ctx).RequestID,
 		}
+		src, from, err := shippedSource(r, app, rev, trigger, redeploys)
+		if err != nil {
+			return nil, err
+		}
+		dep.Source, dep.Redeploys = src, from
 		if view.Spec.Deploy != nil && view.Spec.Deploy.Approvals > 0 && trigger != TriggerSecretRotation {
 			dep.State = DepWaitingApproval
 			dep.ApprovalsRequired = view.Spec.Deploy.Approvals
@@ -231,7 +248,52 @@ func (s *Service) Create(ctx context.Context, appID string, n uint64, trigger st
 	if err != nil {
 		return Deployment{}, fmt.Errorf("create deployment: %w", err)
 	}
+	s.phase(ctx, dep, slog.LevelInfo, "deploy "+dep.State, "revision", dep.Revision, "trigger", trigger, "runtime", dep.Runtime,
+		"source", sourceName(dep.Source), "redeploys", dep.Redeploys)
 	return dep, nil
+}
+
+// shippedSource is the source a new deployment of revision rev ships, and
+// the deployment whose release it ships again: a rollback's target's
+// (redeploys); for a secret rotation of the release's revision, the
+// release's; else the app's recorded source, and none.
+func shippedSource(r *raftstore.Reader, app apps.App, rev uint64, trigger, redeploys string) (*apps.Source, string, error) {
+	if trigger == TriggerSecretRotation && redeploys == "" {
+		if rel, _, ok := Releases.Get(r, app.ID); ok && rel.Revision == rev {
+			redeploys = rel.DeploymentID
+		}
+	}
+	if redeploys != "" {
+		d, _, ok := Deployments.Get(r, redeploys)
+		if !ok || d.AppID != app.ID {
+			return nil, "", errcode.New(errcode.StateInvalid, "deployment %s of app %s is gone", redeploys, app.ID).
+				WithRemedy("deploy a revision by number: POST /api/v1/apps/%s/deployments {\"revision\": n}", app.ID)
+		}
+		return d.Source, d.ID, nil
+	}
+	if app.Source == nil {
+		return nil, "", nil
+	}
+	src := *app.Source
+	return &src, "", nil
+}
+
+// sourceName is how logs name a source: its commit (or archive digest)
+// and checkout.
+func sourceName(src *apps.Source) string {
+	switch {
+	case src == nil || src.Commit == "":
+		return "none recorded"
+	case src.CheckoutID == "":
+		return src.Kind + " " + src.Commit
+	}
+	return src.Kind + " " + src.Commit + " (checkout " + src.CheckoutID + ")"
+}
+
+// phase writes an operator's log line about a deploy: its app, deployment
+// and the request that asked for it, then attrs.
+func (s *Service) phase(ctx context.Context, d Deployment, level slog.Level, msg string, attrs ...any) {
+	s.d.Log.Log(ctx, level, msg, append([]any{"app_id", d.AppID, "deployment_id", d.ID, "request_id", d.RequestID}, attrs...)...)
 }
 
 // refusal is the error of a plan that refuses: its first refusal, with
@@ -303,32 +365,64 @@ func (s *Service) Get(appID, depID string) (Deployment, error) {
 	return d, nil
 }
 
-// Rollback deploys the last revision that ran successfully before the one
-// the app runs now.
+// Rollback ships again the last release that ran successfully before the
+// one the app runs now (rollbackTarget): its revision, its source and its
+// builds, whose kept artifacts start without building. When they are no
+// longer kept, the deploy builds from that release's own source; a
+// release whose builds and source are both gone cannot be restored
+// (STATE_INVALID, with what to do instead).
 func (s *Service) Rollback(ctx context.Context, appID string) (Deployment, error) {
 	r := s.d.Store.Read()
 	if !apps.Exists(r, appID) {
 		return Deployment{}, noApp(appID)
 	}
 	rel, _, hasRelease := Releases.Get(r, appID)
-	items, _ := Deployments.List(r, raftstore.Query{Index: "app", Key: raftstore.Key(appID, ""), Prefix: true, Reverse: true,
-		Filter: func(v any) bool { return v.(*Deployment).State == DepSucceeded }})
-	for _, it := range items {
-		d := it.Value
-		if hasRelease && (d.ID == rel.DeploymentID || d.Revision == rel.Revision) {
-			continue
-		}
-		return s.Create(ctx, appID, d.Revision, TriggerRollback)
+	target, ok := rollbackTarget(appDeployments(r, appID), rel, hasRelease)
+	if !ok {
+		return Deployment{}, errcode.New(errcode.StateInvalid, "app %s has no earlier release that ran successfully", appID).
+			WithRemedy("deploy a revision by number: POST /api/v1/apps/%s/deployments {\"revision\": n}", appID)
 	}
-	return Deployment{}, errcode.New(errcode.StateInvalid, "app %s has no earlier revision that ran successfully", appID).
-		WithRemedy("deploy a revision by number: POST /api/v1/apps/%s/deployments {\"revision\": n}", appID)
+	if err := s.restorable(ctx, target); err != nil {
+		return Deployment{}, err
+	}
+	return s.create(ctx, appID, target.Revision, TriggerRollback, target.ID)
+}
+
+// restorable says whether a release can be shipped again: its artifacts
+// are all kept on its runtime, or else its source can still be had (here,
+// from another server, or cloned again at its commit) to build from.
+func (s *Service) restorable(ctx context.Context, d Deployment) error {
+	if rt, err := s.runtime(d.Runtime); err == nil && len(d.Artifacts) > 0 {
+		kept := true
+		for _, a := range d.Artifacts {
+			kept = kept && artifactExists(ctx, rt, a)
+		}
+		if kept {
+			return nil
+		}
+	}
+	gone := func(why string) error {
+		return errcode.New(errcode.StateInvalid, "the release of deployment %s (revision %d) cannot be shipped again: its builds are no longer kept and %s", d.ID, d.Revision, why).
+			WithDetail("deployment_id", d.ID).
+			WithRemedy("upload that source again (POST /api/v1/apps/%s/source) and deploy revision %d, or deploy another revision: POST /api/v1/apps/%s/deployments {\"revision\": n}", d.AppID, d.Revision, d.AppID)
+	}
+	if d.Source == nil || d.Source.CheckoutID == "" {
+		return gone("it recorded no source to build them from")
+	}
+	if _, err := s.d.Sources.CheckoutOf(ctx, d.AppID, *d.Source); err != nil {
+		if errcode.Has(err, errcode.NotFound) {
+			return gone(fmt.Sprintf("its source (%s) is on no server: %s", sourceName(d.Source), errcode.MessageOf(err)))
+		}
+		return err
+	}
+	return nil
 }
 
 // Approve records the caller's approval of a held deploy; with enough of
 // them it is queued. The person who asked for the deploy cannot approve it.
 func (s *Service) Approve(ctx context.Context, appID, depID string) (Deployment, error) {
 	who := actorID(ctx)
-	return s.decide(ctx, appID, depID, func(app apps.App, d *Deployment, now time.Time) ([]raftstore.Op, error) {
+	d, err := s.decide(ctx, appID, depID, func(app apps.App, d *Deployment, now time.Time) ([]raftstore.Op, error) {
 		if who == d.CreatedBy {
 			return nil, errcode.New(errcode.PermDenied, "a deploy cannot be approved by the person who asked for it").
 				WithRemedy("ask another person with app.deploy on this app to approve it")
@@ -351,6 +445,11 @@ func (s *Service) Approve(ctx context.Context, appID, depID string) (Deployment,
 		}
 		return ops, nil
 	})
+	if err == nil && d.State == DepQueued {
+		s.phase(ctx, d, slog.LevelInfo, "deploy queued", "revision", d.Revision, "trigger", d.Trigger, "approved_by", who,
+			"approve_request_id", actor.From(ctx).RequestID)
+	}
+	return d, err
 }
 
 // Reject ends a held deploy with a reason.

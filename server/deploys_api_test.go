@@ -432,6 +432,30 @@ func TestDeploysAPI(t *testing.T) {
 		if st := h.status(t, app); *st.Revision != rev1 || *st.DeploymentID != rb.ID {
 			t.Errorf("status after the rollback = %+v", st)
 		}
+		// What each shipped: d1 built its workload from the uploaded
+		// archive; the rollback started d1's kept build of the same
+		// source, building nothing; no host path shows.
+		got := h.send("GET", base+"/deployments/"+rb.ID, "")
+		if bytes.Contains(got.body, []byte(h.dir)) {
+			t.Errorf("the deployment shows host paths: %s", got.body)
+		}
+		d1 = h.deployment(t, app, d1.ID)
+		src, built := d1.Source, d1.Builds["web"]
+		if src == nil || src.Kind != "archive" || !strings.HasPrefix(src.Commit, "sha256:") || !strings.HasPrefix(src.CheckoutID, "chk_") {
+			t.Fatalf("deployment 1's source = %+v", src)
+		}
+		if built.Reused || built.BuiltBy != d1.ID || built.ArtifactID == "" || !strings.HasPrefix(built.BuildKey, "sha256:") {
+			t.Errorf("deployment 1's build = %+v; want its own", built)
+		}
+		if rb.Redeploys == nil || *rb.Redeploys != d1.ID || rb.Source == nil || *rb.Source != *src {
+			t.Errorf("rollback ships %v from %+v; want deployment %s's source %+v", rb.Redeploys, rb.Source, d1.ID, src)
+		}
+		if w := rb.Builds["web"]; !w.Reused || w.BuiltBy != d1.ID || w.ArtifactID != built.ArtifactID || w.BuildKey != built.BuildKey {
+			t.Errorf("rollback's build = %+v; want deployment 1's kept build %+v, reused", w, built)
+		}
+		if w := d3.Builds["web"]; w.Reused || w.BuildKey == built.BuildKey {
+			t.Errorf("revision 3 (another build command) = %+v; want a build of its own, another key", w)
+		}
 	})
 
 	t.Run("list, newest first, paged", func(t *testing.T) {

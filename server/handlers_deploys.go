@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/source"
 	"github.com/svchost/svc/scheduler"
 )
 
@@ -39,8 +40,10 @@ var (
 )
 
 // deploymentDTO is a deployment as the API shows it: API.md's fields, who
-// asked and when it started, and its approvals. Never its artifacts (paths
-// on the host).
+// asked and when it started, its approvals, and what it shipped: the
+// source, and per workload the build key, the artifact's ID and whether
+// the deploy built it or started a kept one. Never an artifact's
+// directory (a path on the host).
 type deploymentDTO struct {
 	ID                string        `json:"id"`
 	AppID             string        `json:"app_id"`
@@ -58,6 +61,35 @@ type deploymentDTO struct {
 	ApprovalReasons   []string      `json:"approval_reasons"`
 	Approvals         []approvalDTO `json:"approvals"`
 	RejectedReason    *string       `json:"rejected_reason"`
+	// Source is the source the deploy ships (null: none was recorded).
+	Source *deploySourceDTO `json:"source"`
+	// Redeploys names the deployment whose release this one ships again
+	// (a rollback's target, a secret rotation's release).
+	Redeploys *string `json:"redeploys"`
+	// Builds is each workload's build, once the deploy has them.
+	Builds map[string]workloadBuildDTO `json:"builds"`
+}
+
+// deploySourceDTO is the source a deploy ships: a repository's commit or
+// an uploaded archive's digest (commit: sha256:<hex>), and the checkout
+// that holds it; the repository's address without credentials.
+type deploySourceDTO struct {
+	Kind       string `json:"kind"`
+	Commit     string `json:"commit"`
+	CheckoutID string `json:"checkout_id,omitempty"`
+	Repository string `json:"repository,omitempty"`
+	Ref        string `json:"ref,omitempty"`
+	Subdir     string `json:"subdir,omitempty"`
+}
+
+// workloadBuildDTO is how a deploy got a workload's artifact: reused is
+// true when it started the kept artifact of an earlier deploy's build
+// (built_by) instead of building.
+type workloadBuildDTO struct {
+	BuildKey   string `json:"build_key"`
+	ArtifactID string `json:"artifact_id"`
+	Reused     bool   `json:"reused"`
+	BuiltBy    string `json:"built_by"`
 }
 
 type approvalDTO struct {
@@ -77,6 +109,16 @@ func toDeploymentDTO(d scheduler.Deployment) deploymentDTO {
 	}
 	for i, a := range d.Approvals {
 		out.Approvals[i] = approvalDTO{PrincipalID: a.PrincipalID, At: a.At.UTC()}
+	}
+	if src := d.Source; src != nil {
+		out.Source = &deploySourceDTO{Kind: src.Kind, Commit: src.Commit, CheckoutID: src.CheckoutID, Repository: source.Redact(src.Repository), Ref: src.Ref, Subdir: src.Subdir}
+	}
+	if d.Redeploys != "" {
+		out.Redeploys = &d.Redeploys
+	}
+	out.Builds = make(map[string]workloadBuildDTO, len(d.Builds))
+	for name, b := range d.Builds {
+		out.Builds[name] = workloadBuildDTO{BuildKey: b.Key, ArtifactID: d.Artifacts[name].ID, Reused: b.BuiltBy != d.ID, BuiltBy: b.BuiltBy}
 	}
 	return out
 }

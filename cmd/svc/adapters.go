@@ -25,6 +25,7 @@ import (
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/internal/volumes"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scheduler"
 	"github.com/svchost/svc/scheduler/process"
 	"github.com/svchost/svc/slots/postgres"
 	"github.com/svchost/svc/vaultsecrets"
@@ -129,12 +130,15 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 // buildSources wires apps' checkouts under the work dir: uploaded archives
 // and clones (file:// and local paths refused), under host policy's
 // source_allowlist. Every node sweeps its own work dir of deleted apps'
-// checkouts, and fetches from the other servers the checkouts the apps'
-// records name that it lacks (whichever node becomes leader builds).
+// checkouts and of those no kept release names (the scheduler's
+// KeptCheckouts, read from the store), and fetches from the other servers
+// the checkouts the apps' records name that it lacks (whichever node
+// becomes leader builds).
 func buildSources(ctx context.Context, rt *runtime, gen *generation, store *raftstore.Store, a *apps.Service, pol *policy.Service, now func() time.Time,
 	onCheckout func(ctx context.Context, appID string, c source.Checkout), onFailed func(ctx context.Context, appID, message string)) (*source.Service, error) {
 	src, err := source.New(source.Deps{WorkDir: gen.cfg.Server.WorkDir, Apps: a, Policy: pol, Now: now, Logger: gen.log,
-		OnCheckout: onCheckout, OnFetchFailed: onFailed, Peers: clusterPeers{store}, Store: store})
+		OnCheckout: onCheckout, OnFetchFailed: onFailed, Peers: clusterPeers{store}, Store: store,
+		Keep: func(appID string) []string { return scheduler.KeptCheckouts(store.Read(), appID) }})
 	if err != nil {
 		return nil, err
 	}

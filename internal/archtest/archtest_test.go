@@ -155,9 +155,11 @@ var rules = []rule{
 		name: "production packages never link fakes or the test agent",
 		from: []pattern{"./..."},
 		notFrom: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest",
-			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/nomadtest", "./internal/testserver", "./internal/pgtest", "./internal/browsertest"},
+			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/nomadtest", "./internal/testserver", "./internal/pgtest", "./internal/browsertest",
+			"./scheduler/releasetest"},
 		imports: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest",
-			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/nomadtest", "./internal/testserver", "./internal/pgtest", "./internal/browsertest"},
+			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/nomadtest", "./internal/testserver", "./internal/pgtest", "./internal/browsertest",
+			"./scheduler/releasetest"},
 	},
 }
 

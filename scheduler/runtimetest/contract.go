@@ -1,9 +1,10 @@
 // Package runtimetest owns the contract suite every runtime adapter must
 // pass: building a static site, a Go program and a shell command, running
 // them, reaching them over HTTP, health, restarts (automatic and asked
-// for), the restart policy, start order, volumes, capped logs, usage,
-// exec, stopping, and the coded errors of failed builds and workloads that
-// exit at once.
+// for), the restart policy, start order, volumes, a fresh working copy per
+// job, an artifact that outlives its jobs (what releases keep), capped
+// logs, usage, exec, stopping, and the coded errors of failed builds and
+// workloads that exit at once.
 //
 // What the suite expects of a runtime's Factory:
 //
@@ -67,6 +68,7 @@ func Run(t *testing.T, newRuntime Factory) {
 	t.Run("DeadAfterRepeatedCrashes", func(t *testing.T) { t.Parallel(); deadAfterRepeatedCrashes(t, newRuntime) })
 	t.Run("VolumeSurvivesJobs", func(t *testing.T) { t.Parallel(); volumeSurvivesJobs(t, newRuntime) })
 	t.Run("FreshWorkingCopy", func(t *testing.T) { t.Parallel(); freshWorkingCopy(t, newRuntime) })
+	t.Run("KeptArtifact", func(t *testing.T) { t.Parallel(); keptArtifact(t, newRuntime) })
 	t.Run("LogsCapped", func(t *testing.T) { t.Parallel(); logsCapped(t, newRuntime) })
 	t.Run("Usage", func(t *testing.T) { t.Parallel(); usage(t, newRuntime) })
 	t.Run("Exec", func(t *testing.T) { t.Parallel(); execCase(t, newRuntime) })
@@ -235,23 +237,73 @@ func freshWorkingCopy(t *testing.T, newRuntime Factory) {
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}
-	serve := func(id, before string) string {
-		st := runJob(ctx, t, r, scheduler.Job{ID: id, Workloads: map[string]scheduler.Task{"web": {
-			Artifact: art,
-			Command:  []string{"sh", "-c", before + `exec python3 -m http.server --bind 127.0.0.1 "$PORT"`},
-			Health:   &spec.Health{Path: "/", Interval: spec.Duration(100 * time.Millisecond)},
-		}}})
-		return st.Workloads["web"].Address
-	}
-	addr := serve("job-fresh-a", "echo leftover > leftover.txt; ")
+	addr := serveFiles(ctx, t, r, art, "job-fresh-a", "echo leftover > leftover.txt; ")
 	if got := get(t, addr, "/leftover.txt"); !strings.Contains(got, "leftover") {
 		t.Fatalf("job A's own file = %q", got)
 	}
 	stopAndGone(ctx, t, r, "job-fresh-a", addr)
-	addr = serve("job-fresh-b", "")
+	addr = serveFiles(ctx, t, r, art, "job-fresh-b", "")
 	if body, err := tryGet(addr, "/leftover.txt"); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("job B of the same artifact sees job A's file: %q, %v", body, err)
 	}
+}
+
+// serveFiles runs job id: the artifact's files served over HTTP from its
+// working directory, after the shell command before; it returns the
+// address.
+func serveFiles(ctx context.Context, t *testing.T, r scheduler.Runner, art scheduler.Artifact, id, before string) string {
+	t.Helper()
+	st := runJob(ctx, t, r, scheduler.Job{ID: id, Workloads: map[string]scheduler.Task{"web": {
+		Artifact: art,
+		Command:  []string{"sh", "-c", before + `exec python3 -m http.server --bind 127.0.0.1 "$PORT"`},
+		Health:   &spec.Health{Path: "/", Interval: spec.Duration(100 * time.Millisecond)},
+	}}})
+	return st.Workloads["web"].Address
+}
+
+// keptArtifact: an artifact belongs to its release, not to a job. Two
+// jobs run it at once (a new release's job starts while the previous one
+// serves); stopping and discarding both (the scheduler retires a
+// release's job so) leaves it whole, and a third job (a rollback, a
+// redeploy) runs it again without a build.
+func keptArtifact(t *testing.T, newRuntime Factory) {
+	needTools(t, "sh", "python3")
+	b, r := newRuntime(t)
+	ctx := testContext(t)
+	art, err := b.Build(ctx, scheduler.BuildRequest{Source: writeTree(t, map[string]string{"index.html": "kept-marker\n"}),
+		Build: spec.Build{Kind: spec.BuildCommand, Command: "echo built > built.txt"}})
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	retire := func(id, addr string) {
+		t.Helper()
+		stopAndGone(ctx, t, r, id, addr)
+		if d, ok := r.(scheduler.Discarder); ok {
+			if err := d.Discard(ctx, id); err != nil {
+				t.Fatalf("discard %s: %v", id, err)
+			}
+		}
+	}
+	first := serveFiles(ctx, t, r, art, "job-kept-a", "")
+	second := serveFiles(ctx, t, r, art, "job-kept-b", "")
+	for _, addr := range []string{first, second} {
+		if body := get(t, addr, "/index.html"); !strings.Contains(body, "kept-marker") {
+			t.Fatalf("GET /index.html at %s = %q, want the artifact's file", addr, body)
+		}
+	}
+	retire("job-kept-a", first)
+	if body := get(t, second, "/built.txt"); !strings.Contains(body, "built") {
+		t.Fatalf("job B after job A was discarded: GET /built.txt = %q", body)
+	}
+	retire("job-kept-b", second)
+	if k, ok := b.(scheduler.ArtifactKeeper); ok && !k.HasArtifact(ctx, art) {
+		t.Fatal("the runtime no longer has the artifact once its jobs were discarded")
+	}
+	third := serveFiles(ctx, t, r, art, "job-kept-c", "")
+	if body := get(t, third, "/built.txt"); !strings.Contains(body, "built") {
+		t.Fatalf("a third job of the artifact: GET /built.txt = %q, want the build's output", body)
+	}
+	stopAndGone(ctx, t, r, "job-kept-c", third)
 }
 
 func buildFailed(t *testing.T, newRuntime Factory) {
