@@ -25,7 +25,7 @@ import (
 // skips when there is no nomad binary. Its client makes dynamic host
 // volumes with the built-in "mkdir" plugin, which needs no configuration:
 // each is a directory under the agent's host_volumes_dir.
-func startAgent(t testing.TB) string {
+func startAgent(t *testing.T) string {
 	t.Helper()
 	addr, _ := startAgentWith(t, nil)
 	return addr
@@ -34,7 +34,7 @@ func startAgent(t testing.TB) string {
 // startAgentWith starts the agent of startAgent with client settings
 // added to its configuration (such as static host volumes) and returns
 // its address and its directory.
-func startAgentWith(t testing.TB, client map[string]any) (addr, dir string) {
+func startAgentWith(t *testing.T, client map[string]any) (addr, dir string) {
 	t.Helper()
 	a := nomadtest.Start(t, nomadtest.Options{Client: client,
 		Skip: "the contract suite ran against the fake Nomad only (TestContract)"})

@@ -3,6 +3,7 @@ package nomad_test
 import (
 	"testing"
 
+	"github.com/svchost/svc/internal/nomadtest"
 	jobtemplates "github.com/svchost/svc/jobs-templates"
 	"github.com/svchost/svc/scheduler"
 	"github.com/svchost/svc/scheduler/nomad"
@@ -17,7 +18,9 @@ func releaseRuntime(tb testing.TB) scheduler.Runtime { return newEnv(tb, options
 // a binary, as startAgent does) and returns the release suite's runtime
 // against it; a dev agent has no Consul, so services register in Nomad.
 func agentReleaseRuntime(tb testing.TB) releasetest.Factory {
-	addr := startAgent(tb)
+	a := nomadtest.Start(tb, nomadtest.Options{Skip: "the release suite ran against the fake Nomad only (TestReleases, BenchmarkRollbackAgainstDeploy)"})
+	waitAgent(tb, a.Addr)
+	addr := a.Addr
 	return func(tb testing.TB) scheduler.Runtime {
 		return newEnv(tb, options{address: addr, runtime: func(c *nomad.Config) { c.ServiceProvider = jobtemplates.ProviderNomad }}).rt
 	}
