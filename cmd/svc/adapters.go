@@ -25,6 +25,7 @@ import (
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/internal/volumes"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scheduler/nomad"
 	"github.com/svchost/svc/scheduler/process"
 	"github.com/svchost/svc/slots/postgres"
 	"github.com/svchost/svc/vaultsecrets"
@@ -199,4 +200,9 @@ type jobSecretsSweeper interface {
 	SweepJobSecrets(ctx context.Context, exists func(appID string) bool) error
 }
 
-var _ jobSecretsSweeper = (*vaultsecrets.Vault)(nil)
+var (
+	_ jobSecretsSweeper = (*vaultsecrets.Vault)(nil)
+	// The nomad runtime's capabilities ask the controller's builder (the
+	// process runtime) what it builds.
+	_ nomad.BuilderInfo = (*process.Runtime)(nil)
+)
