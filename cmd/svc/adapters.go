@@ -11,6 +11,7 @@ import (
 	"github.com/svchost/svc/edge/nomadsd"
 	"github.com/svchost/svc/internal/actor"
 	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/adapters/dependents"
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/detection"
 	"github.com/svchost/svc/internal/errcode"
@@ -68,7 +69,7 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 	var ad *adapters.Service
 	loaded := func() *adapters.Set { return ad.Current() }
 	ad, err = adapters.New(adapters.Deps{
-		Store: store, Ring: ring, Now: now, Logger: gen.log, StartedAt: gen.startedAt,
+		Store: store, Ring: ring, Now: now, Logger: gen.log, StartedAt: gen.startedAt, Dependents: dependents.Find,
 		Kinds: []adapters.Kind{
 			process.KindFor(gen.procs),
 			nomadKind(gen, store, now, loaded),
