@@ -327,9 +327,18 @@ func (m *matrix) builders() map[string]buildFn {
 			name := uniq("vol")
 			return call{path: api + "/apps/" + m.appID + "/volumes", body: jsonOf(map[string]any{"name": name, "size_bytes": 1 << 20, "path": "/" + name})}
 		},
-		"GET /api/v1/adapters":        fixed(api + "/adapters"),
-		"GET /api/v1/adapters/kinds":  fixed(api + "/adapters/kinds"),
-		"POST /api/v1/adapters":       withBody(api+"/adapters", func() string { return `{"category":"runtime","kind":"process"}` }),
+		"GET /api/v1/adapters":       fixed(api + "/adapters"),
+		"GET /api/v1/adapters/kinds": fixed(api + "/adapters/kinds"),
+		"POST /api/v1/adapters":      withBody(api+"/adapters", func() string { return `{"category":"runtime","kind":"process"}` }),
+		"DELETE /api/v1/adapters/{adapterID}": func(t *testing.T, _, _ *principal) call {
+			// A slots adapter of its own for each request: nothing depends
+			// on it, so the one allowed request deletes it.
+			a := h.send("POST", api+"/adapters", `{"new":true,"category":"slots","kind":"postgres","config":{"host":"db.internal","username":"svc_admin"},"credentials":{"password":"matrix-pw"}}`)
+			if a.status != http.StatusCreated {
+				t.Fatalf("configure an adapter to delete: %d %s", a.status, a.body)
+			}
+			return call{path: api + "/adapters/" + decodeAs[adapterAnswer](t, a).Adapter.AdapterID}
+		},
 		"GET /api/v1/keyring":         fixed(api + "/keyring"),
 		"POST /api/v1/keyring/rotate": fixed(api + "/keyring/rotate"),
 

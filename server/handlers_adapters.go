@@ -14,6 +14,7 @@ type adaptersService interface {
 	List() adapters.List
 	Kinds() []adapters.Kind
 	Configure(ctx context.Context, req adapters.Request) (adapters.View, bool, error)
+	Delete(ctx context.Context, id string) error
 }
 
 type keyringService interface {
@@ -47,10 +48,13 @@ func (s *Server) listAdapterKinds(c echo.Context) error {
 	return c.JSON(http.StatusOK, kindList{Categories: adapters.Categories(), Items: page.Items, NextCursor: page.NextCursor})
 }
 
-// configureAdapterRequest carries settings in config and write-only
-// credentials in credentials (a null credential removes it).
+// configureAdapterRequest names the adapter (adapter_id; else new: true
+// for another of the kind; else the category and kind's own) and carries
+// settings in config and write-only credentials in credentials (a null
+// value returns a setting to its default, removes a credential).
 type configureAdapterRequest struct {
 	AdapterID   string             `json:"adapter_id,omitempty"`
+	New         bool               `json:"new,omitempty"`
 	Category    string             `json:"category"`
 	Kind        string             `json:"kind"`
 	Config      map[string]any     `json:"config,omitempty"`
@@ -71,6 +75,13 @@ func (s *Server) postAdapter(c echo.Context) error {
 		return err
 	}
 	return c.JSON(map[bool]int{true: http.StatusCreated, false: http.StatusOK}[created], adapterAnswer{Adapter: v})
+}
+
+func (s *Server) deleteAdapter(c echo.Context) error {
+	if err := s.d.Adapters.Delete(c.Request().Context(), c.Param("adapterID")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 type keyringDTO struct {

@@ -93,7 +93,7 @@ func listFillers(h *harness) map[string]func(t *testing.T) listed {
 		},
 		"GET /api/v1/adapters": func(t *testing.T) listed {
 			many(t, func(int) {
-				post(t, api+"/adapters", `{"category":"slots","kind":"postgres","config":{"host":"db.internal","username":"svc_admin"},"credentials":{"password":"pw"}}`, http.StatusCreated)
+				post(t, api+"/adapters", `{"new":true,"category":"slots","kind":"postgres","config":{"host":"db.internal","username":"svc_admin"},"credentials":{"password":"pw"}}`, http.StatusCreated)
 			})
 			return listed{path: api + "/adapters", many: true}
 		},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/svchost/svc/edge"
 	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/adapters/dependents"
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/config"
 	"github.com/svchost/svc/internal/detection"
@@ -55,7 +56,7 @@ func wireStorage(t testing.TB, store *raftstore.Store, dir string, procs *proces
 		t.Fatal(err)
 	}
 	ring := keyring.New(store, kek, now)
-	ad, err := adapters.New(adapters.Deps{Store: store, Ring: ring, Now: now, Logger: log, StartedAt: now(), Kinds: []adapters.Kind{
+	ad, err := adapters.New(adapters.Deps{Store: store, Ring: ring, Now: now, Logger: log, StartedAt: now(), Dependents: dependents.Find, Kinds: []adapters.Kind{
 		process.KindFor(procs), edge.RoutesKind(), vaultsecrets.BuiltinKind(store, ring), vaultsecrets.VaultKind(log), identity.LocalKind(),
 		postgres.Kind(),
 	}})

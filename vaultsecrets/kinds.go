@@ -195,7 +195,14 @@ func (l *lazyVault) Capabilities() map[string]any {
 	v := l.v
 	l.mu.Unlock()
 	if v == nil {
-		return map[string]any{"kv_version": 2, "versions": true, "connected": false}
+		// What the configuration says, so that the answer has the same
+		// shape before Vault was reached as after.
+		caps := map[string]any{"kv_version": 2, "versions": true}
+		if cfg, err := normalize(l.cfg); err == nil {
+			caps = capabilitiesOf(cfg.Mount, cfg.Prefix, cfg.Namespace, cfg.RoleID != "")
+		}
+		caps["connected"] = false
+		return caps
 	}
 	caps := v.Capabilities()
 	caps["connected"] = true

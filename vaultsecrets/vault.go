@@ -573,19 +573,25 @@ func (v *Vault) checkMount(ctx context.Context) error {
 
 // Capabilities describes the adapter.
 func (v *Vault) Capabilities() map[string]any {
+	return capabilitiesOf(v.mount, v.prefix, v.namespace, v.approle())
+}
+
+// capabilitiesOf describes an adapter of a (normalized) configuration:
+// what it says before it has connected and after.
+func capabilitiesOf(mount, prefix, namespace string, approle bool) map[string]any {
 	auth := "token"
-	if v.approle() {
+	if approle {
 		auth = "approle"
 	}
 	c := map[string]any{
 		"kv_version": 2,
 		"versions":   true,
-		"mount":      v.mount,
-		"prefix":     v.prefix,
+		"mount":      mount,
+		"prefix":     prefix,
 		"auth":       auth,
 	}
-	if v.namespace != "" {
-		c["namespace"] = v.namespace
+	if namespace != "" {
+		c["namespace"] = namespace
 	}
 	return c
 }

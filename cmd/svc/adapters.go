@@ -11,6 +11,7 @@ import (
 	"github.com/svchost/svc/edge/nomadsd"
 	"github.com/svchost/svc/internal/actor"
 	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/adapters/dependents"
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/detection"
 	"github.com/svchost/svc/internal/errcode"
@@ -26,6 +27,7 @@ import (
 	"github.com/svchost/svc/internal/volumes"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler"
+	"github.com/svchost/svc/scheduler/nomad"
 	"github.com/svchost/svc/scheduler/process"
 	"github.com/svchost/svc/slots/postgres"
 	"github.com/svchost/svc/vaultsecrets"
@@ -68,7 +70,7 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 	var ad *adapters.Service
 	loaded := func() *adapters.Set { return ad.Current() }
 	ad, err = adapters.New(adapters.Deps{
-		Store: store, Ring: ring, Now: now, Logger: gen.log, StartedAt: gen.startedAt,
+		Store: store, Ring: ring, Now: now, Logger: gen.log, StartedAt: gen.startedAt, Dependents: dependents.Find,
 		Kinds: []adapters.Kind{
 			process.KindFor(gen.procs),
 			nomadKind(gen, store, now, loaded),
@@ -203,4 +205,9 @@ type jobSecretsSweeper interface {
 	SweepJobSecrets(ctx context.Context, exists func(appID string) bool) error
 }
 
-var _ jobSecretsSweeper = (*vaultsecrets.Vault)(nil)
+var (
+	_ jobSecretsSweeper = (*vaultsecrets.Vault)(nil)
+	// The nomad runtime's capabilities ask the controller's builder (the
+	// process runtime) what it builds.
+	_ nomad.BuilderInfo = (*process.Runtime)(nil)
+)

@@ -49,7 +49,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd(root), newVersionCmd())
+	root.AddCommand(newServeCmd(root), newVersionCmd(), newAdaptersCmd())
 	return root
 }
 

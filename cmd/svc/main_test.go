@@ -14,7 +14,7 @@ func TestCommandRefsListTheCLI(t *testing.T) {
 			t.Errorf("%s has no summary or usage", r.Command)
 		}
 	}
-	for _, want := range []string{"svc serve", "svc version"} {
+	for _, want := range []string{"svc serve", "svc version", "svc adapters list", "svc adapters delete"} {
 		if !got[want] {
 			t.Errorf("the reference lacks %q (has %v)", want, got)
 		}

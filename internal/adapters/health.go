@@ -25,7 +25,7 @@ func (s *Service) CheckHealth(ctx context.Context) error {
 	var errs []error
 	for _, l := range set.items {
 		reason := s.probe(ctx, l)
-		if err := s.record(ctx, l.Adapter, reason); err != nil {
+		if err := s.record(ctx, l, reason); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -48,14 +48,25 @@ func (s *Service) probe(ctx context.Context, l *Loaded) string {
 }
 
 // record writes a health change; an unchanged health writes nothing (also
-// when another leader recorded the change meanwhile).
-func (s *Service) record(ctx context.Context, a Adapter, reason string) error {
+// when another leader recorded the change meanwhile), and neither does the
+// health of an adapter deleted since it was loaded (its row went with it).
+func (s *Service) record(ctx context.Context, l *Loaded, reason string) error {
 	if ctx.Err() != nil {
 		return nil
 	}
+	a := l.Adapter
 	healthy := reason == ""
 	changed := false
 	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		var guard []raftstore.Op
+		if !l.Virtual {
+			_, ameta, ok := Adapters.Get(r, a.ID)
+			if !ok {
+				changed = false
+				return nil, nil
+			}
+			guard = append(guard, Adapters.Check(a.ID, ameta.ModifyIndex))
+		}
 		old, meta, known := Healths.Get(r, a.ID)
 		if changed = !known || old.Healthy != healthy || old.Reason != reason; !changed {
 			return nil, nil
@@ -65,7 +76,7 @@ func (s *Service) record(ctx context.Context, a Adapter, reason string) error {
 		if known && old.Healthy == healthy {
 			h.Since = old.Since // only the reason changed
 		}
-		ops := []raftstore.Op{Healths.PutIf(&h, meta.ModifyIndex)}
+		ops := append(guard, Healths.PutIf(&h, meta.ModifyIndex))
 		switch {
 		case !healthy && (!known || old.Healthy):
 			ops = append(ops, events.Emit(ctx, now, "adapter.unhealthy", nil, "adapter", a.ID,

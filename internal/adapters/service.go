@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +49,9 @@ type Deps struct {
 	// StartedAt is when this server started: GET /adapters reports it,
 	// and a restart changes it.
 	StartedAt time.Time
+	// Dependents finds what the store records as depending on an adapter
+	// (Delete refuses while anything does); nil finds nothing.
+	Dependents DependentsFunc
 }
 
 // Service configures adapters, loads them at a server's start, reports
@@ -308,9 +312,12 @@ type View struct {
 	Error          *string        `json:"error"`
 	PendingRestart bool           `json:"pending_restart"`
 	Health         *Health        `json:"health"`
-	Revision       int64          `json:"revision"`
-	CreatedAt      *time.Time     `json:"created_at"`
-	UpdatedAt      *time.Time     `json:"updated_at"`
+	// Deleted says the adapter was deleted after this server loaded it:
+	// it stays loaded until the next restart (PendingRestart).
+	Deleted   bool       `json:"deleted"`
+	Revision  int64      `json:"revision"`
+	CreatedAt *time.Time `json:"created_at"`
+	UpdatedAt *time.Time `json:"updated_at"`
 }
 
 // List is GET /adapters.
@@ -342,11 +349,22 @@ func (s *Service) List() List {
 		if k.Default && !seen[k.DefaultID] {
 			v := s.view(r, Adapter{ID: k.DefaultID, Category: k.Category, Kind: k.Name}, set)
 			l, ok := set.Get(k.DefaultID)
-			// A configured default that this server loaded from the store
-			// but that is gone now cannot happen (no delete); a virtual
-			// one loaded as virtual is current.
+			// A built-in adapter cannot be deleted, so a default this
+			// server loaded from the store is still there; a virtual one
+			// loaded as virtual is current.
 			v.PendingRestart = ok && !l.Virtual
 			out.RestartNeeded = out.RestartNeeded || v.PendingRestart
+			out.Items = append(out.Items, v)
+			seen[k.DefaultID] = true
+		}
+	}
+	// Deleted since this server loaded them: still loaded, gone at the
+	// next restart.
+	for _, l := range set.items {
+		if !seen[l.Adapter.ID] {
+			v := s.view(r, l.Adapter, set)
+			v.Deleted, v.PendingRestart = true, true
+			out.RestartNeeded = true
 			out.Items = append(out.Items, v)
 		}
 	}
@@ -406,12 +424,15 @@ func (s *Service) view(r *raftstore.Reader, a Adapter, set *Set) View {
 	return v
 }
 
-// Request configures an adapter: a new one, or the one named by AdapterID.
-// Config and Credentials map a setting to its new value, or to nil to
+// Request configures an adapter: the one named by AdapterID; else, with
+// New, another adapter of the kind; else the adapter of the category and
+// kind (made when there is none; a built-in kind's under its well-known
+// ID). Config and Credentials map a setting to its new value, or to nil to
 // return it to its default (a credential: to remove it); settings and
 // credentials not named keep their values.
 type Request struct {
 	AdapterID   string
+	New         bool
 	Category    string
 	Kind        string
 	Config      map[string]any
@@ -475,44 +496,40 @@ func (s *Service) Configure(ctx context.Context, req Request) (v View, created b
 // configuration builds Configure's change on the view r: the adapter as it
 // will be, whether it is new, and the operations.
 func (s *Service) configuration(ctx context.Context, r *raftstore.Reader, req Request, k Kind, settings map[string]string, reset []string) (Adapter, bool, []raftstore.Op, error) {
-	old, meta, exists := s.target(r, req, k)
-	if req.AdapterID != "" && !exists && !(k.Default && req.AdapterID == k.DefaultID) {
-		return Adapter{}, false, nil, errcode.New(errcode.NotFound, "no adapter %s", req.AdapterID)
-	}
-	if exists && old.Category != req.Category {
-		return Adapter{}, false, nil, errcode.Invalid("category", "adapter %s is a %s adapter; its category cannot change", old.ID, old.Category)
+	old, meta, exists, err := s.target(r, req, k)
+	if err != nil {
+		return Adapter{}, false, nil, err
 	}
 	now := s.d.Now()
 	next := Adapter{ID: old.ID, Category: k.Category, Kind: k.Name, Settings: map[string]string{}, Credentials: map[string][]byte{},
 		Revision: old.Revision + 1, CreatedAt: old.CreatedAt, UpdatedAt: now}
-	if old.Kind == next.Kind {
-		maps.Copy(next.Settings, old.Settings)
-	}
+	maps.Copy(next.Settings, old.Settings)
 	maps.Copy(next.Settings, settings)
 	for _, name := range reset {
 		delete(next.Settings, name)
 	}
 	if !exists {
 		next.CreatedAt = now
-		switch {
-		case req.AdapterID != "":
-			next.ID = req.AdapterID
-		case k.Default:
+		if k.Default {
 			next.ID = k.DefaultID
-		default:
+		} else {
 			next.ID = ids.NewAt(ids.Adapter, now)
 		}
 	}
-	if old.Kind == next.Kind {
-		maps.Copy(next.Credentials, old.Credentials)
-	}
-	changed := old.Kind != next.Kind && len(old.Credentials) > 0
+	// Credentials not named keep their sealed values; one sent again with
+	// the value it has is no change.
+	maps.Copy(next.Credentials, old.Credentials)
+	changed := false
 	for name, val := range req.Credentials {
+		kept, had := next.Credentials[name]
 		if val == nil {
-			if _, had := next.Credentials[name]; had {
+			if had {
 				delete(next.Credentials, name)
 				changed = true
 			}
+			continue
+		}
+		if had && s.holds(kept, credAAD(next.ID, name), *val) {
 			continue
 		}
 		sealed, err := s.d.Ring.Seal(ctx, []byte(*val), credAAD(next.ID, name))
@@ -541,28 +558,56 @@ func (s *Service) configuration(ctx context.Context, r *raftstore.Reader, req Re
 	}, nil
 }
 
-// singleCategories hold one configured adapter per kind: configuring the
-// kind again without an adapter ID changes that one.
-var singleCategories = []string{CategorySecrets, CategoryRoutes}
+// holds says whether sealed opens to value (compared in constant time).
+func (s *Service) holds(sealed, aad []byte, value string) bool {
+	plain, err := s.d.Ring.Open(sealed, aad)
+	return err == nil && subtle.ConstantTimeCompare(plain, []byte(value)) == 1
+}
 
-// target finds the stored adapter a request configures: the one it names;
-// else a default kind's well-known adapter; else, in a single category, the
-// adapter of the same kind.
-func (s *Service) target(r *raftstore.Reader, req Request, k Kind) (Adapter, raftstore.Meta, bool) {
+// target finds the stored adapter a request configures (exists false: a
+// new one): the one AdapterID names, which must be of the request's
+// category and kind (a built-in kind's well-known ID may be configured
+// before it is stored); with New, none; for a built-in kind, its
+// well-known adapter; else the one adapter of the category and kind,
+// refusing to guess among several.
+func (s *Service) target(r *raftstore.Reader, req Request, k Kind) (a Adapter, meta raftstore.Meta, exists bool, err error) {
 	switch {
+	case req.AdapterID != "" && req.New:
+		return a, meta, false, errcode.Invalid("new", "new configures another adapter; adapter_id names one to change: send one or the other")
 	case req.AdapterID != "":
-		return Adapters.Get(r, req.AdapterID)
-	case k.Default:
-		return Adapters.Get(r, k.DefaultID)
-	case slices.Contains(singleCategories, req.Category):
-		items, _ := Adapters.List(r, raftstore.Query{Index: "category", Key: req.Category})
-		for _, it := range items {
-			if it.Value.Kind == k.Name {
-				return it.Value, it.Meta, true
-			}
+		a, meta, exists = Adapters.Get(r, req.AdapterID)
+		switch {
+		case !exists && k.Default && req.AdapterID == k.DefaultID:
+			return a, meta, false, nil
+		case !exists:
+			return a, meta, false, errcode.New(errcode.NotFound, "no adapter %s", req.AdapterID)
+		case a.Category != req.Category || a.Kind != req.Kind:
+			return a, meta, false, errcode.Invalid("kind", "adapter %s is the %s adapter of kind %s; an adapter's category and kind cannot change", a.ID, a.Category, a.Kind).
+				WithRemedy("configure a new adapter of the other kind (without adapter_id), then DELETE /api/v1/adapters/%s once nothing depends on it", a.ID)
 		}
+		return a, meta, true, nil
+	case req.New && k.Default:
+		return a, meta, false, errcode.Invalid("new", "the %s adapter of kind %s is built in and exists once; configure it without new", k.Category, k.Name)
+	case req.New:
+		return a, meta, false, nil
+	case k.Default:
+		a, meta, exists = Adapters.Get(r, k.DefaultID)
+		return a, meta, exists, nil
 	}
-	return Adapter{}, raftstore.Meta{}, false
+	items, _ := Adapters.List(r, raftstore.Query{Index: "category", Key: req.Category,
+		Filter: func(v any) bool { return v.(*Adapter).Kind == k.Name }})
+	switch len(items) {
+	case 0:
+		return a, meta, false, nil
+	case 1:
+		return items[0].Value, items[0].Meta, true, nil
+	}
+	idList := make([]string, len(items))
+	for i, it := range items {
+		idList[i] = it.Value.ID
+	}
+	return a, meta, false, errcode.Invalid("adapter_id", "there are %d %s adapters of kind %s; name the one to change with adapter_id, or send new: true to add another", len(items), k.Category, k.Name).
+		WithDetail("adapter_ids", idList)
 }
 
 // normalize checks settings against the kind: known, not credentials,

@@ -12,6 +12,7 @@ import (
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/internal/spec"
 	jobtemplates "github.com/svchost/svc/jobs-templates"
 	"github.com/svchost/svc/scheduler"
 )
@@ -172,14 +173,26 @@ func kindConfig(c adapters.Config, d KindDeps) (Config, error) {
 
 var _ adapters.Instance = (*Runtime)(nil)
 
-// buildKinds are the build kinds the controller's builder runs (the
-// process runtime's).
-var buildKinds = []string{"go", "node", "python", "static", "command"}
+// BuilderInfo is what the capabilities ask of the controller's builder
+// (Config.Builder) when builds run there: the build kinds it runs and the
+// isolation its builds get. The process runtime answers both.
+type BuilderInfo interface {
+	BuildKinds() []string
+	Isolation() string
+}
 
-// Capabilities says what the runtime does: its driver's isolation
-// ("none" for raw_exec, "sandbox" for exec; see Isolation), builds on the
-// controller, Nomad's restart policy, logs, exec, usage, host volumes
-// and enforced resource limits.
+// Capabilities says what the runtime does, as its configuration makes it,
+// asked of the code that decides rather than kept beside it: where builds
+// run (build_location: "nomad", a batch job per build, or "controller",
+// the svc leader's builder, as the builds setting says), the build kinds
+// that run there (those the build template's data accepts for the
+// driver, or those the controller's builder runs), the isolation of
+// workloads and builds (the driver's: "none" for raw_exec, "sandbox" for
+// exec; see Isolation), whether workloads can mount volumes (the service
+// template's data refuses mounts on raw_exec), the restart policy a group
+// gets (the job template's, with Config's overrides), and resource limits
+// (enforced by exec's cgroups; raw_exec promises none). Egress lists are
+// never enforced here: a deploy that needs one is refused.
 func (r *Runtime) Capabilities() map[string]any {
 	levels := []string{policy.IsolationNone}
 	if r.Isolation() != policy.IsolationNone {
@@ -189,25 +202,99 @@ func (r *Runtime) Capabilities() map[string]any {
 	if provider == "" {
 		provider = jobtemplates.ProviderConsul
 	}
-	return map[string]any{
+	location, kinds, buildIsolation := BuildsOnNomad, r.nomadBuildKinds(), r.Isolation()
+	if r.cfg.Builds == BuildsOnController {
+		location, kinds, buildIsolation = BuildsOnController, []string{}, ""
+		if b, ok := r.cfg.Builder.(BuilderInfo); ok {
+			kinds, buildIsolation = b.BuildKinds(), b.Isolation()
+		}
+	}
+	volumes := r.mountsVolumes()
+	caps := map[string]any{
 		"isolation":        r.Isolation(),
 		"isolation_levels": slices.Clone(levels),
 		"egress_allowlist": false, // left to the cluster's network: refused, not ignored
 		"driver":           r.cfg.Driver,
-		"builds":           slices.Clone(buildKinds),
-		"build_location":   "controller",
+		"builds":           kinds,
+		"build_location":   location,
+		"build_isolation":  buildIsolation,
 		"health_checks":    []string{"http", "tcp"},
 		"restarts":         true,
-		"restart_policy":   map[string]any{"mode": "fail", "source": "job template"},
+		"restart_policy":   r.restartPolicy(),
 		"logs":             true,
 		"log_streams":      "stdout then stderr",
 		"exec":             true,
 		"usage":            true,
-		"volumes":          true,
-		"volume_kind":      "nomad dynamic host volumes (mkdir plugin)",
-		"resource_limits":  true,
+		"volumes":          volumes,
+		"resource_limits":  r.cfg.Driver == DriverExec,
 		"service_provider": provider,
 		"address":          r.cfg.Address,
 		"namespace":        r.namespace(),
 	}
+	if volumes {
+		caps["volume_kind"] = "nomad dynamic host volumes (mkdir plugin)"
+	}
+	return caps
+}
+
+// nomadBuildKinds are the spec's build kinds the build template's data
+// accepts for the driver: those a build job runs.
+func (r *Runtime) nomadBuildKinds() []string {
+	out := []string{}
+	for _, k := range spec.BuildKinds() {
+		in := jobtemplates.SampleBuildInput()
+		in.Driver, in.Isolation = r.cfg.Driver, ""
+		in.Build = spec.Build{Kind: k, Context: ".", Command: "true"}
+		if _, err := jobtemplates.BuildData(in); errcode.CodeOf(err) != errcode.PlanCapabilityUnsupp {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// mountsVolumes says whether the service template's data accepts a
+// workload that mounts a volume, with the runtime's driver.
+func (r *Runtime) mountsVolumes() bool {
+	in := jobtemplates.SampleServiceInput()
+	web := in.Job.Workloads[in.Primary]
+	if len(web.Mounts) == 0 {
+		return false // the sample lost its volume: say nothing that is not checked
+	}
+	web.Env, web.SecretEnv = nil, nil
+	in.Job.Workloads, in.Job.Order = map[string]scheduler.Task{in.Primary: web}, []string{in.Primary}
+	in.Artifacts = map[string]jobtemplates.ArtifactSource{in.Primary: in.Artifacts[in.Primary]}
+	in.Driver, in.Vault = r.cfg.Driver, jobtemplates.VaultSettings{}
+	_, err := jobtemplates.ServiceData(in)
+	return err == nil
+}
+
+// restartPolicy is the restart block a workload's group gets: the
+// template's, rendered for the sample job, with Config's overrides.
+func (r *Runtime) restartPolicy() map[string]any {
+	out := map[string]any{}
+	b, err := r.templates.RenderService(jobtemplates.SampleServiceInput())
+	if err != nil {
+		return out
+	}
+	job, err := decodeJob(b)
+	if err != nil || len(job.TaskGroups) == 0 || len(job.TaskGroups[0].Tasks) == 0 {
+		return out
+	}
+	tg := job.TaskGroups[0]
+	r.override(tg, tg.Tasks[0])
+	if p := tg.RestartPolicy; p != nil {
+		if p.Attempts != nil {
+			out["attempts"] = *p.Attempts
+		}
+		if p.Interval != nil {
+			out["interval"] = p.Interval.String()
+		}
+		if p.Delay != nil {
+			out["delay"] = p.Delay.String()
+		}
+		if p.Mode != nil {
+			out["mode"] = *p.Mode
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,6 +173,7 @@ func TestKindOpenCheckCapabilities(t *testing.T) {
 	if c := open(map[string]string{"address": fake.URL(), "driver": "exec"}, "right-token").Capabilities(); c["isolation"] != policy.IsolationSandbox {
 		t.Errorf("exec isolation = %v, want sandbox", c["isolation"])
 	}
+	capabilitiesAreTrue(t, open, fake.URL())
 
 	wrong := open(map[string]string{"address": fake.URL()}, "wrong-token")
 	err = wrong.Check(ctx)
@@ -227,5 +229,41 @@ func TestRunRefusedByThePlan(t *testing.T) {
 				t.Errorf("status after a refused plan = %v, want NOT_FOUND (nothing registered)", err)
 			}
 		})
+	}
+}
+
+// capabilitiesAreTrue checks what each configuration's capabilities say
+// against what the code does: builds run where the builds setting says (a
+// Nomad batch job by default: build_location "nomad", with the kinds the
+// build template runs and the driver's isolation; on the controller, the
+// process runtime's kinds and isolation), volumes and enforced limits only
+// with exec (raw_exec refuses mounts), the restart policy the job template
+// gives a group, and no egress enforcement.
+func capabilitiesAreTrue(t *testing.T, open func(map[string]string, string) adapters.Instance, addr string) {
+	t.Helper()
+	for _, tt := range []struct {
+		settings                 map[string]string
+		location, buildIsolation string
+		volumes, limits          bool
+	}{
+		{map[string]string{"address": addr}, "nomad", policy.IsolationNone, false, false},
+		{map[string]string{"address": addr, "driver": "exec"}, "nomad", policy.IsolationSandbox, true, true},
+		{map[string]string{"address": addr, "driver": "exec", "builds": "controller"}, "controller", policy.IsolationNone, true, true},
+	} {
+		c := open(tt.settings, "right-token").Capabilities()
+		if c["build_location"] != tt.location || c["build_isolation"] != tt.buildIsolation || c["volumes"] != tt.volumes ||
+			c["resource_limits"] != tt.limits || c["egress_allowlist"] != false {
+			t.Errorf("%v: capabilities = %v", tt.settings, c)
+		}
+		if _, ok := c["volume_kind"]; ok != tt.volumes {
+			t.Errorf("%v: volume_kind %v with volumes %v", tt.settings, c["volume_kind"], tt.volumes)
+		}
+		builds, _ := c["builds"].([]string)
+		if !slices.Equal(builds, []string{spec.BuildGo, spec.BuildNode, spec.BuildPython, spec.BuildStatic, spec.BuildCommand}) {
+			t.Errorf("%v: builds = %v", tt.settings, c["builds"])
+		}
+		if p, _ := c["restart_policy"].(map[string]any); p["mode"] != "fail" || p["attempts"] == nil {
+			t.Errorf("%v: restart_policy = %v", tt.settings, c["restart_policy"])
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/policy"
@@ -69,13 +70,13 @@ func (i *instance) Check(ctx context.Context) error {
 func (i *instance) Capabilities() map[string]any {
 	rt := i.rt
 	caps := map[string]any{
-		"isolation":         rt.isolation(),
+		"isolation":         rt.Isolation(),
 		"isolation_levels":  rt.isolationLevels(),
 		"sandbox_available": rt.sandboxUsable() == nil,
-		"build_isolation":   rt.isolation(),
+		"build_isolation":   rt.Isolation(),
 		// The sandbox enforces host policy's egress_allowlist (pod.go).
 		"egress_allowlist": rt.sandboxUsable() == nil,
-		"builds":           append([]string(nil), buildKinds...),
+		"builds":           rt.BuildKinds(),
 		"health_checks":    []string{"http", "tcp"},
 		"restarts":         true,
 		"restart_policy": map[string]any{
@@ -139,3 +140,12 @@ func (i *instance) RemoveArtifact(ctx context.Context, art scheduler.Artifact) e
 func (i *instance) RemoveJobLogs(ctx context.Context, jobID string) error {
 	return i.rt.RemoveJobLogs(ctx, jobID)
 }
+
+// BuildKinds lists the build kinds Build runs (others it refuses with
+// PLAN_CAPABILITY_UNSUPPORTED).
+func (r *Runtime) BuildKinds() []string { return slices.Clone(buildKinds) }
+
+// Isolation is the strongest isolation level the runtime offers its
+// workloads and builds ("" when it can run nothing: configured to sandbox
+// everything on a host that cannot).
+func (r *Runtime) Isolation() string { return r.isolation() }

@@ -1,0 +1,62 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Adapter is an adapter as GET /adapters shows it: a configured one or an
+// embedded default, never a credential's value.
+type Adapter struct {
+	AdapterID      string         `json:"adapter_id"`
+	Category       string         `json:"category"`
+	Kind           string         `json:"kind"`
+	Config         map[string]any `json:"config"`
+	CredentialsSet []string       `json:"credentials_set"`
+	Capabilities   map[string]any `json:"capabilities"`
+	Primary        bool           `json:"primary"`
+	Builtin        bool           `json:"builtin"`
+	Loaded         bool           `json:"loaded"`
+	Error          *string        `json:"error"`
+	PendingRestart bool           `json:"pending_restart"`
+	Deleted        bool           `json:"deleted"`
+	Revision       int64          `json:"revision"`
+}
+
+// AdapterPage is one page of GET /adapters.
+type AdapterPage struct {
+	Items         []Adapter `json:"items"`
+	NextCursor    string    `json:"next_cursor,omitempty"`
+	RestartNeeded bool      `json:"restart_needed"`
+	StartedAt     time.Time `json:"started_at"`
+}
+
+// Adapters returns one page of the adapters (cursor "" for the first;
+// limit 0 for the server's default), and the raw JSON of the answer.
+func (c *Client) Adapters(ctx context.Context, cursor string, limit int) (AdapterPage, json.RawMessage, error) {
+	q := url.Values{}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var raw json.RawMessage
+	if err := c.get(ctx, "/api/v1/adapters", q, &raw); err != nil {
+		return AdapterPage{}, nil, err
+	}
+	var p AdapterPage
+	return p, raw, json.Unmarshal(raw, &p)
+}
+
+// DeleteAdapter deletes a configured adapter nothing depends on; a refusal
+// (STATE_INVALID) names the dependents in Details["dependents"]. The
+// adapter stays loaded until the server's next restart.
+func (c *Client) DeleteAdapter(ctx context.Context, id string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/api/v1/adapters/" + url.PathEscape(id)}, nil)
+	return err
+}
