@@ -88,6 +88,10 @@ type Config struct {
 	PortStart, PortEnd int
 	// BuildTimeout is each build's time limit; 0 is the runtime's default.
 	BuildTimeout time.Duration
+	// StartTimeout is runtime.start_timeout: how long a runtime waits for
+	// a workload to be ready, given to every runtime with each run and
+	// restart (WithStartTimeout). 0 means a minute.
+	StartTimeout time.Duration
 }
 
 // Deps are the scheduler's collaborators.
@@ -130,6 +134,9 @@ func NewService(cfg Config, d Deps) *Service {
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = 2 * time.Second
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = time.Minute
 	}
 	if d.Now == nil {
 		d.Now = time.Now

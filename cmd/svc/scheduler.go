@@ -110,10 +110,11 @@ func buildScheduler(gen *generation, store *raftstore.Store, st *storage, specs 
 	sources *source.Service, pol *policy.Service, now func() time.Time) *scheduler.Service {
 	cfg := gen.cfg
 	sch := scheduler.NewService(scheduler.Config{
-		Backoff:     cfg.Reconciler.Backoff,
-		RoutingMode: cfg.Server.RoutingMode,
-		PortStart:   cfg.App.PortStart,
-		PortEnd:     cfg.App.PortEnd,
+		Backoff:      cfg.Reconciler.Backoff,
+		StartTimeout: cfg.Runtime.StartTimeout,
+		RoutingMode:  cfg.Server.RoutingMode,
+		PortStart:    cfg.App.PortStart,
+		PortEnd:      cfg.App.PortEnd,
 	}, scheduler.Deps{
 		Store: store, Specs: specs, Plans: plans, Sources: sources, Slots: st.slots, Secrets: st.secrets,
 		Policy: pol, Runtimes: runtimeSource{ad: st.adapters}, Now: now, Log: gen.log,
