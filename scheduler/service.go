@@ -90,8 +90,12 @@ type Config struct {
 	BuildTimeout time.Duration
 	// StartTimeout is runtime.start_timeout: how long a runtime waits for
 	// a workload to be ready, given to every runtime with each run and
-	// restart (WithStartTimeout). 0 means a minute.
+	// restart (WithStartTimeout). It also bounds each of the reconciler's
+	// other calls to a runtime. 0 means a minute.
 	StartTimeout time.Duration
+	// Workers is how many apps the reconciler reconciles at once; 0
+	// means 16.
+	Workers int
 }
 
 // Deps are the scheduler's collaborators.
@@ -106,6 +110,8 @@ type Deps struct {
 	Runtimes Runtimes
 	Now      func() time.Time
 	Log      *slog.Logger
+	// Metrics receives the reconciler's measurements; nil records none.
+	Metrics Observer
 }
 
 // Service runs deploys and the reconciler and answers for apps' workloads.
@@ -118,6 +124,8 @@ type Service struct {
 	mu        sync.Mutex
 	executing map[string]bool // deployments this node is running
 	tracks    map[string]*track
+	inflight  map[string]bool // apps the reconciler is reconciling now
+	slots     chan struct{}   // the reconciler's workers: one slot each
 }
 
 // NewService returns the scheduler service.
@@ -138,13 +146,20 @@ func NewService(cfg Config, d Deps) *Service {
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = time.Minute
 	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 16
+	}
 	if d.Now == nil {
 		d.Now = time.Now
 	}
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	return &Service{cfg: cfg, d: d, logs: newLogHub(d.Now), executing: map[string]bool{}, tracks: map[string]*track{}}
+	if d.Metrics == nil {
+		d.Metrics = noMetrics{}
+	}
+	return &Service{cfg: cfg, d: d, logs: newLogHub(d.Now), executing: map[string]bool{}, tracks: map[string]*track{},
+		inflight: map[string]bool{}, slots: make(chan struct{}, cfg.Workers)}
 }
 
 func appRef(a apps.App) *events.AppRef { return &events.AppRef{ID: a.ID, Name: a.Name, Slug: a.Slug} }
