@@ -63,6 +63,21 @@ func BenchmarkReconcile200AppsProcess(b *testing.B) {
 	benchReconcile(b, newFixture(b, options{runtime: rt}), siteSpec)
 }
 
+// BenchmarkReconcile200AppsSlowRuntime is the pass over 200 apps on a
+// runtime that takes a millisecond to answer each status (a round trip
+// to a Nomad agent): the apps' calls overlap, up to the workers.
+func BenchmarkReconcile200AppsSlowRuntime(b *testing.B) {
+	benchReconcile(b, newFixture(b, options{runtime: slowStatus{newFakeRuntime(b)}}), webSpec)
+}
+
+// slowStatus answers each status a millisecond late.
+type slowStatus struct{ *fakeRuntime }
+
+func (s slowStatus) Status(ctx context.Context, jobID string) (scheduler.JobStatus, error) {
+	time.Sleep(time.Millisecond)
+	return s.fakeRuntime.Status(ctx, jobID)
+}
+
 const siteSpec = `
 workloads:
   web: {primary: true, build: {kind: static, context: .}, run: {port: 8080, health: {path: /}}}
