@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -112,7 +113,9 @@ type WorkloadReport struct {
 }
 
 // Status reports an app's state and, per workload of the revision it runs,
-// whether it runs, its restarts, health and last exit code.
+// whether it runs, its restarts, health and last exit code. The state is
+// the stored one, but never running while the runtime reports the job down
+// (shown): it is then degraded, or restarting when the job is gone.
 func (s *Service) Status(ctx context.Context, appID string) (Status, error) {
 	r := s.d.Store.Read()
 	a, _, ok := apps.Apps.Get(r, appID)
@@ -131,7 +134,10 @@ func (s *Service) Status(ctx context.Context, appID string) (Status, error) {
 	}
 	var st JobStatus
 	if rt, err := s.runtime(rel.Runtime); err == nil {
-		st, _ = rt.Status(ctx, rel.JobID)
+		st, err = rt.Status(ctx, rel.JobID)
+		if err == nil || errcode.Has(err, errcode.NotFound) {
+			out.State = shown(a.State, err == nil, st, slices.Sorted(maps.Keys(rel.Artifacts)))
+		}
 	}
 	primary := doc.Primary()
 	for name := range doc.Workloads {

@@ -32,9 +32,16 @@
 //     deployment and request IDs;
 //   - the release each app runs (table releases), which the reconciler
 //     (reconciler.go, Reconcile, leader only) converges on desired state:
-//     start, stop, restart in place, health (running/degraded), retries on
-//     the configured backoff ending in failed (app.gave_up), which stays
-//     until a deploy, and a deploy again when a bound secret rotates;
+//     start, stop, restart in place, health (running/degraded; restarting
+//     while its job is brought back), retries on the configured backoff
+//     ending in failed (app.gave_up), which stays until a deploy, and a
+//     deploy again when a bound secret rotates. What to do is decided by
+//     pure functions (decide.go, table-tested); the shell reconciles apps
+//     concurrently (Config.Workers at once, never one app twice at once),
+//     bounds every runtime call by the start timeout (a hung runtime holds
+//     only its own app), logs every action with the app, the deployment
+//     and why, and reports passes, durations and actions to an Observer
+//     (internal/telemetry's /metrics);
 //   - control.go and capacity.go: start/stop/restart, status, usage, logs,
 //     exec, capacity and host ports.
 //

@@ -27,7 +27,7 @@ import (
 // the deployments a previous leader left half done. It returns when ctx
 // ends (leadership lost).
 func (s *Service) RunDeploys(ctx context.Context) error {
-	ctx = actor.With(ctx, actor.System)
+	ctx = WithStartTimeout(actor.With(ctx, actor.System), s.cfg.StartTimeout)
 	tick := time.NewTicker(s.cfg.Interval)
 	defer tick.Stop()
 	for {

@@ -259,12 +259,20 @@ type WorkloadStatus struct {
 }
 
 // Runner runs jobs.
+//
+// Every wait of a runner for a workload to be ready (Run, Restart) is
+// bounded by the start timeout: the one the context carries
+// (WithStartTimeout: the scheduler's runtime.start_timeout), else the
+// runtime's own. A job that disappears while a runner waits for it
+// (stopped, or removed behind svc's back) ends the wait at once with
+// NOT_FOUND.
 type Runner interface {
 	// Run starts every workload of the job and returns once each is ready
-	// (health passing) or the runtime's start timeout passes (the workload
-	// keeps running and Status reports its health). A workload that exits
-	// before it is ready fails the run with STATE_APP_EXITED, as does the
-	// context ending; either way the job is stopped and forgotten.
+	// (health passing) or the start timeout passes (the workload keeps
+	// running and Status reports its health). A workload that exits
+	// before it is ready fails the run with STATE_APP_EXITED, the job
+	// disappearing meanwhile with NOT_FOUND, and so does the context
+	// ending; either way the job is stopped and forgotten.
 	Run(ctx context.Context, job Job) (JobStatus, error)
 	// Stop stops every workload of the job (SIGTERM, then SIGKILL after a
 	// grace) and forgets it. NOT_FOUND if the job is unknown.
@@ -272,8 +280,30 @@ type Runner interface {
 	// Status reports the job's state. NOT_FOUND if the job is unknown.
 	Status(ctx context.Context, jobID string) (JobStatus, error)
 	// Restart restarts every workload of the job in place: same artifact,
-	// same environment, same address. NOT_FOUND if the job is unknown.
+	// same environment, same address, each waited for up to the start
+	// timeout. NOT_FOUND if the job is unknown.
 	Restart(ctx context.Context, jobID string) error
+}
+
+// startTimeoutKey carries the start timeout in a context.
+type startTimeoutKey struct{}
+
+// WithStartTimeout returns ctx carrying the start timeout runners bound
+// their waits for readiness with (d <= 0 leaves ctx as it is).
+func WithStartTimeout(ctx context.Context, d time.Duration) context.Context {
+	if d <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, startTimeoutKey{}, d)
+}
+
+// StartTimeout is the start timeout ctx carries, else def (the runtime's
+// own).
+func StartTimeout(ctx context.Context, def time.Duration) time.Duration {
+	if d, ok := ctx.Value(startTimeoutKey{}).(time.Duration); ok && d > 0 {
+		return d
+	}
+	return def
 }
 
 // Runtime is a runtime adapter's whole interface: it builds and runs.

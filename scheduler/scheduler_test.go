@@ -359,8 +359,13 @@ type options struct {
 	noWorkers bool
 	// runtime replaces the fake runtime (a benchmark on the real one).
 	runtime scheduler.Runtime
-	// log receives the scheduler's log; nil discards it.
-	log *slog.Logger
+	// startTimeout and workers are the reconciler's (0: the defaults);
+	// log receives the scheduler's log (nil: none), metrics its
+	// measurements.
+	startTimeout time.Duration
+	workers      int
+	log          *slog.Logger
+	metrics      scheduler.Observer
 }
 
 func newFixture(t testing.TB, o options) *fixture {
@@ -372,7 +377,11 @@ func newFixture(t testing.TB, o options) *fixture {
 	if o.backoff == nil {
 		o.backoff = []time.Duration{time.Millisecond, time.Millisecond}
 	}
-	cfg := scheduler.Config{Backoff: o.backoff, Interval: 20 * time.Millisecond, StableAfter: time.Hour}
+	cfg := scheduler.Config{Backoff: o.backoff, Interval: 20 * time.Millisecond, StableAfter: time.Hour,
+		StartTimeout: o.startTimeout, Workers: o.workers}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
 	if o.ports[0] > 0 {
 		cfg.RoutingMode, cfg.PortStart, cfg.PortEnd = "port", o.ports[0], o.ports[1]
 	}
@@ -387,7 +396,7 @@ func newFixture(t testing.TB, o options) *fixture {
 	f.sch = scheduler.NewService(cfg, scheduler.Deps{
 		Store: store, Specs: f.specs, Plans: planAll{refuse: o.refuse}, Sources: f.sources,
 		Slots: noSlots{}, Secrets: f.secrets, Policy: fixedPolicy{p: policy.Default()}, Runtimes: oneRuntime{rt: rt},
-		Now: now, Log: o.log,
+		Now: now, Log: o.log, Metrics: o.metrics,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel

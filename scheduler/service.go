@@ -90,6 +90,14 @@ type Config struct {
 	PortStart, PortEnd int
 	// BuildTimeout is each build's time limit; 0 is the runtime's default.
 	BuildTimeout time.Duration
+	// StartTimeout is runtime.start_timeout: how long a runtime waits for
+	// a workload to be ready, given to every runtime with each run and
+	// restart (WithStartTimeout). It also bounds each of the reconciler's
+	// other calls to a runtime. 0 means a minute.
+	StartTimeout time.Duration
+	// Workers is how many apps the reconciler reconciles at once; 0
+	// means 16.
+	Workers int
 }
 
 // Deps are the scheduler's collaborators.
@@ -104,6 +112,8 @@ type Deps struct {
 	Runtimes Runtimes
 	Now      func() time.Time
 	Log      *slog.Logger
+	// Metrics receives the reconciler's measurements; nil records none.
+	Metrics Observer
 }
 
 // Service runs deploys and the reconciler and answers for apps' workloads.
@@ -116,6 +126,8 @@ type Service struct {
 	mu        sync.Mutex
 	executing map[string]bool // deployments this node is running
 	tracks    map[string]*track
+	inflight  map[string]bool // apps the reconciler is reconciling now
+	slots     chan struct{}   // the reconciler's workers: one slot each
 }
 
 // NewService returns the scheduler service.
@@ -133,13 +145,23 @@ func NewService(cfg Config, d Deps) *Service {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 2 * time.Second
 	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = time.Minute
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 16
+	}
 	if d.Now == nil {
 		d.Now = time.Now
 	}
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	return &Service{cfg: cfg, d: d, logs: newLogHub(d.Now), executing: map[string]bool{}, tracks: map[string]*track{}}
+	if d.Metrics == nil {
+		d.Metrics = noMetrics{}
+	}
+	return &Service{cfg: cfg, d: d, logs: newLogHub(d.Now), executing: map[string]bool{}, tracks: map[string]*track{},
+		inflight: map[string]bool{}, slots: make(chan struct{}, cfg.Workers)}
 }
 
 func appRef(a apps.App) *events.AppRef { return &events.AppRef{ID: a.ID, Name: a.Name, Slug: a.Slug} }

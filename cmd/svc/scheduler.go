@@ -104,19 +104,21 @@ func (s runtimeSource) Runtime(id string) (scheduler.Runtime, error) {
 // it lacks from the other servers.
 const syncInterval = 15 * time.Second
 
-// buildScheduler wires deploys and the reconciler, and starts their leader
-// loops.
+// buildScheduler wires deploys and the reconciler (reporting to metrics),
+// and starts their leader loops.
 func buildScheduler(gen *generation, store *raftstore.Store, st *storage, specs *spec.Service, plans *plan.Service,
-	sources *source.Service, pol *policy.Service, now func() time.Time) *scheduler.Service {
+	sources *source.Service, pol *policy.Service, metrics scheduler.Observer, now func() time.Time) *scheduler.Service {
 	cfg := gen.cfg
 	sch := scheduler.NewService(scheduler.Config{
-		Backoff:     cfg.Reconciler.Backoff,
-		RoutingMode: cfg.Server.RoutingMode,
-		PortStart:   cfg.App.PortStart,
-		PortEnd:     cfg.App.PortEnd,
+		Backoff:      cfg.Reconciler.Backoff,
+		Workers:      cfg.Reconciler.Workers,
+		StartTimeout: cfg.Runtime.StartTimeout,
+		RoutingMode:  cfg.Server.RoutingMode,
+		PortStart:    cfg.App.PortStart,
+		PortEnd:      cfg.App.PortEnd,
 	}, scheduler.Deps{
 		Store: store, Specs: specs, Plans: plans, Sources: sources, Slots: st.slots, Secrets: st.secrets,
-		Policy: pol, Runtimes: runtimeSource{ad: st.adapters}, Now: now, Log: gen.log,
+		Policy: pol, Runtimes: runtimeSource{ad: st.adapters}, Now: now, Log: gen.log, Metrics: metrics,
 	})
 	store.RunWhileLeader("deploys", func(ctx context.Context) error {
 		if err := waitAdapters(ctx, st.adapters); err != nil {

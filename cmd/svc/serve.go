@@ -363,7 +363,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Adapters: storage.adapters, Detections: det, Policy: pol})
 	// Detection proposes what the plan's runtime can build.
 	det.UseRuntimes(plans)
-	sched := buildScheduler(gen, store, storage, specs, plans, sources, pol, now)
+	sched := buildScheduler(gen, store, storage, specs, plans, sources, pol, metrics, now)
 	// Every node keeps copies of the builds a new leader would run.
 	go func() { _ = raftstore.Every(syncInterval, sched.SyncArtifacts)(ctx) }()
 	// Before the server exists: see firstRun.

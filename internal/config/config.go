@@ -88,6 +88,9 @@ type Config struct {
 	}
 	Reconciler struct {
 		Backoff []time.Duration
+		// Workers is how many apps the reconciler reconciles at once
+		// (each app's runtime calls bounded by Runtime.StartTimeout).
+		Workers int
 	}
 	// Runtime bounds the embedded process runtime's builds and starts: a
 	// build running longer fails with BUILD_TIMEOUT, a workload not ready
@@ -274,6 +277,7 @@ func (l *loader) applyDefaults() {
 	c.Log.Level = slog.LevelInfo
 	c.Log.Format = "text"
 	c.Reconciler.Backoff = slices.Clone(ShippedBackoff)
+	c.Reconciler.Workers = 16
 	c.Runtime.BuildTimeout = 15 * time.Minute
 	c.Runtime.StartTimeout = time.Minute
 	c.Runtime.Isolation = "sandbox"

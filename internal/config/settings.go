@@ -303,6 +303,15 @@ var defs = [...]def{
 		format: func(c *Config) string { return formatBackoff(c.Reconciler.Backoff) },
 	},
 	{
+		name: "reconciler.workers",
+		parse: func(c *Config, v string, _ Origin) error {
+			n, err := parseCount(v, 1, 1024)
+			c.Reconciler.Workers = int(n)
+			return err
+		},
+		format: func(c *Config) string { return strconv.Itoa(c.Reconciler.Workers) },
+	},
+	{
 		name: "cluster.node_id", emptyUnset: true,
 		parse: func(c *Config, v string, _ Origin) error {
 			if err := checkNodeID(v); err != nil {

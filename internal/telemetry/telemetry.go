@@ -1,10 +1,12 @@
 // Package telemetry owns the server's Prometheus metrics: HTTP requests by
 // route and status with their latency, the replicated store's apply latency
-// and leadership, and the Go runtime's own collectors, on one registry that
-// /metrics serves.
+// and leadership, the reconciler's passes, per-app durations and actions,
+// and the Go runtime's own collectors, on one registry that /metrics
+// serves.
 //
 // It must not touch storage or HTTP routing: others report to it through
-// small interfaces (raftstore.Observer, the server's request observer).
+// small interfaces (raftstore.Observer, the server's request observer,
+// scheduler.Observer).
 package telemetry
 
 import (
@@ -27,7 +29,16 @@ type Metrics struct {
 	apply         *prometheus.HistogramVec
 	leader        prometheus.Gauge
 	leaderChanges prometheus.Counter
+
+	reconcilePass    prometheus.Histogram
+	reconcileApps    *prometheus.CounterVec
+	reconcileApp     prometheus.Histogram
+	reconcileActions *prometheus.CounterVec
 }
+
+// reconcileBuckets span a reconcile from a store read to a runtime call
+// that waits out a start timeout.
+var reconcileBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
 
 var _ raftstore.Observer = (*Metrics)(nil)
 
@@ -58,8 +69,27 @@ func New() *Metrics {
 			Name: "svc_raft_leadership_changes_total",
 			Help: "Times this node gained or lost leadership.",
 		}),
+		reconcilePass: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "svc_reconcile_pass_duration_seconds",
+			Help:    "Time from the start of a reconciler pass until every app it took up was reconciled (its count is the passes made).",
+			Buckets: reconcileBuckets,
+		}),
+		reconcileApps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "svc_reconcile_apps_total",
+			Help: "Apps the reconciler's passes came to: taken up (reconciled), or busy (left alone: a reconcile of theirs was still under way).",
+		}, []string{"result"}),
+		reconcileApp: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "svc_reconcile_app_duration_seconds",
+			Help:    "Time to reconcile one app: read, ask the runtime, act.",
+			Buckets: reconcileBuckets,
+		}),
+		reconcileActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "svc_reconcile_actions_total",
+			Help: "Actions the reconciler took (start, stop, restart, recover, redeploy, state, give_up) by outcome (ok, failed).",
+		}, []string{"action", "outcome"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.apply, m.leader, m.leaderChanges,
+		m.reconcilePass, m.reconcileApps, m.reconcileApp, m.reconcileActions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -92,6 +122,22 @@ func (m *Metrics) ObserveLeadership(leader bool) {
 	} else {
 		m.leader.Set(0)
 	}
+}
+
+// ObservePass records a reconciler pass: how long until every app it took
+// up was done, how many it took up, and how many it left alone as busy.
+func (m *Metrics) ObservePass(d time.Duration, apps, busy int) {
+	m.reconcilePass.Observe(d.Seconds())
+	m.reconcileApps.WithLabelValues("reconciled").Add(float64(apps))
+	m.reconcileApps.WithLabelValues("busy").Add(float64(busy))
+}
+
+// ObserveApp records how long one app's reconcile took.
+func (m *Metrics) ObserveApp(d time.Duration) { m.reconcileApp.Observe(d.Seconds()) }
+
+// ObserveAction records an action the reconciler took and its outcome.
+func (m *Metrics) ObserveAction(action, outcome string) {
+	m.reconcileActions.WithLabelValues(action, outcome).Inc()
 }
 
 // WatchStore exports the store's indexes as gauges read at scrape time.

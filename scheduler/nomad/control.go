@@ -96,13 +96,16 @@ func (r *Runtime) Restart(ctx context.Context, jobID string) error {
 }
 
 // awaitRestarted waits with blocking queries on the allocation until its
-// task counts a restart more than before and runs, or the start timeout.
+// task counts a restart more than before and runs, or the start timeout
+// (startTimeout); NOT_FOUND when the allocation or its job is stopped
+// meanwhile, or the job purged, behind svc's back (checked at least every
+// goneEvery).
 func (r *Runtime) awaitRestarted(ctx context.Context, allocID, workload string, before uint64) error {
-	wctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
+	wctx, cancel := context.WithTimeout(ctx, r.startTimeout(ctx))
 	defer cancel()
 	var index uint64
 	for {
-		a, meta, err := r.client.Allocations().Info(allocID, (&api.QueryOptions{WaitIndex: index, WaitTime: blockWait}).WithContext(wctx))
+		a, meta, err := r.client.Allocations().Info(allocID, (&api.QueryOptions{WaitIndex: index, WaitTime: goneEvery}).WithContext(wctx))
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return fmt.Errorf("restart %s: %w", workload, cerr)
@@ -112,8 +115,15 @@ func (r *Runtime) awaitRestarted(ctx context.Context, allocID, workload string, 
 			}
 			return r.translate(err, "read allocation "+allocID, "allocation "+allocID)
 		}
+		if a.DesiredStatus != api.AllocDesiredStatusRun {
+			return errcode.New(errcode.NotFound, "allocation %s of workload %s was stopped while it restarted", allocID, workload).
+				WithDetail("workload", workload)
+		}
 		if ts := taskOf(a.TaskStates, workload); ts == nil || (ts.Restarts > before && ts.State == "running") || ts.State == "dead" {
 			return nil
+		}
+		if err := r.gone(wctx, a.JobID, workload); err != nil {
+			return err
 		}
 		index = max(index, meta.LastIndex, 1)
 	}

@@ -30,8 +30,11 @@ const blockWait = 5 * time.Minute
 // health: its checks pass, or for a workload without a port, its task
 // runs), or its task exits first (STATE_APP_EXITED with the exit code),
 // or the healthy deadline passes (Run returns; Status reports the
-// health). A failed run deregisters the job and waits for its
-// allocations to stop.
+// health). Each wait is bounded by the start timeout the context carries
+// (scheduler.WithStartTimeout: runtime.start_timeout), else
+// Config.StartTimeout, and ends with NOT_FOUND when the job is stopped or
+// purged behind svc's back meanwhile. A failed run deregisters the job
+// and waits for its allocations to stop.
 //
 // A job that Nomad runs already (registered and not stopped) is refused
 // with STATE_INVALID; so is a registration another controller made first.
@@ -412,14 +415,16 @@ func newest(allocs []*api.AllocationListStub, group string) *api.AllocationListS
 
 // awaitReady waits with blocking queries on the job's allocations until
 // the group's allocation is ready, its task exits or fails, the healthy
-// deadline passes, or the start timeout ends the wait (no error: the
-// workload keeps running). The context ending fails.
+// deadline passes, or the start timeout (startTimeout) ends the wait (no
+// error: the workload keeps running). The context ending fails; so does
+// the job going (stopped or purged behind svc's back: NOT_FOUND), checked
+// on every answer, which comes at least every goneEvery.
 func (r *Runtime) awaitReady(ctx context.Context, jobID, group string) error {
-	wctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
+	wctx, cancel := context.WithTimeout(ctx, r.startTimeout(ctx))
 	defer cancel()
 	var index uint64
 	for {
-		allocs, meta, err := r.client.Jobs().Allocations(jobID, false, (&api.QueryOptions{WaitIndex: index, WaitTime: blockWait}).WithContext(wctx))
+		allocs, meta, err := r.client.Jobs().Allocations(jobID, false, (&api.QueryOptions{WaitIndex: index, WaitTime: goneEvery}).WithContext(wctx))
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return fmt.Errorf("run job %s: workload %s: %w", jobID, group, cerr)
@@ -441,6 +446,9 @@ func (r *Runtime) awaitReady(ctx context.Context, jobID, group string) error {
 				return errcode.New(errcode.AdapterFailed, "nomad could not start workload %s: %s", group, redactQueries(msg)).
 					WithDetail("workload", group).WithDetail("allocation", a.ID)
 			}
+		}
+		if err := r.gone(wctx, jobID, group); err != nil {
+			return err
 		}
 		index = max(index, meta.LastIndex, 1)
 	}

@@ -102,7 +102,9 @@ type Config struct {
 	StaticServer []string
 
 	// StartTimeout bounds how long Run (and Restart) waits for a workload
-	// to be ready; 0 means 5 minutes.
+	// to be ready when the context carries no start timeout
+	// (scheduler.WithStartTimeout: the scheduler passes its
+	// runtime.start_timeout); 0 means 5 minutes.
 	StartTimeout time.Duration
 	// LogCapBytes is how much of a workload's output Logs returns when
 	// its task sets no cap; 0 means 1 MiB.

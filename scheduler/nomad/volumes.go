@@ -46,7 +46,7 @@ func volumeName(appID, volume string) string { return jobtemplates.VolumeSource(
 // node's fingerprint reports it (nomad/state, upsertHostVolumeForNode);
 // Nomad's scheduler places a job only on a ready one
 // (scheduler/feasible, HostVolumeChecker), so a pending volume is waited
-// for with blocking queries, within StartTimeout. When no volume can be
+// for with blocking queries, within the start timeout. When no volume can be
 // had the error says what to configure.
 //
 // Two controllers creating the same volume at once could create two (on
@@ -135,9 +135,11 @@ func (r *Runtime) createVolume(ctx context.Context, name string, size int64) (*a
 }
 
 // awaitVolume reads a dynamic host volume, waiting with blocking queries
-// (from index) until it is ready, within StartTimeout.
+// (from index) until it is ready, within the start timeout
+// (startTimeout).
 func (r *Runtime) awaitVolume(ctx context.Context, id, name string, index uint64) (*api.HostVolume, error) {
-	wctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
+	timeout := r.startTimeout(ctx)
+	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	state := api.HostVolumeStatePending
 	for {
@@ -146,7 +148,7 @@ func (r *Runtime) awaitVolume(ctx context.Context, id, name string, index uint64
 		case err != nil && ctx.Err() != nil:
 			return nil, fmt.Errorf("host volume %s: %w", name, ctx.Err())
 		case err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded):
-			return nil, errcode.New(errcode.AdapterFailed, "nomad's host volume %s is still %s after %s", name, state, r.cfg.StartTimeout).
+			return nil, errcode.New(errcode.AdapterFailed, "nomad's host volume %s is still %s after %s", name, state, timeout).
 				WithDetail("volume_id", id).
 				WithRemedy("check the Nomad client that holds it (nomad volume status -type host %s): a volume becomes ready when its node reports it", id)
 		case err != nil:

@@ -392,12 +392,14 @@ func freePort(host string) (int, error) {
 const loopbackCheckEvery = 200 * time.Millisecond
 
 // awaitReady waits until the workload's check passes (or, without a port,
-// it stayed up for the settle time), then arms its restarts and starts its
+// it stayed up for the settle time) or the start timeout (the context's,
+// else the runtime's) passes, then arms its restarts and starts its
 // health loop. A workload that listens only on loopback while the runtime
-// reaches workloads elsewhere fails at once.
+// reaches workloads elsewhere fails at once; so does the job being
+// stopped meanwhile (NOT_FOUND: it is forgotten).
 func (r *Runtime) awaitReady(ctx context.Context, j *job, w *workload) error {
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
+	ctx, cancel := context.WithTimeout(ctx, scheduler.StartTimeout(ctx, r.cfg.StartTimeout))
 	defer cancel()
 	var early <-chan int
 	if w.sup != nil {
@@ -421,7 +423,7 @@ func (r *Runtime) awaitReady(ctx context.Context, j *job, w *workload) error {
 		case code := <-early:
 			return exited(code)
 		case <-j.stopped:
-			return errcode.New(errcode.StateInvalid, "job %q was stopped while it started", j.id)
+			return errcode.New(errcode.NotFound, "job %q was stopped while workload %s was starting", j.id, w.name).WithDetail("workload", w.name)
 		case <-ctx.Done():
 			if err := parent.Err(); err != nil {
 				return fmt.Errorf("run workload %s: %w", w.name, err)
@@ -474,10 +476,11 @@ func (r *Runtime) awaitReady(ctx context.Context, j *job, w *workload) error {
 }
 
 // awaitRestarted waits until a restarted workload's check passes again,
-// or the start timeout passes; without a port, until its process runs.
+// or the start timeout (the context's, else the runtime's) passes;
+// without a port, until its process runs.
 func (r *Runtime) awaitRestarted(ctx context.Context, w *workload) error {
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
+	ctx, cancel := context.WithTimeout(ctx, scheduler.StartTimeout(ctx, r.cfg.StartTimeout))
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()

@@ -47,8 +47,9 @@ type Config struct {
 	// StopGrace is how long Stop waits after SIGTERM before SIGKILL; 0
 	// means 10 seconds.
 	StopGrace time.Duration
-	// StartTimeout bounds how long Run waits for a workload to be ready;
-	// 0 means 60 seconds.
+	// StartTimeout bounds how long Run (and Restart) waits for a workload
+	// to be ready when the context carries no start timeout
+	// (scheduler.WithStartTimeout); 0 means 60 seconds.
 	StartTimeout time.Duration
 	// SettleTime is how long a workload without a port must stay up to
 	// count as ready; 0 means 1 second.
