@@ -77,7 +77,13 @@ func (r *Runtime) render(ctx context.Context, job scheduler.Job, order []string,
 	if appID == "" {
 		appID = noApp
 	}
-	if info.Slug == "" {
+	switch {
+	case info.Slug != "":
+	case job.AppID == "":
+		// A job of no app (a runtime's tests) is no app's version: it
+		// has a Nomad job of its own.
+		info.Slug = noApp + "-" + job.ID
+	default:
 		info.Slug = appID
 	}
 	if info.Primary == "" {
