@@ -275,13 +275,21 @@ func VolumeSource(appID, volume string) string {
 	return "svc-" + appID + "-" + volume
 }
 
-// JobID is the ID (and name) of the Nomad job running a deployment:
-// svc-<slug>-<deployment>, where <deployment> is the deployment ID without
-// its "dep_" prefix, in lower case (the ULID's letters are
-// case-insensitive). Every deployment has its own job, so two revisions
-// run side by side during a switch; the IDs of an app's jobs sort in the
-// order of its deployments.
-func JobID(slug, deploymentID string) string {
+// AppJobID is the ID of the Nomad job running an app: svc-<slug>. One
+// job per app, updated in place by every deployment (each a new version
+// of it, tagged with the deployment's ID), so that Nomad's job history,
+// `nomad job revert` and its UI follow the app. A rename of the slug
+// starts a new job; the old one is stopped like a previous deployment's.
+func AppJobID(slug string) string {
+	return "svc-" + slugify(slug)
+}
+
+// DeploymentJobID is the ID (and name) of the Nomad job an earlier svc
+// ran each deployment as: svc-<slug>-<deployment>, where <deployment> is
+// the deployment ID without its "dep_" prefix, in lower case. svc no
+// longer registers such jobs; the Nomad runtime still finds them (by their
+// meta) and stops them once the app's own job serves.
+func DeploymentJobID(slug, deploymentID string) string {
 	return "svc-" + slugify(slug) + "-" + idPart(deploymentID, "dep_")
 }
 

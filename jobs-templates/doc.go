@@ -1,6 +1,7 @@
 // Package jobtemplates owns the Nomad job templates: Nomad's API JSON job
 // format written as Go text templates, a service job for the workloads of
-// one deployment (templates/service.json.tmpl) and a batch job for one
+// one deployment, as a version of the app's one job, svc-<slug>
+// (templates/service.json.tmpl), and a batch job for one
 // build (templates/build.json.tmpl), embedded in the binary and replaceable
 // from an operator's directory (Load). It also owns the data the templates
 // render: ServiceData and BuildData turn what the scheduler hands a runtime

@@ -25,6 +25,9 @@ type ServiceInput struct {
 	AppID string
 	// AppSlug names the job and the services (svc-<slug>).
 	AppSlug string
+	// AppName is the job's Name (what Nomad's UI and `nomad job status`
+	// show beside the ID); empty means the slug.
+	AppName string
 	// SpecID and SpecRevision name the spec revision the job runs (the
 	// job's meta); empty and 0 leave them out.
 	SpecID       string
@@ -171,7 +174,11 @@ type ServiceJob struct {
 // The service job's policies: svc's, shaped after the process runtime.
 var (
 	// ServiceUpdate tracks a deployment's health by its checks; svc, not
-	// Nomad, decides what to do with a failed one (no auto revert).
+	// Nomad, decides what to do with a failed one (no auto revert). A new
+	// version of the app's job starts each changed group as a canary
+	// beside the running allocation, which keeps serving until svc
+	// promotes the canaries (the new release is recorded) or reverts the
+	// job to the version it ran (the deploy failed); no auto promotion.
 	ServiceUpdate = UpdateStrategy{
 		Stagger:          30 * time.Second,
 		MaxParallel:      1,
@@ -179,6 +186,7 @@ var (
 		MinHealthyTime:   5 * time.Second,
 		HealthyDeadline:  3 * time.Minute,
 		ProgressDeadline: 5 * time.Minute,
+		Canary:           1,
 	}
 	// ServiceRestart is the process runtime's restart policy: three
 	// restarts within two minutes, then the workload is dead.
@@ -234,6 +242,11 @@ const (
 	MetaWorkload     = "workload"
 	MetaPrimary      = "primary"
 	MetaBuildID      = "build_id"
+	// MetaPreviousDeployment is the deployment the app's job ran before
+	// this version (set by the Nomad runtime when it updates the job): its
+	// allocations keep serving until the new version's canaries are
+	// promoted.
+	MetaPreviousDeployment = "previous_deployment_id"
 	// ManagedBy is the value of MetaManagedBy on every job svc renders.
 	ManagedBy = "svc"
 )
@@ -323,9 +336,12 @@ func ServiceData(in ServiceInput) (ServiceJob, error) {
 	}
 
 	order := startOrder(in.Job)
-	id := JobID(slug, depID)
+	name := strings.TrimSpace(in.AppName)
+	if name == "" {
+		name = slug
+	}
 	job := ServiceJob{
-		ID: id, Name: id,
+		ID: AppJobID(slug), Name: name,
 		Region: in.Region, Namespace: in.Namespace, NodePool: in.NodePool,
 		Datacenters: datacenters(in.Datacenters),
 		Meta: map[string]string{

@@ -643,8 +643,10 @@ func TestNames(t *testing.T) {
 	for _, tt := range []struct {
 		got, want string
 	}{
-		{JobID("go-hello", "dep_01JB2Z9K7M5X3T8R2Q6W4Y1N0P"), "svc-go-hello-01jb2z9k7m5x3t8r2q6w4y1n0p"},
-		{JobID("Go Hello!", "dep_x y"), "svc-go-hello-x-y"},
+		{AppJobID("go-hello"), "svc-go-hello"},
+		{AppJobID("Go Hello!"), "svc-go-hello"},
+		{DeploymentJobID("go-hello", "dep_01JB2Z9K7M5X3T8R2Q6W4Y1N0P"), "svc-go-hello-01jb2z9k7m5x3t8r2q6w4y1n0p"},
+		{DeploymentJobID("Go Hello!", "dep_x y"), "svc-go-hello-x-y"},
 		{BuildJobID("go-hello", "dep_01JB2Z9K7M5X3T8R2Q6W4Y1N0P-web"), "svc-go-hello-build-01jb2z9k7m5x3t8r2q6w4y1n0p-web"},
 		{ServiceName("go-hello", "web", true), "svc-go-hello"},
 		{ServiceName("go-hello", "api", false), "svc-go-hello-api"},

@@ -140,6 +140,9 @@ func (s *Service) execute(ctx context.Context, d Deployment) {
 	if err != nil {
 		code, msg := s.errorOf(err)
 		log.add(LogSystem, fmt.Sprintf("deploy failed: %s: %s", code, msg))
+		if e, ok := errcode.As(err); ok && e.Remedy != "" {
+			log.add(LogSystem, "remedy: "+e.Remedy)
+		}
 	} else {
 		log.add(LogSystem, "deploy succeeded; the app runs revision "+fmt.Sprint(d.Revision))
 	}

@@ -98,9 +98,9 @@ func nomadKind(gen *generation, store *raftstore.Store, now func() time.Time, lo
 			if err != nil {
 				return nomad.AppInfo{}, err
 			}
-			info := nomad.AppInfo{Slug: a.Slug, Primary: job.Primary}
-			// A job is named after its deployment: the spec revision it
-			// runs goes into the job's meta.
+			info := nomad.AppInfo{Slug: a.Slug, Name: a.Name, Primary: job.Primary}
+			// A scheduler job is named after its deployment: the spec
+			// revision it runs goes into the Nomad job's meta.
 			if d, _, ok := scheduler.Deployments.Get(store.Read(), job.ID); ok {
 				info.SpecID, info.SpecRevision = d.SpecID, d.Revision
 			}

@@ -37,6 +37,9 @@ type Options struct {
 	// Client settings added to the client block (such as static host
 	// volumes).
 	Client map[string]any
+	// Config settings added at the top of the agent's configuration
+	// (such as a vault block).
+	Config map[string]any
 }
 
 // Agent is a running agent.
@@ -93,6 +96,9 @@ func Start(t testing.TB, o Options) *Agent {
 	}
 	if o.ACL {
 		cfg["acl"] = map[string]any{"enabled": true}
+	}
+	for k, v := range o.Config {
+		cfg[k] = v
 	}
 	b, err := json.Marshal(cfg)
 	if err != nil {

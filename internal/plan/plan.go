@@ -36,6 +36,10 @@ type Runtime struct {
 	// process runtime set to sandbox every workload on a host that
 	// cannot.
 	Unavailable string
+	// SecretsFrom is the kind of secrets adapter its workloads read
+	// secrets from ("vault": the Nomad runtime's template blocks); empty
+	// means it is handed their values, from whichever adapter holds them.
+	SecretsFrom string
 }
 
 // Input is everything a plan is made from.
@@ -48,6 +52,9 @@ type Input struct {
 	Filled func(slot string) bool
 	// SecretSet reports whether the app has a secret of that key.
 	SecretSet func(key string) bool
+	// SecretOrigin names the adapter holding a secret the app has: its ID
+	// and kind (kind empty when no loaded adapter has that ID).
+	SecretOrigin func(key string) (id, kind string)
 	// ComposeRejection is the detection's refusal of untranslatable
 	// compose constructs, when the spec came from compose.
 	ComposeRejection error
@@ -97,6 +104,9 @@ func Make(in Input) Result {
 	} else {
 		r.Runtime = rt.ID
 		r.Refusals = append(r.Refusals, capabilities(in.Spec, rt, in.Policy)...)
+		if e := undeliverable(in, rt); e != nil {
+			r.Refusals = append(r.Refusals, e)
+		}
 	}
 	if min := in.Policy.MinSecurityScore; min > 0 && in.SecurityScore != nil && *in.SecurityScore < min && in.Policy.InsecureAction == policy.InsecureStop {
 		r.Refusals = append(r.Refusals, errcode.New(errcode.PlanSecurityBelow, "the app's security score %d is below the installation's minimum %d", *in.SecurityScore, min).
@@ -193,6 +203,36 @@ func capabilities(d spec.Document, rt Runtime, pol policy.Policy) []*errcode.Err
 		}
 	}
 	return out
+}
+
+// undeliverable refuses secrets the spec binds that the runtime cannot
+// deliver: its workloads read secrets from one kind of secrets adapter
+// (the Nomad runtime's from Vault) and another holds them (builtin keeps
+// them sealed in svc's store, where no Nomad task can read them), so the
+// workload would wait on a Vault path that does not exist.
+func undeliverable(in Input, rt Runtime) *errcode.Error {
+	if rt.SecretsFrom == "" || in.SecretSet == nil || in.SecretOrigin == nil {
+		return nil
+	}
+	var keys, origins []string
+	for _, key := range secretRefs(in.Spec) {
+		if !in.SecretSet(key) {
+			continue
+		}
+		if id, kind := in.SecretOrigin(key); kind != rt.SecretsFrom {
+			if kind == "" {
+				kind = "an adapter not loaded"
+			}
+			keys, origins = append(keys, key), append(origins, fmt.Sprintf("%s (%s)", key, kind+" "+id))
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return errcode.New(errcode.PlanCapabilityUnsupp, "the runtime %s (%s) delivers secrets from the %s secrets adapter only, and these secrets are held elsewhere: %s",
+		rt.ID, rt.Kind, rt.SecretsFrom, strings.Join(origins, ", ")).
+		WithDetail("capability", "secrets").WithDetail("secrets", keys).WithDetail("secrets_from", rt.SecretsFrom).
+		WithRemedy("make the %s secrets adapter the primary one (POST /api/v1/adapters, category secrets, kind %s, and restart svc), then set each of these secrets again (PUT /api/v1/apps/{appID}/secrets/{key}) so that it is written there", rt.SecretsFrom, rt.SecretsFrom)
 }
 
 func sortedWorkloads(d spec.Document) []string {

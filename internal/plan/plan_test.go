@@ -3,6 +3,7 @@ package plan_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/svchost/svc/internal/errcode"
@@ -139,5 +140,60 @@ func TestPlanWarningsNeverBlock(t *testing.T) {
 	want := []string{"WARN_NO_HEALTH_CHECK", "WARN_NO_RESOURCE_LIMITS", "WARN_SECRET_NOT_SET"}
 	if !slices.Equal(got, want) || !r.Deployable {
 		t.Fatalf("warnings %v (want %v), deployable %v", got, want, r.Deployable)
+	}
+}
+
+// TestSecretsTheRuntimeCannotDeliver: a runtime that reads secrets from
+// Vault (the Nomad runtime) refuses a spec whose bound secrets another
+// adapter holds (builtin), naming them and the fix; the same secrets on a
+// runtime handed their values, or held in Vault, plan as deployable; a
+// secret not set yet is only the warning it always was.
+func TestSecretsTheRuntimeCannotDeliver(t *testing.T) {
+	nomad := plan.Runtime{ID: "adp_nomad", Kind: "nomad", Primary: true, Loaded: true, Isolation: policy.IsolationNone, SecretsFrom: "vault"}
+	origin := func(kind string) func(string) (string, string) {
+		return func(string) (string, string) { return "adp_" + kind, kind }
+	}
+	set := func(string) bool { return true }
+	for _, tt := range []struct {
+		name    string
+		rt      plan.Runtime
+		set     func(string) bool
+		origin  func(string) (string, string)
+		refused bool
+	}{
+		{"builtin secret on nomad", nomad, set, origin("builtin"), true},
+		{"secret of an adapter not loaded on nomad", nomad, set, func(string) (string, string) { return "adp_gone", "" }, true},
+		{"vault secret on nomad", nomad, set, origin("vault"), false},
+		{"builtin secret on the process runtime", process, set, origin("builtin"), false},
+		{"unset secret on nomad", nomad, func(string) bool { return false }, origin("builtin"), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := doc()
+			d.Slots = nil
+			web := d.Workloads["web"]
+			web.Env = map[string]spec.EnvValue{"KEY": {Secret: "API_KEY"}}
+			d.Workloads["web"] = web
+			r := plan.Make(plan.Input{Spec: d, Policy: policy.Default(), Runtimes: []plan.Runtime{tt.rt}, SecretSet: tt.set, SecretOrigin: tt.origin})
+			var got *errcode.Error
+			for _, e := range r.Refusals {
+				if e.Details["capability"] == "secrets" {
+					got = e
+				}
+			}
+			if (got != nil) != tt.refused || r.Deployable == tt.refused {
+				t.Fatalf("refusals %v (deployable %t); want refused %t", r.Refusals, r.Deployable, tt.refused)
+			}
+			if got == nil {
+				return
+			}
+			if got.Code != errcode.PlanCapabilityUnsupp || !slices.Equal(got.Details["secrets"].([]string), []string{"API_KEY"}) {
+				t.Errorf("refusal = %s %v, want PLAN_CAPABILITY_UNSUPPORTED naming API_KEY", got.Code, got.Details)
+			}
+			for _, want := range []string{"vault secrets adapter the primary one", "PUT /api/v1/apps/{appID}/secrets/{key}"} {
+				if !strings.Contains(got.Remedy, want) {
+					t.Errorf("remedy %q does not say %q", got.Remedy, want)
+				}
+			}
+		})
 	}
 }

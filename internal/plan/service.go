@@ -109,13 +109,18 @@ func (s *Service) plan(appID string, n uint64, pol policy.Policy) (Result, error
 		}
 	}
 	in.Filled = func(k string) bool { return filled[k] }
-	set := map[string]bool{}
+	set, origin := map[string]bool{}, map[string]string{}
 	if views, err := s.d.Secrets.List(appID); err == nil {
 		for _, v := range views {
-			set[v.Key] = true
+			set[v.Key], origin[v.Key] = true, v.Origin
 		}
 	}
 	in.SecretSet = func(k string) bool { return set[k] }
+	kinds := map[string]string{}
+	for _, l := range s.d.Adapters.Current().Of(adapters.CategorySecrets) {
+		kinds[l.Adapter.ID] = l.Adapter.Kind
+	}
+	in.SecretOrigin = func(k string) (string, string) { return origin[k], kinds[origin[k]] }
 	return Make(in), nil
 }
 
@@ -153,6 +158,7 @@ func (s *Service) runtimes() []Runtime {
 			}
 			rt.Egress, _ = caps["egress_allowlist"].(bool)
 			rt.Unavailable, _ = caps["unavailable"].(string)
+			rt.SecretsFrom, _ = caps["secrets_from"].(string)
 		}
 		out = append(out, rt)
 	}

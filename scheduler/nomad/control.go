@@ -4,22 +4,38 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/svchost/svc/internal/errcode"
+	jobtemplates "github.com/svchost/svc/jobs-templates"
 	"github.com/svchost/svc/scheduler"
 )
 
-// Stop deregisters the job (purge false: Nomad keeps it, stopped, until
-// its garbage collection) and waits until its allocations have stopped.
-// NOT_FOUND for a job Nomad does not run.
+// Stop stops the scheduler job's allocations and waits until they have
+// stopped. NOT_FOUND for a job Nomad does not run. On the app's Nomad job
+// (appjob.go) what that takes depends on the deployment: the outgoing one
+// (a new version's canaries run beside it) stops by promoting the
+// canaries; the current one, while its canaries wait for promotion, by
+// reverting the job to the version the outgoing deployment runs (whose
+// allocations were never touched); otherwise the job is deregistered
+// (purge false: Nomad keeps it, stopped, with its versions, until its
+// garbage collection).
 func (r *Runtime) Stop(ctx context.Context, jobID string) error {
 	job, err := r.liveJob(ctx, jobID)
 	if err != nil {
 		return err
+	}
+	if job.outgoing {
+		return r.promote(ctx, job.Job)
+	}
+	if d, err := r.awaitingPromotion(ctx, job.Job); err != nil {
+		return err
+	} else if d != nil {
+		return r.revert(ctx, job.Job)
 	}
 	return r.stop(ctx, *job.ID)
 }
@@ -44,19 +60,19 @@ func terminal(a *api.AllocationListStub) bool {
 // awaitStopped waits with blocking queries until every allocation of the
 // job is terminal.
 func (r *Runtime) awaitStopped(ctx context.Context, jobID string) error {
+	return r.awaitAllocs(ctx, jobID, terminal)
+}
+
+// awaitAllocs waits with blocking queries until every allocation of the
+// job is done.
+func (r *Runtime) awaitAllocs(ctx context.Context, jobID string, done func(*api.AllocationListStub) bool) error {
 	var index uint64
 	for {
 		allocs, meta, err := r.client.Jobs().Allocations(jobID, false, (&api.QueryOptions{WaitIndex: index, WaitTime: blockWait}).WithContext(ctx))
 		if err != nil {
 			return r.translate(err, "read the allocations of job "+jobID, "job "+jobID)
 		}
-		done := true
-		for _, a := range allocs {
-			if !terminal(a) {
-				done = false
-			}
-		}
-		if done {
+		if !slices.ContainsFunc(allocs, func(a *api.AllocationListStub) bool { return !done(a) }) {
 			return nil
 		}
 		index = max(index, meta.LastIndex, 1)
@@ -72,12 +88,17 @@ func (r *Runtime) Restart(ctx context.Context, jobID string) error {
 	if err != nil {
 		return err
 	}
+	if job.outgoing {
+		// Its replacement is starting: restarting it now would only
+		// delay what the deploy stops.
+		return notFound(jobID)
+	}
 	allocs, _, err := r.client.Jobs().Allocations(*job.ID, false, r.query(ctx))
 	if err != nil {
 		return r.translate(err, "read the allocations of job "+*job.ID, "job "+jobID)
 	}
-	for _, g := range groups(job) {
-		stub := newest(allocs, g)
+	for _, g := range groups(job.Job) {
+		stub := job.pick(allocs, g)
 		if stub == nil || stub.DesiredStatus != api.AllocDesiredStatusRun {
 			continue
 		}
@@ -158,7 +179,7 @@ func (r *Runtime) Logs(ctx context.Context, jobID, workload string) ([]string, e
 	if err != nil {
 		return nil, r.translate(err, "read the allocations of job "+*job.ID, "job "+jobID)
 	}
-	stub := newest(allocs, workload)
+	stub := job.pick(allocs, workload)
 	if stub == nil {
 		return []string{}, nil
 	}
@@ -220,7 +241,8 @@ func tailLines(b []byte, n int64) []string {
 // Discard deletes the stopped job's slot credentials from Vault; what its
 // workloads wrote is in their allocation directories, which Nomad
 // collects with the job. STATE_INVALID while the job runs; a job Nomad no
-// longer knows is no error.
+// longer knows is no error. An earlier deployment of the app's job has
+// its credentials deleted as its version read them.
 func (r *Runtime) Discard(ctx context.Context, jobID string) error {
 	job, err := r.stoppedJob(ctx, jobID, "discarding it")
 	if job == nil || err != nil {
@@ -229,16 +251,25 @@ func (r *Runtime) Discard(ctx context.Context, jobID string) error {
 	return r.discardJobSecrets(ctx, job)
 }
 
-// stoppedJob reads the Nomad job of a scheduler job that must be stopped
-// before what (STATE_INVALID while it runs); nil and no error when Nomad
-// no longer knows it.
+// stoppedJob reads the Nomad job (or, for an earlier deployment of the
+// app's job, the newest version that ran it) of a scheduler job that must
+// be stopped before what (STATE_INVALID while it runs); nil and no error
+// when Nomad no longer knows it.
 func (r *Runtime) stoppedJob(ctx context.Context, jobID, what string) (*api.Job, error) {
-	job, err := r.readJob(ctx, jobID)
+	job, current, err := r.resolve(ctx, jobID)
 	if errcode.Has(err, errcode.NotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !current {
+		if _, err := r.readJob(ctx, jobID); err == nil {
+			return nil, errcode.New(errcode.StateInvalid, "job %q is running: stop it before %s", jobID, what)
+		} else if !errcode.Has(err, errcode.NotFound) {
+			return nil, err
+		}
+		return r.versionOf(ctx, *job.ID, jobID, *job.Version)
 	}
 	if job.Stop == nil || !*job.Stop {
 		return nil, errcode.New(errcode.StateInvalid, "job %q is running: stop it before %s", jobID, what)
@@ -260,7 +291,10 @@ func (r *Runtime) RemoveArtifact(ctx context.Context, art scheduler.Artifact) er
 
 // RemoveJobLogs purges a stopped job from Nomad: its allocations, and
 // their logs, go with it. STATE_INVALID while the job runs; a job Nomad
-// no longer knows is no error.
+// no longer knows is no error. An earlier deployment of the app's job
+// only has its slot credentials deleted: the job, its versions and its
+// current deployment are the app's, and Nomad collects the old
+// allocations itself.
 func (r *Runtime) RemoveJobLogs(ctx context.Context, jobID string) error {
 	job, err := r.stoppedJob(ctx, jobID, "removing its logs")
 	if job == nil || err != nil {
@@ -268,6 +302,12 @@ func (r *Runtime) RemoveJobLogs(ctx context.Context, jobID string) error {
 	}
 	if err := r.discardJobSecrets(ctx, job); err != nil {
 		return err
+	}
+	if job.Meta[jobtemplates.MetaDeploymentID] != jobID {
+		return nil
+	}
+	if cur, _, err := r.client.Jobs().Info(*job.ID, r.query(ctx)); err != nil || cur.Meta[jobtemplates.MetaDeploymentID] != jobID {
+		return nil // a version of the app's job: not ours to purge
 	}
 	if _, _, err := r.client.Jobs().Deregister(*job.ID, true, r.write(ctx)); err != nil {
 		return r.translate(err, "purge job "+jobID, "job "+jobID)

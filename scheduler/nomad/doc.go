@@ -20,11 +20,27 @@
 // injected scheduler.Builder (the process runtime's) and packs the result
 // into the same store.
 //
-// A scheduler job becomes a Nomad service job rendered by jobtemplates
-// (one group per workload, in start order; its task downloads the
-// artifact into local/ and runs there; secrets are read from Vault by a
-// template block with workload identity, so no secret value is ever in a
-// job, in Nomad's state or in a log).
+// A scheduler job becomes a version of the app's one Nomad service job,
+// svc-<slug> (Name: the app's name), rendered by jobtemplates (one group
+// per workload, in start order; its task downloads the artifact into
+// local/ and runs there; secrets are read from Vault by a template block
+// with workload identity, so no secret value is ever in a job, in Nomad's
+// state or in a log). The scheduler's job IDs stay per deployment;
+// appjob.go maps them onto the app's job: a deployment is the job's
+// current version (meta deployment_id), or its outgoing one (meta
+// previous_deployment_id) while the new version's canaries run beside
+// its allocations, or gone. Each version is tagged with its deployment's
+// ID (Nomad's version tags), so `nomad job history`, `nomad job revert`
+// and the UI follow the app. Stopping the outgoing deployment promotes
+// the canaries; stopping the current one while its canaries wait reverts
+// the job to the version before (the failed deploy's canaries go, the
+// running allocations were never touched); otherwise Stop deregisters the
+// job. Restarting, discarding or purging an older deployment never
+// touches the app's job (RemoveJobLogs only deletes its slot
+// credentials). Jobs of an earlier svc, svc-<slug>-<deployment>, are
+// found by their meta as their deployment's current job: the next deploy
+// registers the app's job beside one, and the scheduler stops it once the
+// new job serves, then purges it with the old deployment's logs.
 //
 // A filled slot's credentials (Task.SealedEnv, such as a database URL
 // with its password) reach the workload the same way: before registering
@@ -44,15 +60,32 @@
 //
 // Registering plans first and refuses what cannot be placed, by the plan's
 // structured metrics (CAPACITY_WOULD_OVERSUBSCRIBE for exhausted nodes,
-// ADAPTER_FAILED for no eligible node), then registers with EnforceIndex
-// and the modify index the plan saw (0 for a new job), so that two
-// controllers racing never both register: Nomad refuses the loser with a
-// 500 whose text is its only description, so the runtime reads the job
-// back and calls it a conflict (STATE_INVALID) when the job's modify index
-// moved, never parsing the text. The start order is kept by registering
-// the job once per workload, each time with the next group added (an
-// in-place update for the others), and waiting for that group to be
-// healthy before the next.
+// ADAPTER_FAILED for no eligible node, naming the constraints that
+// filtered them), then registers with EnforceIndex: 0 for a new job, the
+// modify index Run read for an update of the app's job (check-and-set),
+// so that two controllers racing never both register and an operator's
+// change made meanwhile (`nomad job run` of their own version) is never
+// overwritten: Nomad refuses the loser with a 500 whose text is its only
+// description, so the runtime reads the job back and calls it a conflict
+// (STATE_INVALID, with `nomad job history` as the remedy; the previous
+// release keeps serving; deploying again registers over it) when the
+// job's modify index moved, never parsing the text. The registration's
+// evaluation is read (a blocking query) and what it could not place is
+// refused the same way. A new job's start order is kept by registering it
+// once per workload, each time with the next group added (an in-place
+// update for the others), and waiting for that group to be healthy before
+// the next; an update registers the whole version at once (removing a
+// group would stop it) and waits for its canaries in start order.
+//
+// Nomad's reasons reach the deploy in svc's words (reasons.go, pure
+// functions tested on payloads captured from a real agent): a task whose
+// secrets template waits on a Vault path ("Template" event "Missing:
+// vault.read(...)", which Nomad retries without end) fails the run at once
+// with ADAPTER_FAILED naming the path; a driver that cannot launch the
+// command is STATE_APP_EXITED with the driver's error; an artifact
+// download or setup failure ADAPTER_FAILED with the event; each with a
+// remedy that fits. Those failure texts are Nomad's task events, the one
+// place the runtime reads Nomad's words.
 //
 // Waits are blocking queries (?index= with X-Nomad-Index): on the job's
 // allocations until a group's allocation is healthy by Nomad's
@@ -82,11 +115,11 @@
 // volume's directory (SVC_VOLUME_<NAME>). A failure of the host volumes
 // API is ADAPTER_FAILED with Nomad's text and what to configure.
 //
-// Vendor errors become our codes by HTTP status only: no answer is
+// Vendor errors of the API itself become our codes by HTTP status only: no answer is
 // ADAPTER_UNAVAILABLE, 403 ADAPTER_FAILED with the token as the remedy,
 // 404 NOT_FOUND, anything else ADAPTER_FAILED.
 //
 // It must not import other adapters, the HTTP server or the store; the
-// Nomad job a scheduler job runs as is found by its meta (deployment_id),
-// and remembered.
+// Nomad job a scheduler job runs as is found by its meta (deployment_id,
+// previous_deployment_id), and remembered.
 package nomad

@@ -79,7 +79,7 @@ func (r *Runtime) Exec(ctx context.Context, req scheduler.ExecRequest) (schedule
 		return nil, err
 	}
 	known := false
-	for _, g := range groups(job) {
+	for _, g := range groups(job.Job) {
 		known = known || g == req.Workload
 	}
 	if !known {
@@ -89,7 +89,7 @@ func (r *Runtime) Exec(ctx context.Context, req scheduler.ExecRequest) (schedule
 	if err != nil {
 		return nil, r.translate(err, "read the allocations of job "+req.JobID, "job "+req.JobID)
 	}
-	stub := newest(allocs, req.Workload)
+	stub := job.pick(allocs, req.Workload)
 	if stub == nil || stub.DesiredStatus != api.AllocDesiredStatusRun {
 		return nil, errcode.New(errcode.NotFound, "workload %s of job %s has no running allocation", req.Workload, req.JobID)
 	}

@@ -213,7 +213,8 @@ func (r *Runtime) Capabilities() map[string]any {
 	caps := map[string]any{
 		"isolation":        r.Isolation(),
 		"isolation_levels": slices.Clone(levels),
-		"egress_allowlist": false, // left to the cluster's network: refused, not ignored
+		"egress_allowlist": false,   // left to the cluster's network: refused, not ignored
+		"secrets_from":     "vault", // template blocks read Vault: secrets held elsewhere are refused by the plan
 		"driver":           r.cfg.Driver,
 		"builds":           kinds,
 		"build_location":   location,

@@ -22,10 +22,12 @@ const metaLogCapBytes = "svc_log_cap_bytes"
 const portLabel = jobtemplates.PortLabel
 
 // AppInfo is what the runtime needs of a job's app beyond the scheduler's
-// job: the slug that names the Nomad job and its services, the primary
-// workload the edge routes to, and the spec revision (the job's meta).
+// job: the slug that names the Nomad job and its services, the app's name
+// (the Nomad job's Name), the primary workload the edge routes to, and
+// the spec revision (the job's meta).
 type AppInfo struct {
 	Slug         string
+	Name         string
 	Primary      string
 	SpecID       string
 	SpecRevision uint64
@@ -75,7 +77,13 @@ func (r *Runtime) render(ctx context.Context, job scheduler.Job, order []string,
 	if appID == "" {
 		appID = noApp
 	}
-	if info.Slug == "" {
+	switch {
+	case info.Slug != "":
+	case job.AppID == "":
+		// A job of no app (a runtime's tests) is no app's version: it
+		// has a Nomad job of its own.
+		info.Slug = noApp + "-" + job.ID
+	default:
 		info.Slug = appID
 	}
 	if info.Primary == "" {
@@ -97,7 +105,7 @@ func (r *Runtime) render(ctx context.Context, job scheduler.Job, order []string,
 		}
 	}
 	b, err := r.templates.RenderService(jobtemplates.ServiceInput{
-		AppID: appID, AppSlug: info.Slug, SpecID: info.SpecID, SpecRevision: info.SpecRevision,
+		AppID: appID, AppSlug: info.Slug, AppName: info.Name, SpecID: info.SpecID, SpecRevision: info.SpecRevision,
 		DeploymentID: job.ID, Job: in, Primary: info.Primary, Artifacts: arts,
 		StaticCommand: r.cfg.StaticServer, Datacenters: r.cfg.Datacenters, Region: r.cfg.Region,
 		Namespace: r.cfg.Namespace, NodePool: r.cfg.NodePool, Driver: r.cfg.Driver,

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 
@@ -61,12 +62,18 @@ func (r *Runtime) Run(ctx context.Context, job scheduler.Job) (scheduler.JobStat
 	}
 	nid := *full.ID
 	current, _, err := r.client.Jobs().Info(nid, r.query(ctx))
+	// prev is the app's job as it runs, which this run updates to a new
+	// version (nil: a new job, or a stopped one registered again).
+	var prev *api.Job
 	switch {
 	case statusOf(err) == 404:
 	case err != nil:
 		return scheduler.JobStatus{}, r.translate(err, "read job "+nid, "job "+job.ID)
 	case current.Stop == nil || !*current.Stop:
-		return scheduler.JobStatus{}, errcode.New(errcode.StateInvalid, "job %q is already running (nomad job %s)", job.ID, nid)
+		if err := r.updatable(current, job, nid); err != nil {
+			return scheduler.JobStatus{}, err
+		}
+		prev = current
 	}
 	// The job's slot credentials go to Vault, where its template reads
 	// them, before any registration: never into the job.
@@ -82,7 +89,7 @@ func (r *Runtime) Run(ctx context.Context, job scheduler.Job) (scheduler.JobStat
 		if registered {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 			defer cancel()
-			if serr := r.stop(sctx, nid); serr != nil {
+			if serr := r.withdraw(sctx, nid, modifyIndex, prev != nil); serr != nil {
 				r.log.Warn("nomad: stop a job that failed to run", "job_id", job.ID, "nomad_job", nid, "err", errcode.MessageOf(serr))
 			} else {
 				stopped = true
@@ -96,26 +103,84 @@ func (r *Runtime) Run(ctx context.Context, job scheduler.Job) (scheduler.JobStat
 		}
 		return scheduler.JobStatus{}, err
 	}
-	// The rendered groups are in start order: each registration adds the
-	// next.
-	for i := range full.TaskGroups {
+	// A new job's groups are registered in start order, each registration
+	// adding the next. An update registers the whole new version at once,
+	// against the modify index read above (check-and-set): each changed
+	// group starts a canary beside its running allocation, waited for in
+	// start order; the previous deployment serves until Stop promotes
+	// them.
+	steps := [][]*api.TaskGroup{}
+	if prev == nil {
+		for i := range full.TaskGroups {
+			steps = append(steps, full.TaskGroups[:i+1])
+		}
+	} else {
+		full.Meta[jobtemplates.MetaPreviousDeployment] = prev.Meta[jobtemplates.MetaDeploymentID]
+		modifyIndex = *prev.JobModifyIndex
+		steps = append(steps, full.TaskGroups)
+	}
+	for _, groups := range steps {
 		step := *full
-		step.TaskGroups = full.TaskGroups[:i+1]
-		group := *full.TaskGroups[i].Name
-		idx, err := r.register(ctx, &step, !registered, modifyIndex, group)
+		step.TaskGroups = groups
+		group := *groups[len(groups)-1].Name
+		idx, evalID, err := r.registerEval(ctx, &step, !registered && prev == nil, modifyIndex, group)
 		if err != nil {
 			return fail(err)
 		}
 		registered, modifyIndex = true, idx
-		if err := r.awaitReady(ctx, nid, group); err != nil {
+		if err := r.placed(ctx, evalID); err != nil {
 			return fail(err)
 		}
+		names := []string{group}
+		if prev != nil {
+			names = order
+		}
+		for _, g := range names {
+			if err := r.awaitReady(ctx, nid, g); err != nil {
+				return fail(r.explain(ctx, nid, g, err))
+			}
+		}
 	}
+	r.tag(ctx, nid, job.ID, modifyIndex)
 	st, err := r.Status(ctx, job.ID)
 	if err != nil {
 		return fail(err)
 	}
 	return st, nil
+}
+
+// updatable refuses to update a running Nomad job with a deployment:
+// STATE_INVALID when it runs this deployment already, or another app's
+// (the slug names the job), or is not svc's.
+func (r *Runtime) updatable(current *api.Job, job scheduler.Job, nid string) error {
+	switch {
+	case current.Meta[jobtemplates.MetaDeploymentID] == job.ID:
+		return errcode.New(errcode.StateInvalid, "job %q is already running (nomad job %s)", job.ID, nid)
+	case current.Meta[jobtemplates.MetaManagedBy] != jobtemplates.ManagedBy || current.Meta[jobtemplates.MetaAppID] != appOf(job):
+		return errcode.New(errcode.StateInvalid, "nomad job %s runs, and is not app %s's", nid, appOf(job)).
+			WithRemedy("stop the Nomad job %s (it holds the name svc gives this app's job), or rename the app", nid)
+	case current.JobModifyIndex == nil:
+		return errcode.New(errcode.AdapterFailed, "nomad job %s has no modify index", nid)
+	}
+	return nil
+}
+
+// withdraw takes back a failed run's registration: an update reverts the
+// app's job to the version it ran (its allocations were left as they
+// were), a new job is deregistered. Either only while the job is still at
+// our registration: what another writer registered since is theirs.
+func (r *Runtime) withdraw(ctx context.Context, nid string, modifyIndex uint64, update bool) error {
+	cur, _, err := r.client.Jobs().Info(nid, r.query(ctx))
+	if err != nil {
+		return r.translate(err, "read job "+nid, "job "+nid)
+	}
+	if cur.JobModifyIndex == nil || *cur.JobModifyIndex != modifyIndex {
+		return errcode.New(errcode.StateInvalid, "nomad job %s changed since this run registered it; left as it is", nid)
+	}
+	if update {
+		return r.revert(ctx, cur)
+	}
+	return r.stop(ctx, nid)
 }
 
 // stopTimeout bounds stopping a job that failed to run.
@@ -128,10 +193,17 @@ func (r *Runtime) remember(jobID, nomadID string) {
 	r.ids[jobID] = nomadID
 }
 
+// forget drops what remember recorded.
+func (r *Runtime) forget(jobID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.ids, jobID)
+}
+
 // nomadID finds the Nomad job that runs a scheduler job: the one Run
 // registered, else (another controller ran it, or this one restarted)
-// the job whose meta names it as its deployment, among svc's. "" when
-// Nomad has none.
+// the job of svc's whose current version names it as its deployment, or
+// as the deployment before (appjob.go). "" when Nomad has none.
 func (r *Runtime) nomadID(ctx context.Context, jobID string) (string, error) {
 	r.mu.Lock()
 	id, ok := r.ids[jobID]
@@ -143,12 +215,22 @@ func (r *Runtime) nomadID(ctx context.Context, jobID string) (string, error) {
 	if err != nil {
 		return "", r.translate(err, "list jobs", "the jobs")
 	}
-	var best *api.JobListStub
+	var best, prev *api.JobListStub
 	for _, s := range stubs {
-		if s.Meta[jobtemplates.MetaManagedBy] == jobtemplates.ManagedBy && s.Meta[jobtemplates.MetaDeploymentID] == jobID &&
-			(best == nil || s.CreateIndex > best.CreateIndex) {
-			best = s
+		if s.Meta[jobtemplates.MetaManagedBy] != jobtemplates.ManagedBy {
+			continue
 		}
+		switch jobID {
+		case s.Meta[jobtemplates.MetaDeploymentID]:
+			if best == nil || s.CreateIndex > best.CreateIndex {
+				best = s
+			}
+		case s.Meta[jobtemplates.MetaPreviousDeployment]:
+			prev = s
+		}
+	}
+	if best == nil {
+		best = prev
 	}
 	if best == nil {
 		return "", nil
@@ -196,24 +278,30 @@ func egressUnsupported() *errcode.Error {
 // previous registration returned after that. A refused index means
 // another writer registered the job meanwhile: STATE_INVALID.
 func (r *Runtime) register(ctx context.Context, job *api.Job, first bool, modifyIndex uint64, group string) (uint64, error) {
+	idx, _, err := r.registerEval(ctx, job, first, modifyIndex, group)
+	return idx, err
+}
+
+// registerEval is register, returning the registration's evaluation too.
+func (r *Runtime) registerEval(ctx context.Context, job *api.Job, first bool, modifyIndex uint64, group string) (uint64, string, error) {
 	plan, _, err := r.client.Jobs().Plan(job, false, r.write(ctx))
 	if err != nil {
-		return 0, r.translate(err, "plan job "+*job.ID, "job "+*job.ID)
+		return 0, "", r.translate(err, "plan job "+*job.ID, "job "+*job.ID)
 	}
 	if err := planRefusal(*job.ID, plan.FailedTGAllocs); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if first {
 		// A new registration expects no job, or a stopped one of the
 		// same ID (run again): never whatever index the plan saw, which
 		// may be another controller's registration made meanwhile.
 		if modifyIndex, err = r.freshIndex(ctx, *job.ID, plan.JobModifyIndex, group); err != nil {
-			return 0, err
+			return 0, "", err
 		}
 	}
 	resp, _, err := r.client.Jobs().EnforceRegister(job, modifyIndex, r.write(ctx))
 	if err == nil {
-		return resp.JobModifyIndex, nil
+		return resp.JobModifyIndex, resp.EvalID, nil
 	}
 	// Nomad refuses a stale index with a 500 and a message; the job's
 	// own modify index tells a conflict from any other failure.
@@ -225,11 +313,12 @@ func (r *Runtime) register(ctx context.Context, job *api.Job, first bool, modify
 			curIndex = *cur.JobModifyIndex
 		}
 		if (gerr == nil || statusOf(gerr) == 404) && conflict(modifyIndex, exists, curIndex) {
-			return 0, errcode.Wrap(err, errcode.StateInvalid, "job %q was registered by another writer meanwhile (expected modify index %d, nomad has %d)",
-				*job.ID, modifyIndex, curIndex).WithDetail("workload", group).WithRemedy("read the job's state and retry if it still needs running")
+			return 0, "", errcode.Wrap(err, errcode.StateInvalid, "job %q was registered by another writer meanwhile (expected modify index %d, nomad has %d): svc does not overwrite it",
+				*job.ID, modifyIndex, curIndex).WithDetail("workload", group).
+				WithRemedy("see what changed with `nomad job history %s`; deploy again to register svc's version over it (the previous release keeps serving until then)", *job.ID)
 		}
 	}
-	return 0, r.translate(err, "register job "+*job.ID, "job "+*job.ID)
+	return 0, "", r.translate(err, "register job "+*job.ID, "job "+*job.ID)
 }
 
 // freshIndex is the modify index a first registration enforces: 0 when
@@ -263,49 +352,59 @@ func conflict(expected uint64, exists bool, current uint64) bool {
 }
 
 // planRefusal turns a plan's placement failures into an error, by
-// Nomad's structured metrics: nodes that had no room (NodesExhausted,
-// DimensionExhausted, QuotaExhausted) are CAPACITY_WOULD_OVERSUBSCRIBE;
-// no node that could run it at all (none in the datacenters or pool, or
-// filtered by constraints such as a missing driver) is ADAPTER_FAILED.
+// Nomad's structured metrics (placementFailure, on the first group by
+// name): nodes that had no room are CAPACITY_WOULD_OVERSUBSCRIBE; no node
+// that could run it at all ADAPTER_FAILED, naming the constraints that
+// filtered them.
 func planRefusal(jobID string, failed map[string]*api.AllocationMetric) error {
 	if len(failed) == 0 {
 		return nil
 	}
-	groups := make([]string, 0, len(failed))
-	for g := range failed {
-		groups = append(groups, g)
+	g := slices.Min(slices.Collect(maps.Keys(failed)))
+	return placementFailure(jobID, g, failed[g])
+}
+
+// placed waits (blocking queries) for a registration's evaluation to
+// complete and refuses what it could not place, as the plan would have
+// (the cluster changed since, or the canaries beside the running
+// allocations need room of their own): Nomad leaves a blocked evaluation
+// behind, which the run's failure takes back with the registration.
+func (r *Runtime) placed(ctx context.Context, evalID string) error {
+	if evalID == "" {
+		return nil
 	}
-	sort.Strings(groups)
-	g := groups[0]
-	m := failed[g]
-	if m == nil {
-		m = &api.AllocationMetric{}
+	var index uint64
+	for {
+		ev, meta, err := r.client.Evaluations().Info(evalID, (&api.QueryOptions{WaitIndex: index, WaitTime: blockWait}).WithContext(ctx))
+		if err != nil {
+			return r.translate(err, "read evaluation "+evalID, "evaluation "+evalID)
+		}
+		if ev.Status != "pending" {
+			return planRefusal(ev.JobID, ev.FailedTGAllocs)
+		}
+		index = max(index, meta.LastIndex, 1)
 	}
-	details := map[string]any{
-		"workload": g, "nodes_evaluated": m.NodesEvaluated, "nodes_filtered": m.NodesFiltered,
-		"nodes_exhausted": m.NodesExhausted,
+}
+
+// explain replaces a failure to start a workload with Nomad's reason from
+// its allocation's task events (taskFailure), when they tell one.
+func (r *Runtime) explain(ctx context.Context, nid, group string, err error) error {
+	e, ok := errcode.As(err)
+	if !ok {
+		return err
 	}
-	if len(m.DimensionExhausted) > 0 {
-		details["dimensions_exhausted"] = m.DimensionExhausted
+	allocID, _ := e.Details["allocation"].(string)
+	if allocID == "" {
+		return err
 	}
-	if len(m.ConstraintFiltered) > 0 {
-		details["constraints_filtered"] = m.ConstraintFiltered
+	a, _, aerr := r.client.Allocations().Info(allocID, r.query(ctx))
+	if aerr != nil {
+		return err
 	}
-	if len(m.QuotaExhausted) > 0 {
-		details["quota_exhausted"] = m.QuotaExhausted
+	if reason := taskFailure(group, taskOf(a.TaskStates, group)); reason != nil && (e.Code != errcode.StateAppExited || reason.Code != errcode.AdapterFailed) {
+		return reason.WithDetail("allocation", allocID)
 	}
-	var e *errcode.Error
-	if m.NodesExhausted > 0 || len(m.DimensionExhausted) > 0 || len(m.QuotaExhausted) > 0 || len(m.ClassExhausted) > 0 {
-		e = errcode.New(errcode.CapacityOversubscribe, "nomad has no room for workload %s of job %s", g, jobID).
-			WithRemedy("free resources on the Nomad clients, add clients, or lower the workload's resources")
-	} else {
-		e = errcode.New(errcode.AdapterFailed, "nomad has no node that can run workload %s of job %s", g, jobID).
-			WithRemedy("check the nomad adapter's datacenters, node pool and driver against the Nomad clients")
-	}
-	for k, v := range details {
-		e.WithDetail(k, v)
-	}
-	return e
+	return err
 }
 
 // readiness is what an allocation says of its task starting.
@@ -350,6 +449,10 @@ func taskName(states map[string]*api.TaskState, workload string) string {
 func readinessOf(a *api.AllocationListStub, workload string) (readiness, int, string) {
 	ts := taskOf(a.TaskStates, workload)
 	if ts != nil {
+		if what := missingData(ts); what != "" {
+			// Nomad's template hook waits for it without end.
+			return failedSetup, 0, eventTemplate + ": " + missingPrefix + what
+		}
 		for _, ev := range ts.Events {
 			if ev.Type == api.TaskTerminated {
 				return exited, exitCodeOf(ev), ev.DisplayMessage

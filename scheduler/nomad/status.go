@@ -10,43 +10,6 @@ import (
 	"github.com/svchost/svc/scheduler"
 )
 
-// liveJob reads the job; NOT_FOUND when Nomad does not know it or it was
-// stopped (deregistered): a stopped job is forgotten, as the process
-// runtime forgets it.
-func (r *Runtime) liveJob(ctx context.Context, jobID string) (*api.Job, error) {
-	job, err := r.readJob(ctx, jobID)
-	if err != nil {
-		return nil, err
-	}
-	if job.Stop != nil && *job.Stop {
-		return nil, notFound(jobID)
-	}
-	return job, nil
-}
-
-// readJob reads the job, stopped or not; NOT_FOUND when Nomad does not
-// know it.
-func (r *Runtime) readJob(ctx context.Context, jobID string) (*api.Job, error) {
-	if !scheduler.PlainName(jobID) {
-		return nil, notFound(jobID)
-	}
-	nid, err := r.nomadID(ctx, jobID)
-	if err != nil {
-		return nil, err
-	}
-	if nid == "" {
-		return nil, notFound(jobID)
-	}
-	job, _, err := r.client.Jobs().Info(nid, r.query(ctx))
-	if statusOf(err) == 404 {
-		return nil, notFound(jobID)
-	}
-	if err != nil {
-		return nil, r.translate(err, "read job "+nid, "job "+jobID)
-	}
-	return job, nil
-}
-
 // groups lists a job's group names in the job's order (the start order).
 func groups(job *api.Job) []string {
 	out := make([]string, 0, len(job.TaskGroups))
@@ -73,8 +36,8 @@ func (r *Runtime) Status(ctx context.Context, jobID string) (scheduler.JobStatus
 		return scheduler.JobStatus{}, r.translate(err, "read the allocations of job "+*job.ID, "job "+jobID)
 	}
 	st := scheduler.JobStatus{ID: jobID, Workloads: map[string]scheduler.WorkloadStatus{}}
-	for _, g := range groups(job) {
-		stub := newest(allocs, g)
+	for _, g := range groups(job.Job) {
+		stub := job.pick(allocs, g)
 		if stub == nil {
 			st.Workloads[g] = scheduler.WorkloadStatus{Health: scheduler.HealthUnknown}
 			continue

@@ -38,7 +38,7 @@ func (r *Runtime) Usage(ctx context.Context, jobID string) (scheduler.Usage, err
 		}
 		g := *tg.Name
 		wu := scheduler.WorkloadUsage{Volumes: map[string]int64{}, Limits: r.limitsOf(tg, tg.Tasks[0])}
-		if stub := newest(allocs, g); stub != nil && stub.ClientStatus == api.AllocClientStatusRunning {
+		if stub := job.pick(allocs, g); stub != nil && stub.ClientStatus == api.AllocClientStatusRunning {
 			stats, err := r.client.Allocations().Stats(&api.Allocation{ID: stub.ID, NodeID: stub.NodeID}, r.query(ctx))
 			if err != nil {
 				return scheduler.Usage{}, r.translate(err, "read the stats of allocation "+stub.ID, "allocation "+stub.ID)

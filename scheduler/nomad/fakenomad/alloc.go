@@ -36,6 +36,8 @@ type alloc struct {
 	tasks                map[string]*api.TaskState
 	healthy              *bool
 	healthAt             time.Time
+	canary               bool              // placed beside the group's running allocation, not yet promoted
+	deploymentID         string            // the deployment that placed it
 	checks               map[string]string // task -> success, failure or pending
 
 	rt     *process.Runtime // the tasks' runtime, once set up
@@ -142,8 +144,11 @@ func (a *alloc) apiLocked() *api.Allocation {
 		CreateIndex: a.createIndex, ModifyIndex: a.modifyIndex, AllocModifyIndex: a.createIndex,
 		CreateTime: a.createTime, ModifyTime: a.modifyTime,
 	}
-	if a.healthy != nil {
-		out.DeploymentStatus = &api.AllocDeploymentStatus{Healthy: ptr(*a.healthy), Timestamp: a.healthAt, ModifyIndex: a.modifyIndex}
+	if a.healthy != nil || a.canary {
+		out.DeploymentStatus = &api.AllocDeploymentStatus{Canary: a.canary, Timestamp: a.healthAt, ModifyIndex: a.modifyIndex}
+		if a.healthy != nil {
+			out.DeploymentStatus.Healthy = ptr(*a.healthy)
+		}
 	}
 	return out
 }
@@ -172,6 +177,23 @@ func (a *alloc) run() {
 	}()
 	dir := filepath.Join(a.s.cfg.DataDir, "allocs", a.id)
 	tasks, err := a.setup(ctx, dir)
+	var missing *missingError
+	if errors.As(err, &missing) {
+		// As Nomad's template hook does: the task waits for the data, and
+		// says so in a Template event, until it appears or the allocation
+		// is stopped (the fake does not retry).
+		a.update(func() {
+			a.eventLocked(missing.task, &api.TaskEvent{Type: "Template", DisplayMessage: "Missing: " + missing.what})
+		})
+		<-ctx.Done()
+		a.update(func() {
+			a.client = api.AllocClientStatusComplete
+			for _, ts := range a.tasks {
+				ts.State, ts.FinishedAt = "dead", time.Now()
+			}
+		})
+		return
+	}
 	if err != nil {
 		a.fail(err)
 		return
@@ -526,6 +548,11 @@ func (a *alloc) setup(ctx context.Context, dir string) (map[string]scheduler.Tas
 		}
 		for _, tmpl := range t.Templates {
 			vars, err := a.s.render(ctx, tmpl, taskDir, env)
+			var missing *missingError
+			if errors.As(err, &missing) {
+				missing.task = t.Name
+				return nil, missing
+			}
 			if err != nil {
 				return nil, &taskError{task: t.Name, event: "Template", err: err}
 			}

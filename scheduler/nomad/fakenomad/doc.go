@@ -5,6 +5,21 @@
 // answer when the table's index passes index, or when wait ends, with the
 // current index either way).
 //
+// It keeps every version of a job (GET /v1/job/<id>/versions, with
+// version tags set and moved as Nomad does: PUT/DELETE
+// /v1/job/<id>/versions/<tag>/tag), reverts to one (POST
+// /v1/job/<id>/revert, EnforcePriorVersion checked), each registration's
+// evaluation with the groups it could not place (GET
+// /v1/evaluation/<id>, a blocked evaluation beside it) and each service
+// job's latest deployment (GET /v1/job/<id>/deployment): a changed group
+// whose update block asks for canaries gets one beside its running
+// allocation (an older canary is stopped), promoted with POST
+// /v1/deployment/promote/<id> only when healthy, which stops the group's
+// other allocations. A template that reads a Vault path that is not there
+// (or that the token may not read) leaves its task pending with a
+// "Template" event "Missing: vault.read(<path>)", as Nomad's template hook
+// does.
+//
 // It is one server and one client node. Registering enforces the job
 // modify index exactly as Nomad does (EnforceIndex with JobModifyIndex 0
 // for a new job; a mismatch answers 500 with Nomad's own text, which is how
@@ -69,8 +84,9 @@
 // Consul carries its task's health too (the process runtime checks the
 // group's first check only); canary tags and meta, address modes other
 // than auto and host, and Connect are not registered; job lists filter by
-// prefix only (no filter expressions); nothing is garbage-collected until
-// Close.
+// prefix only (no filter expressions); a change of the job's meta alone
+// is an in-place update (Nomad replaces the groups); deployments have no
+// progress deadline; nothing is garbage-collected until Close.
 //
 // It is for tests only: production code never imports it.
 package fakenomad

@@ -125,8 +125,16 @@ func (s *Server) jobRegister(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	idx := s.bumpLocked("jobs", "evals")
-	job := copyJob(req.Job)
+	idx, evalID := s.registerLocked(key, copyJob(req.Job), existing)
+	s.mu.Unlock()
+	s.writeJSON(w, idx, api.JobRegisterResponse{EvalID: evalID, EvalCreateIndex: idx, JobModifyIndex: idx})
+}
+
+// registerLocked makes job the current version of the job at key (the
+// next after existing), keeps the version, places it and evaluates it.
+func (s *Server) registerLocked(key string, job *api.Job, existing *api.Job) (uint64, string) {
+	idx := s.bumpLocked("jobs", "evals", "deployments")
+	ns, _, _ := strings.Cut(key, "/")
 	job.Namespace = ptr(ns)
 	if job.Region == nil || *job.Region == "" {
 		job.Region = ptr("global")
@@ -147,11 +155,11 @@ func (s *Server) jobRegister(w http.ResponseWriter, r *http.Request) {
 	}
 	job.ModifyIndex, job.JobModifyIndex = ptr(idx), ptr(idx)
 	job.SubmitTime = ptr(time.Now().UnixNano())
+	job.VersionTag = nil
 	s.jobs[key] = job
-	evalID := newID()
-	s.scheduleLocked(job)
-	s.mu.Unlock()
-	s.writeJSON(w, idx, api.JobRegisterResponse{EvalID: evalID, EvalCreateIndex: idx, JobModifyIndex: idx})
+	s.recordVersionLocked(key, job)
+	failed := s.scheduleLocked(job)
+	return idx, s.evaluateLocked(job, "job-register", idx, failed)
 }
 
 // jobList lists the namespace's jobs (?prefix= on the ID), with their
@@ -205,13 +213,17 @@ func (s *Server) jobDeregister(w http.ResponseWriter, r *http.Request) {
 	idx := s.bumpLocked("jobs", "evals")
 	if purge {
 		delete(s.jobs, key)
+		delete(s.versions, key)
+		delete(s.deployments, key)
 	} else {
 		stopped := copyJob(job)
 		stopped.Stop = ptr(true)
 		stopped.Status = ptr("dead")
 		stopped.Version = ptr(*job.Version + 1)
 		stopped.ModifyIndex, stopped.JobModifyIndex = ptr(idx), ptr(idx)
+		stopped.VersionTag = nil
 		s.jobs[key] = stopped
+		s.recordVersionLocked(key, stopped)
 	}
 	for _, a := range s.allocs {
 		if a.namespace == *job.Namespace && a.jobID == *job.ID && a.desired == "run" {
@@ -388,51 +400,116 @@ func sameGroup(a, b *api.TaskGroup) bool {
 	return bytes.Equal(ja, jb)
 }
 
-// liveAllocLocked returns the group's allocation that is meant to run.
+// liveAllocLocked returns the group's newest allocation that is meant to
+// run.
 func (s *Server) liveAllocLocked(ns, jobID, group string) *alloc {
-	for _, a := range s.allocs {
-		if a.namespace == ns && a.jobID == jobID && a.group == group && a.desired == "run" {
-			return a
+	var best *alloc
+	for _, a := range s.liveAllocsLocked(ns, jobID, group) {
+		if best == nil || a.createIndex > best.createIndex {
+			best = a
 		}
 	}
-	return nil
+	return best
 }
 
-// scheduleLocked places a registered job: an unchanged group keeps its
-// allocation, a changed one is replaced, a new one placed (when the node
-// can take it; otherwise it stays unplaced, as a blocked evaluation
-// would leave it), a removed one stopped.
-func (s *Server) scheduleLocked(job *api.Job) {
+// liveAllocsLocked returns the group's allocations that are meant to run
+// (two while a canary runs beside the one it replaces).
+func (s *Server) liveAllocsLocked(ns, jobID, group string) []*alloc {
+	var out []*alloc
+	for _, a := range s.allocs {
+		if a.namespace == ns && a.jobID == jobID && a.group == group && a.desired == "run" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// scheduleLocked places a registered version of a job as Nomad's
+// scheduler would on one node, and starts its deployment: a group whose
+// spec did not change keeps its allocation (an in-place update, which
+// stops any other of the group, such as a canary of a version reverted);
+// a changed group whose update block asks for canaries gets one beside
+// its running allocation (older canaries stopped), to be promoted; a
+// changed group without canaries is replaced; a new group is placed (when
+// the node can take it; otherwise it stays unplaced, as a blocked
+// evaluation would leave it); a removed group is stopped. It returns the
+// groups it could not place, with their metrics.
+func (s *Server) scheduleLocked(job *api.Job) map[string]*api.AllocationMetric {
 	ns := *job.Namespace
 	failed := s.feasibleLocked(ns, job)
+	dep := &api.Deployment{ID: newID(), Namespace: ns, JobID: *job.ID, JobVersion: *job.Version,
+		JobModifyIndex: *job.JobModifyIndex, JobCreateIndex: *job.CreateIndex, Status: "running",
+		StatusDescription: "Deployment is running", TaskGroups: map[string]*api.DeploymentState{},
+		CreateIndex: s.index, ModifyIndex: s.index}
+	if prev := s.deployments[jobKey(ns, *job.ID)]; prev != nil && prev.Status == "running" {
+		prev.Status, prev.StatusDescription = "cancelled", "Cancelled due to newer version of job"
+	}
 	groups := map[string]bool{}
 	for _, tg := range job.TaskGroups {
-		groups[*tg.Name] = true
-		cur := s.liveAllocLocked(ns, *job.ID, *tg.Name)
-		if cur != nil && sameGroup(cur.tg, tg) {
-			cur.job = job
-			cur.modifyIndex = s.index
+		name := *tg.Name
+		groups[name] = true
+		st := &api.DeploymentState{DesiredTotal: 1}
+		dep.TaskGroups[name] = st
+		live := s.liveAllocsLocked(ns, *job.ID, name)
+		var keep *alloc
+		for _, a := range live {
+			if sameGroup(a.tg, tg) && (keep == nil || !a.canary) {
+				keep = a
+			}
+		}
+		if keep != nil {
+			keep.job, keep.modifyIndex, keep.canary = job, s.index, false
+			for _, a := range live {
+				if a != keep {
+					a.stopLocked("alloc not needed due to job update")
+				}
+			}
 			continue
 		}
-		if cur != nil {
-			cur.stopLocked("alloc is being updated due to job update")
+		var running []*alloc
+		for _, a := range live {
+			if a.canary {
+				a.stopLocked("alloc not needed as deployment is superseded")
+			} else {
+				running = append(running, a)
+			}
 		}
-		if failed[*tg.Name] != nil {
+		canaries := canaryCount(job.Update, tg.Update)
+		if canaries > 0 && len(running) > 0 {
+			st.DesiredCanaries = canaries
+			if failed[name] == nil {
+				a := s.placeLocked(job, tg, dep.ID)
+				a.canary = true
+				st.PlacedCanaries = []string{a.id}
+			}
 			continue
 		}
-		s.placeLocked(job, tg)
+		for _, a := range running {
+			a.stopLocked("alloc is being updated due to job update")
+		}
+		if failed[name] == nil {
+			s.placeLocked(job, tg, dep.ID)
+		}
 	}
 	for _, a := range s.allocs {
 		if a.namespace == ns && a.jobID == *job.ID && a.desired == "run" && !groups[a.group] {
 			a.stopLocked("alloc not needed due to job update")
 		}
 	}
+	if *job.Type == "service" {
+		s.deployments[jobKey(ns, *job.ID)] = dep
+	}
 	s.bumpLocked("allocs")
+	if len(failed) == 0 {
+		return nil
+	}
+	return failed
 }
 
-// placeLocked creates an allocation of the group and starts running it.
-func (s *Server) placeLocked(job *api.Job, tg *api.TaskGroup) {
-	a := &alloc{
+// placeLocked creates an allocation of the group for the deployment and
+// starts running it.
+func (s *Server) placeLocked(job *api.Job, tg *api.TaskGroup, deploymentID string) *alloc {
+	a := &alloc{deploymentID: deploymentID,
 		s: s, id: newID(), namespace: *job.Namespace, jobID: *job.ID, group: *tg.Name, job: job, tg: tg,
 		createIndex: s.index + 1, modifyIndex: s.index + 1, createTime: time.Now().UnixNano(),
 		desired: "run", client: "pending", tasks: map[string]*api.TaskState{},
@@ -454,13 +531,14 @@ func (s *Server) placeLocked(job *api.Job, tg *api.TaskGroup) {
 	s.allocs[a.id] = a
 	if s.cfg.Hold {
 		close(a.done)
-		return
+		return a
 	}
 	s.runners.Add(1)
 	go func() {
 		defer s.runners.Done()
 		a.run()
 	}()
+	return a
 }
 
 func freePort() int {

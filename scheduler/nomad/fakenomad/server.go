@@ -76,7 +76,13 @@ type Server struct {
 	jobs    map[string]*api.Job
 	allocs  map[string]*alloc
 	volumes map[string]*api.HostVolume
-	closed  bool
+	// versions keeps every version of each job (by key), oldest first;
+	// deployments each service job's latest deployment; evals every
+	// evaluation by ID.
+	versions    map[string][]*api.Job
+	deployments map[string]*api.Deployment
+	evals       map[string]*api.Evaluation
+	closed      bool
 
 	runners sync.WaitGroup
 	consul  *consulClient // nil without Config.Consul
@@ -119,12 +125,13 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, ln: ln, url: "http://" + ln.Addr().String(), nodeID: newID(),
-		client:  &http.Client{Timeout: 2 * time.Minute},
-		index:   10,
-		tables:  map[string]uint64{"jobs": 1, "allocs": 1, "nodes": 5, "evals": 1, "host_volumes": 1},
-		changed: make(chan struct{}),
-		jobs:    map[string]*api.Job{},
-		allocs:  map[string]*alloc{},
+		client:   &http.Client{Timeout: 2 * time.Minute},
+		index:    10,
+		tables:   map[string]uint64{"jobs": 1, "allocs": 1, "nodes": 5, "evals": 1, "host_volumes": 1},
+		changed:  make(chan struct{}),
+		jobs:     map[string]*api.Job{},
+		allocs:   map[string]*alloc{},
+		versions: map[string][]*api.Job{}, deployments: map[string]*api.Deployment{}, evals: map[string]*api.Evaluation{},
 		volumes: map[string]*api.HostVolume{},
 	}
 	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
@@ -216,6 +223,15 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("PUT /v1/job/{id}/plan", s.jobPlan)
 	mux.HandleFunc("POST /v1/job/{id}/plan", s.jobPlan)
 	mux.HandleFunc("GET /v1/job/{id}/allocations", s.jobAllocations)
+	mux.HandleFunc("GET /v1/job/{id}/versions", s.jobVersions)
+	mux.HandleFunc("PUT /v1/job/{id}/versions/{name}/tag", s.jobTag)
+	mux.HandleFunc("DELETE /v1/job/{id}/versions/{name}/tag", s.jobTag)
+	mux.HandleFunc("PUT /v1/job/{id}/revert", s.jobRevert)
+	mux.HandleFunc("POST /v1/job/{id}/revert", s.jobRevert)
+	mux.HandleFunc("GET /v1/job/{id}/deployment", s.jobDeployment)
+	mux.HandleFunc("PUT /v1/deployment/promote/{id}", s.deploymentPromote)
+	mux.HandleFunc("POST /v1/deployment/promote/{id}", s.deploymentPromote)
+	mux.HandleFunc("GET /v1/evaluation/{id}", s.evalGet)
 	mux.HandleFunc("GET /v1/allocation/{id}", s.allocGet)
 	mux.HandleFunc("GET /v1/nodes", s.nodeList)
 	mux.HandleFunc("GET /v1/node/{id}", s.nodeGet)

@@ -97,7 +97,7 @@ func (s *Server) secret(ctx context.Context, path string) (*secretResult, error)
 		return &secretResult{Data: map[string]any{"data": data, "metadata": map[string]any{"version": 1}}}, nil
 	}
 	if s.cfg.Vault == nil {
-		return nil, fmt.Errorf("vault.read(%s): no secret exists at path and no vault is configured", path)
+		return nil, &missingError{what: "vault.read(" + path + ")"}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(s.cfg.Vault.Address, "/")+"/v1/"+path, nil)
 	if err != nil {
@@ -109,6 +109,11 @@ func (s *Server) secret(ctx context.Context, path string) (*secretResult, error)
 		return nil, fmt.Errorf("vault.read(%s): %v", path, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusForbidden {
+		// consul-template reports a path it cannot read (none there, or
+		// the policy denies it) as missing data, and waits for it.
+		return nil, &missingError{what: "vault.read(" + path + ")"}
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("vault.read(%s): vault answered %d", path, resp.StatusCode)
 	}
@@ -120,6 +125,14 @@ func (s *Server) secret(ctx context.Context, path string) (*secretResult, error)
 	}
 	return &secretResult{Data: body.Data}, nil
 }
+
+// missingError is data a template waits for: Nomad's template hook says
+// "Missing: <dependency>" in a Template event and keeps the task pending.
+type missingError struct {
+	task, what string
+}
+
+func (e *missingError) Error() string { return "Missing: " + e.what }
 
 // parseEnvFile parses KEY=VALUE lines as go-envparse does for what the
 // templates write: comments and blank lines skipped, a double-quoted
