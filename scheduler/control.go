@@ -98,6 +98,12 @@ type Status struct {
 	DeploymentID *string                   `json:"deployment_id"`
 	Revision     *uint64                   `json:"revision"`
 	Workloads    map[string]WorkloadReport `json:"workloads"`
+	// Problem is what keeps the app from serving the spec it was last
+	// asked to run, nil when nothing does: the newest deployment when it
+	// failed (the previous release may still serve), else the first
+	// workload's problem the runtime reports, else a workload the runtime
+	// gave up restarting.
+	Problem *Problem `json:"problem"`
 }
 
 // WorkloadReport is one workload's status as the API shows it.
@@ -110,6 +116,9 @@ type WorkloadReport struct {
 	// Address is where the workload listens on the runtime's network
 	// (host:port), for operators; apps are reached through the edge.
 	Address string `json:"address,omitempty"`
+	// Problem is why the workload does not run or serve, when the runtime
+	// says (see WorkloadStatus.Problem).
+	Problem *Problem `json:"problem,omitempty"`
 }
 
 // Status reports an app's state and, per workload of the revision it runs,
@@ -123,8 +132,10 @@ func (s *Service) Status(ctx context.Context, appID string) (Status, error) {
 		return Status{}, noApp(appID)
 	}
 	out := Status{State: a.State, DesiredState: a.DesiredState, Workloads: map[string]WorkloadReport{}}
+	last := lastDeployment(r, appID)
 	rel, _, ok := Releases.Get(r, appID)
 	if !ok {
+		out.Problem = problemOf(appID, last, nil, JobStatus{})
 		return out, nil
 	}
 	out.DeploymentID, out.Revision = &rel.DeploymentID, &rel.Revision
@@ -144,10 +155,21 @@ func (s *Service) Status(ctx context.Context, appID string) (Status, error) {
 		rep := WorkloadReport{Primary: name == primary, Health: HealthUnknown}
 		if ws, ok := st.Workloads[name]; ok {
 			rep.Running, rep.Restarts, rep.Health, rep.ExitCode, rep.Address = ws.Running, ws.Restarts, ws.Health, ws.ExitCode, ws.Address
+			rep.Problem = ws.Problem
 		}
 		out.Workloads[name] = rep
 	}
+	out.Problem = problemOf(appID, last, &rel, st)
 	return out, nil
+}
+
+// lastDeployment is an app's newest deployment (nil for none).
+func lastDeployment(r *raftstore.Reader, appID string) *Deployment {
+	items, _ := Deployments.List(r, raftstore.Query{Index: "app", Key: raftstore.Key(appID, ""), Prefix: true, Reverse: true, Limit: 1})
+	if len(items) == 0 {
+		return nil
+	}
+	return &items[0].Value
 }
 
 // Usage reads the resources an app's workloads use now.

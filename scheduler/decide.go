@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/errcode"
 )
 
 // The reconciler's decisions, apart from I/O (after Nomad's
@@ -228,4 +229,33 @@ func (t track) fail(now time.Time, reason string, backoff []time.Duration) (trac
 	wait := backoff[t.failures-1]
 	t.nextTry = now.Add(wait)
 	return t, wait, false
+}
+
+// problemOf is what keeps an app from serving (nil when nothing does):
+// its newest deployment when that failed and is not the release it runs
+// (rel nil: it runs none), else the first workload (by name) whose
+// problem the runtime reports, else one it gave up restarting.
+func problemOf(appID string, last *Deployment, rel *Release, st JobStatus) *Problem {
+	if last != nil && last.State == DepFailed && (rel == nil || rel.DeploymentID != last.ID) && last.ErrorCode != nil {
+		p := &Problem{Code: *last.ErrorCode, DeploymentID: last.ID}
+		if last.ErrorMessage != nil {
+			p.Message = *last.ErrorMessage
+		}
+		if last.ErrorRemedy != nil {
+			p.Remedy = *last.ErrorRemedy
+		}
+		return p
+	}
+	for _, name := range slices.Sorted(maps.Keys(st.Workloads)) {
+		if p := st.Workloads[name].Problem; p != nil {
+			out := *p
+			out.Workload = name
+			return &out
+		}
+	}
+	if dead := deadWorkload(st); dead != "" {
+		return &Problem{Code: string(errcode.StateAppExited), Message: dead,
+			Remedy: fmt.Sprintf("read its logs (GET /api/v1/apps/%s/logs), fix the app, and deploy it again", appID)}
+	}
+	return nil
 }

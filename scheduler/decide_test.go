@@ -138,3 +138,38 @@ func TestShownState(t *testing.T) {
 		}
 	}
 }
+
+func TestProblemOf(t *testing.T) {
+	code, msg, remedy := "ADAPTER_FAILED", "template cannot read secret/data/x", "set the secret again"
+	failed := &Deployment{ID: "dep_2", State: DepFailed, ErrorCode: &code, ErrorMessage: &msg, ErrorRemedy: &remedy}
+	good := &Deployment{ID: "dep_1", State: DepSucceeded}
+	exit := 2
+	placement := &Problem{Code: "CAPACITY_WOULD_OVERSUBSCRIBE", Message: "no room for web"}
+	tests := []struct {
+		name string
+		last *Deployment
+		rel  *Release
+		st   JobStatus
+		want *Problem
+	}{
+		{"nothing wrong", good, &Release{DeploymentID: "dep_1"}, JobStatus{Workloads: map[string]WorkloadStatus{"web": {Running: true}}}, nil},
+		{"never deployed", nil, nil, JobStatus{}, nil},
+		{"the newest deploy failed, the previous release serves", failed, &Release{DeploymentID: "dep_1"}, JobStatus{},
+			&Problem{Code: code, Message: msg, Remedy: remedy, DeploymentID: "dep_2"}},
+		{"the first deploy failed", failed, nil, JobStatus{}, &Problem{Code: code, Message: msg, Remedy: remedy, DeploymentID: "dep_2"}},
+		{"the runtime's reason, first workload by name", good, &Release{DeploymentID: "dep_1"},
+			JobStatus{Workloads: map[string]WorkloadStatus{"web": {Problem: placement}, "api": {Problem: &Problem{Code: "STATE_APP_EXITED", Message: "driver"}}}},
+			&Problem{Code: "STATE_APP_EXITED", Message: "driver", Workload: "api"}},
+		{"a workload the runtime gave up on", good, &Release{DeploymentID: "dep_1"},
+			JobStatus{Workloads: map[string]WorkloadStatus{"web": {Dead: true, ExitCode: &exit, Restarts: 3}}},
+			&Problem{Code: "STATE_APP_EXITED", Message: "workload web kept exiting (last exit code 2, 3 restarts)", Remedy: "read its logs (GET /api/v1/apps/app_1/logs), fix the app, and deploy it again"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := problemOf("app_1", tt.last, tt.rel, tt.st)
+			if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
+				t.Fatalf("problemOf = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

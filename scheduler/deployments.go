@@ -41,6 +41,8 @@ type Deployment struct {
 	Runtime      string     `json:"runtime"`
 	ErrorCode    *string    `json:"error_code"`
 	ErrorMessage *string    `json:"error_message"`
+	// ErrorRemedy is what to do about the failure, when the error said.
+	ErrorRemedy *string    `json:"error_remedy,omitempty"`
 	CreatedBy    string     `json:"created_by"`
 	CreatedAt    time.Time  `json:"created_at"`
 	StartedAt    *time.Time `json:"started_at"`

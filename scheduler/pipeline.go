@@ -479,6 +479,9 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 			cur.State = DepFailed
 			cur.ErrorCode, cur.ErrorMessage = new(string), &msg
 			*cur.ErrorCode = string(code)
+			if e, ok := errcode.As(cause); ok && e.Remedy != "" {
+				cur.ErrorRemedy = &e.Remedy
+			}
 			endCode, endMsg = string(code), msg
 			if appOK {
 				ops = append(ops, events.Emit(ctx, now, "deploy.failed", appRef(app), "deployment", d.ID,

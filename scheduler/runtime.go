@@ -256,6 +256,40 @@ type WorkloadStatus struct {
 	// more often than its restart policy allows. Only Stop (and a new Run)
 	// follow.
 	Dead bool `json:"dead,omitempty"`
+	// Problem is why the workload does not run or serve, in svc's words,
+	// when the runtime knows (a secrets template that cannot read its
+	// Vault path, a driver that cannot start the command, no node with
+	// room); nil otherwise.
+	Problem *Problem `json:"problem,omitempty"`
+}
+
+// Problem is what keeps an app or a workload from serving, as GET
+// …/status shows it: a code of the specification, a message naming the
+// cause and, where one fits, a remedy.
+type Problem struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Remedy  string `json:"remedy,omitempty"`
+	// DeploymentID names the failed deployment the problem comes from;
+	// Workload the workload it concerns ("" for the app as a whole).
+	DeploymentID string `json:"deployment_id,omitempty"`
+	Workload     string `json:"workload,omitempty"`
+}
+
+// ProblemOf is a coded error as a Problem (nil for nil); an error without
+// a code is INTERNAL with a message that tells nothing of its insides.
+func ProblemOf(err error) *Problem {
+	if err == nil {
+		return nil
+	}
+	e, ok := errcode.As(err)
+	if ok && e == nil {
+		return nil
+	}
+	if !ok {
+		return &Problem{Code: string(errcode.Internal), Message: "the runtime failed unexpectedly; the server log has the details"}
+	}
+	return &Problem{Code: string(e.Code), Message: e.Message, Remedy: e.Remedy}
 }
 
 // Runner runs jobs.

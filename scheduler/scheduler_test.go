@@ -571,6 +571,44 @@ func TestFailedBuildKeepsThePreviousRevisionServing(t *testing.T) {
 	}
 }
 
+// TestStatusSaysWhyTheLastDeployFailed: the runtime's reason for a failed
+// deploy (its code, message and remedy) is the app's problem in GET
+// …/status while the previous release serves, and the next successful
+// deploy clears it.
+func TestStatusSaysWhyTheLastDeployFailed(t *testing.T) {
+	f := newFixture(t, options{})
+	appID := f.app(t, webSpec)
+	f.deploy(t, appID)
+	ctx := context.Background()
+	if st, err := f.sch.Status(ctx, appID); err != nil || st.Problem != nil {
+		t.Fatalf("status after a good deploy = %+v, %v; want no problem", st, err)
+	}
+	f.revision(t, appID, webSpec+"env: {V: \"2\"}\n")
+	f.rt.mu.Lock()
+	f.rt.runErr = errcode.New(errcode.AdapterFailed, "workload web cannot start: its secrets template cannot read Vault path secret/data/svc/apps/a/K").
+		WithRemedy("set the secret again while the vault secrets adapter is the primary one")
+	f.rt.mu.Unlock()
+	failed := f.deploy(t, appID)
+	if failed.ErrorRemedy == nil || !strings.Contains(*failed.ErrorRemedy, "set the secret again") {
+		t.Fatalf("failed deployment = %+v, want its remedy recorded", failed)
+	}
+	st, err := f.sch.Status(ctx, appID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != apps.StateRunning || st.Problem == nil || st.Problem.Code != "ADAPTER_FAILED" || st.Problem.DeploymentID != failed.ID ||
+		!strings.Contains(st.Problem.Message, "secret/data/svc/apps/a/K") || !strings.Contains(st.Problem.Remedy, "set the secret again") {
+		t.Fatalf("status = %+v, problem %+v; want running with the failed deploy's reason", st, st.Problem)
+	}
+	f.rt.mu.Lock()
+	f.rt.runErr = nil
+	f.rt.mu.Unlock()
+	f.deploy(t, appID)
+	if st, err := f.sch.Status(ctx, appID); err != nil || st.Problem != nil {
+		t.Fatalf("status after the next good deploy = %+v, %v; want no problem", st.Problem, err)
+	}
+}
+
 func TestFirstDeployFailingLeavesDraft(t *testing.T) {
 	f := newFixture(t, options{})
 	appID := f.app(t, webSpec)

@@ -278,6 +278,7 @@ func TestClusterModeDeploysOnNomadWithConsulRoutesAndVaultSecrets(t *testing.T) 
 	var state struct {
 		Jobs map[string]struct {
 			ID   string
+			Name string
 			Meta map[string]string
 		}
 	}
@@ -287,8 +288,8 @@ func TestClusterModeDeploysOnNomadWithConsulRoutesAndVaultSecrets(t *testing.T) 
 	for _, j := range state.Jobs {
 		if j.Meta["app_id"] == id && j.Meta["deployment_id"] == d.ID && j.Meta["managed_by"] == "svc" {
 			found = true
-			if j.Meta["spec_revision"] != strconv.Itoa(d.Revision) || j.Meta["spec_id"] == "" || !strings.HasPrefix(j.ID, "svc-cluster-app-") {
-				t.Errorf("job %s meta %v: want it named svc-<slug>-… with the spec revision %d and its ID", j.ID, j.Meta, d.Revision)
+			if j.Meta["spec_revision"] != strconv.Itoa(d.Revision) || j.Meta["spec_id"] == "" || j.ID != "svc-cluster-app" || j.Name != "Cluster app" {
+				t.Errorf("job %s (name %q) meta %v: want the app's one job svc-<slug>, named after the app, with the spec revision %d and its ID", j.ID, j.Name, j.Meta, d.Revision)
 			}
 		}
 		if strings.Contains(j.ID, "-build-") {
@@ -517,10 +518,12 @@ func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
 	// Every node pulls a copy of the app's source checkout and of the
 	// release's build: whichever becomes leader can build and run without
 	// the node that took the upload or built it.
+	firstCheckout := map[string]string{}
 	for _, n := range nodes {
 		current := filepath.Join(envValue(n.env, "SVC_SERVER_WORK_DIR"), "apps", id, "source", "current")
 		for deadline := time.Now().Add(scaled(90 * time.Second)); ; time.Sleep(200 * time.Millisecond) {
 			if _, err := os.Stat(current); err == nil {
+				firstCheckout[n.name], _ = os.Readlink(current)
 				break
 			}
 			if time.Now().After(deadline) {
@@ -552,8 +555,33 @@ func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
 		doc["env"] = env
 	}
 	env["SECOND"] = "yes"
-	// The second deploy (a new revision: a new build) is interrupted by
-	// the leader's death.
+	// The second deploy (a new revision of new source: a new build; an
+	// env change alone would start the kept build) is interrupted by the
+	// leader's death.
+	v2 := filepath.Join(t.TempDir(), "clusterapp")
+	if err := os.CopyFS(v2, os.DirFS(filepath.Join("testdata", "clusterapp"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(v2, "VERSION"), []byte("2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var up struct {
+		CheckoutID string `json:"checkout_id"`
+	}
+	s.must(t, "POST", "/apps/"+id+"/source", dirTarGz(t, v2), http.StatusAccepted, &up)
+	// Every node pulls the new source before the leader dies: the node
+	// that took the upload is the one killed.
+	for _, n := range nodes {
+		current := filepath.Join(envValue(n.env, "SVC_SERVER_WORK_DIR"), "apps", id, "source", "current")
+		for deadline := time.Now().Add(scaled(90 * time.Second)); ; time.Sleep(200 * time.Millisecond) {
+			if target, err := os.Readlink(current); err == nil && (up.CheckoutID == "" || filepath.Base(target) == up.CheckoutID) && target != firstCheckout[n.name] {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s holds no copy of the app's new source after %s", n.name, scaled(90*time.Second))
+			}
+		}
+	}
 	rev2 := s.newRevision(t, id, doc)
 	d := s.deploy(t, id, rev2)
 	var dep struct{ Deployment deployment }
@@ -634,20 +662,28 @@ func TestClusterModeLeaderKillMidDeploy(t *testing.T) {
 			t.Fatalf("the interrupted deployment's build job is still in nomad %s later", scaled(time.Minute))
 		}
 	}
-	// The new leader deploys the first revision again, without building
-	// it when it is still the release (the interrupted deploy failed):
-	// the build is on the follower that took the upload, and reaches the
-	// new leader (whichever it is) through the cluster.
+	// The new leader deploys the first revision again, of the app's
+	// source now (the new upload): a build from the copy of the source
+	// every node pulled, since the node that took the upload is dead.
 	again := s.deploy(t, id, first.Revision)
 	lines, end := s.follow(t, id, again.ID)
-	reused := strings.Contains(strings.Join(lines, "\n"), "reusing the build")
-	if end.State != "succeeded" || (dep.Deployment.State == "failed" && !reused) {
-		t.Errorf("redeploy of revision %d under %s ended %s %s, want succeeded reusing the build; log:\n%s",
+	if end.State != "succeeded" {
+		t.Errorf("redeploy of revision %d under %s ended %s %s, want succeeded; log:\n%s",
 			first.Revision, next.name, end.State, end.code(), strings.Join(lines, "\n"))
 	}
 	// The new leader builds the interrupted revision from its own copy of
 	// the source.
 	s.deployed(t, id, rev2)
+	// A rollback ships the release before, the redeploy's, starting its
+	// kept build: nothing is built.
+	var rb struct {
+		Deployment deployment `json:"deployment"`
+	}
+	s.must(t, "POST", "/apps/"+id+"/deployments/rollback", map[string]any{}, http.StatusAccepted, &rb)
+	lines, end = s.follow(t, id, rb.Deployment.ID)
+	if end.State != "succeeded" || !strings.Contains(strings.Join(lines, "\n"), "nothing to build") || strings.Contains(strings.Join(lines, "\n"), "building workload") {
+		t.Errorf("rollback under %s ended %s %s, want succeeded from the kept build; log:\n%s", next.name, end.State, end.code(), strings.Join(lines, "\n"))
+	}
 	// The killed node comes back: its runtime kills the build the dead
 	// process left running (and the test's directories can go).
 	leader.restart()

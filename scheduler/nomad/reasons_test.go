@@ -121,6 +121,12 @@ func TestTaskFailureFromNomad(t *testing.T) {
 			if !strings.Contains(e.Remedy, tt.remedy) {
 				t.Errorf("remedy %q does not say %q", e.Remedy, tt.remedy)
 			}
+			// Status shows the same reason as the workload's problem (none
+			// of these tasks runs).
+			ws := workloadStatus(&a, "web", nil)
+			if ws.Running || ws.Problem == nil || ws.Problem.Code != string(tt.code) || ws.Problem.Message != e.Message || ws.Problem.Remedy != e.Remedy {
+				t.Errorf("status = %+v, problem %+v; want not running, with the reason", ws, ws.Problem)
+			}
 			// The wait on the allocation stops at once: a template that
 			// waits for a Vault path is a failed setup, not a start.
 			stub := &api.AllocationListStub{TaskStates: a.TaskStates, ClientStatus: a.ClientStatus, DeploymentStatus: a.DeploymentStatus}

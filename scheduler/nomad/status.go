@@ -36,10 +36,18 @@ func (r *Runtime) Status(ctx context.Context, jobID string) (scheduler.JobStatus
 		return scheduler.JobStatus{}, r.translate(err, "read the allocations of job "+*job.ID, "job "+jobID)
 	}
 	st := scheduler.JobStatus{ID: jobID, Workloads: map[string]scheduler.WorkloadStatus{}}
+	var unplaced map[string]*api.AllocationMetric
 	for _, g := range groups(job.Job) {
 		stub := job.pick(allocs, g)
 		if stub == nil {
-			st.Workloads[g] = scheduler.WorkloadStatus{Health: scheduler.HealthUnknown}
+			if unplaced == nil {
+				unplaced = r.unplaced(ctx, *job.ID)
+			}
+			ws := scheduler.WorkloadStatus{Health: scheduler.HealthUnknown}
+			if m, ok := unplaced[g]; ok {
+				ws.Problem = scheduler.ProblemOf(placementFailure(*job.ID, g, m))
+			}
+			st.Workloads[g] = ws
 			continue
 		}
 		a, _, err := r.client.Allocations().Info(stub.ID, r.query(ctx))
@@ -74,7 +82,32 @@ func workloadStatus(a *api.Allocation, workload string, checks api.AllocCheckSta
 		}
 	}
 	ws.Health = healthOf(a, ts, checks)
+	if e := taskFailure(workload, ts); e != nil && !ws.Running {
+		ws.Problem = scheduler.ProblemOf(e)
+	}
 	return ws
+}
+
+// unplaced is the groups of a job Nomad's blocked evaluation still waits
+// to place, with why (none when the job has no blocked evaluation, or
+// its evaluations cannot be read: status then just lacks the reason).
+func (r *Runtime) unplaced(ctx context.Context, nomadJobID string) map[string]*api.AllocationMetric {
+	out := map[string]*api.AllocationMetric{}
+	evals, _, err := r.client.Jobs().Evaluations(nomadJobID, r.query(ctx))
+	if err != nil {
+		return out
+	}
+	for _, ev := range evals {
+		if ev.Status != api.EvalStatusBlocked {
+			continue
+		}
+		for g, m := range ev.FailedTGAllocs {
+			if _, seen := out[g]; !seen {
+				out[g] = m
+			}
+		}
+	}
+	return out
 }
 
 // healthOf is a workload's health: failing when its task is dead; when it

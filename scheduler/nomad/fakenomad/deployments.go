@@ -1,9 +1,11 @@
 package fakenomad
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -16,7 +18,8 @@ import (
 // running allocation when the update block asks for them, promoted with
 // POST /v1/deployment/promote/<id>), reverts to an earlier version, and
 // each registration's evaluation with the groups it could not place
-// (GET /v1/evaluation/<id>).
+// (GET /v1/evaluation/<id>, GET /v1/job/<id>/evaluations; a newer
+// evaluation cancels the job's blocked one, as Nomad's does).
 
 // Nomad's texts for the refusals scheduler/nomad may meet (it reads none
 // of them: they are for the logs).
@@ -59,10 +62,17 @@ func (s *Server) versionLocked(key string, v uint64) *api.Job {
 func (s *Server) evaluateLocked(job *api.Job, trigger string, idx uint64, failed map[string]*api.AllocationMetric) string {
 	ev := &api.Evaluation{ID: newID(), Namespace: *job.Namespace, JobID: *job.ID, Type: *job.Type, TriggeredBy: trigger,
 		Status: "complete", JobModifyIndex: *job.JobModifyIndex, CreateIndex: idx, ModifyIndex: idx}
+	for _, old := range s.evals {
+		// Nomad keeps one blocked evaluation per job: a newer evaluation
+		// cancels the one before.
+		if old.JobID == ev.JobID && old.Namespace == ev.Namespace && old.Status == "blocked" {
+			old.Status, old.StatusDescription, old.ModifyIndex = "canceled", "evaluation for a newer job version", idx
+		}
+	}
 	if len(failed) > 0 {
 		ev.FailedTGAllocs = failed
 		blocked := &api.Evaluation{ID: newID(), Namespace: ev.Namespace, JobID: ev.JobID, Type: ev.Type, TriggeredBy: "queued-allocs",
-			Status: "blocked", PreviousEval: ev.ID, FailedTGAllocs: failed, CreateIndex: idx, ModifyIndex: idx}
+			Status: "blocked", PreviousEval: ev.ID, FailedTGAllocs: failed, JobModifyIndex: ev.JobModifyIndex, CreateIndex: idx, ModifyIndex: idx}
 		ev.BlockedEval = blocked.ID
 		s.evals[blocked.ID] = blocked
 	}
@@ -78,6 +88,24 @@ func (s *Server) evalGet(w http.ResponseWriter, r *http.Request) {
 			return nil, 0, http.StatusNotFound, "eval not found"
 		}
 		return ev, ev.ModifyIndex, 0, ""
+	})
+}
+
+// jobEvaluations lists a job's evaluations, newest first, as Nomad does
+// (an empty list for a job it never evaluated).
+func (s *Server) jobEvaluations(w http.ResponseWriter, r *http.Request) {
+	ns, id := namespaceOf(r, nil), r.PathValue("id")
+	s.blockingQuery(w, r, "evals", func() (any, uint64, int, string) {
+		out := []*api.Evaluation{}
+		var index uint64
+		for _, ev := range s.evals {
+			if ev.JobID == id && (ev.Namespace == ns || ev.Namespace == "") {
+				out = append(out, ev)
+				index = max(index, ev.ModifyIndex)
+			}
+		}
+		slices.SortFunc(out, func(a, b *api.Evaluation) int { return cmp.Compare(b.CreateIndex, a.CreateIndex) })
+		return out, index, 0, ""
 	})
 }
 

@@ -229,6 +229,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("PUT /v1/job/{id}/revert", s.jobRevert)
 	mux.HandleFunc("POST /v1/job/{id}/revert", s.jobRevert)
 	mux.HandleFunc("GET /v1/job/{id}/deployment", s.jobDeployment)
+	mux.HandleFunc("GET /v1/job/{id}/evaluations", s.jobEvaluations)
 	mux.HandleFunc("PUT /v1/deployment/promote/{id}", s.deploymentPromote)
 	mux.HandleFunc("POST /v1/deployment/promote/{id}", s.deploymentPromote)
 	mux.HandleFunc("GET /v1/evaluation/{id}", s.evalGet)
