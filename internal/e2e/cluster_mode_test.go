@@ -264,7 +264,11 @@ func TestClusterModeDeploysOnNomadWithConsulRoutesAndVaultSecrets(t *testing.T) 
 		t.Fatal(err)
 	}
 	s := startAppServer(t, "cluster-mode", "SVC_APP_PORT_START="+strconv.Itoa(first), "SVC_APP_PORT_END="+strconv.Itoa(first+2))
+	// An app whose secret was set while the built-in secrets adapter was
+	// the primary one: Nomad's workloads read theirs from Vault.
+	early := s.onboardDir(t, "Early app", "clusterapp", "python", map[string]any{"key": "APP_SECRET", "value": "early-" + randomHex(t), "secret": true})
 	configureClusterMode(t, s, v, f, s.p.Base())
+	checkBuiltinSecretRefused(t, s, early)
 
 	secret := "cm-secret-" + randomHex(t) + randomHex(t)
 	id := s.onboardDir(t, "Cluster app", "clusterapp", "python", map[string]any{"key": "APP_SECRET", "value": secret, "secret": true})
@@ -721,4 +725,41 @@ func balancer(t *testing.T, nodes []*proc) string {
 	lb := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(pick()) }})
 	t.Cleanup(lb.Close)
 	return lb.URL
+}
+
+// checkBuiltinSecretRefused: on the nomad runtime, a plan of an app whose
+// secret the built-in adapter holds is refused, naming the secret and the
+// fix, and so is its deploy (nothing is created); set again while vault is
+// the primary secrets adapter, the secret no longer stands in the way.
+func checkBuiltinSecretRefused(t *testing.T, s *appServer, appID string) {
+	t.Helper()
+	var p struct {
+		Deployable bool `json:"deployable"`
+		Refusals   []struct {
+			Code    string         `json:"code"`
+			Message string         `json:"message"`
+			Remedy  string         `json:"remedy"`
+			Details map[string]any `json:"details"`
+		} `json:"refusals"`
+	}
+	s.must(t, "POST", "/apps/"+appID+"/plan", map[string]any{}, http.StatusOK, &p)
+	found := false
+	for _, r := range p.Refusals {
+		if r.Code == "PLAN_CAPABILITY_UNSUPPORTED" && strings.Contains(r.Message, "APP_SECRET") && strings.Contains(r.Remedy, "vault") {
+			found = true
+		}
+	}
+	if p.Deployable || !found {
+		t.Fatalf("plan on nomad of a secret the built-in adapter holds = %+v; want refused naming APP_SECRET and vault", p)
+	}
+	if r := s.call(t, "POST", "/apps/"+appID+"/deployments", map[string]any{}); r.status/100 != 4 || !strings.Contains(string(r.body), "PLAN_CAPABILITY_UNSUPPORTED") {
+		t.Fatalf("deploy of it: %d %s; want refused with PLAN_CAPABILITY_UNSUPPORTED", r.status, r.body)
+	}
+	s.must(t, "PUT", "/apps/"+appID+"/secrets/APP_SECRET", map[string]any{"value": "again-" + randomHex(t)}, http.StatusOK, nil)
+	s.must(t, "POST", "/apps/"+appID+"/plan", map[string]any{}, http.StatusOK, &p)
+	for _, r := range p.Refusals {
+		if r.Code == "PLAN_CAPABILITY_UNSUPPORTED" {
+			t.Fatalf("plan after the secret was set again in vault still refuses: %+v", r)
+		}
+	}
 }
