@@ -64,12 +64,21 @@ func (r *Runtime) awaitStopped(ctx context.Context, jobID string) error {
 }
 
 // awaitAllocs waits with blocking queries until every allocation of the
-// job is done.
+// job is done, at most the start timeout (ADAPTER_UNAVAILABLE then). Each
+// query blocks at most goneEvery: Nomad does not wake a blocking query on
+// the allocations of a job purged meanwhile, and a purged job's are none.
 func (r *Runtime) awaitAllocs(ctx context.Context, jobID string, done func(*api.AllocationListStub) bool) error {
+	limit := r.startTimeout(ctx)
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	var index uint64
 	for {
-		allocs, meta, err := r.client.Jobs().Allocations(jobID, false, (&api.QueryOptions{WaitIndex: index, WaitTime: blockWait}).WithContext(ctx))
+		allocs, meta, err := r.client.Jobs().Allocations(jobID, false, (&api.QueryOptions{WaitIndex: index, WaitTime: min(blockWait, goneEvery)}).WithContext(wctx))
 		if err != nil {
+			if ctx.Err() == nil && wctx.Err() != nil {
+				return errcode.New(errcode.AdapterUnavailable, "nomad job %s did not settle within the start timeout (%s)", jobID, limit).
+					WithRemedy("look at `nomad job status %s` for what holds its allocations", jobID)
+			}
 			return r.translate(err, "read the allocations of job "+jobID, "job "+jobID)
 		}
 		if !slices.ContainsFunc(allocs, func(a *api.AllocationListStub) bool { return !done(a) }) {
