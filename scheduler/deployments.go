@@ -38,15 +38,15 @@ type Deployment struct {
 	State    string `json:"state"`
 	Trigger  string `json:"trigger"`
 	// Runtime is the runtime adapter the deploy uses (chosen by the plan).
-	Runtime      string     `json:"runtime"`
-	ErrorCode    *string    `json:"error_code"`
-	ErrorMessage *string    `json:"error_message"`
+	Runtime      string  `json:"runtime"`
+	ErrorCode    *string `json:"error_code"`
+	ErrorMessage *string `json:"error_message"`
 	// ErrorRemedy is what to do about the failure, when the error said.
 	ErrorRemedy *string    `json:"error_remedy,omitempty"`
-	CreatedBy    string     `json:"created_by"`
-	CreatedAt    time.Time  `json:"created_at"`
-	StartedAt    *time.Time `json:"started_at"`
-	FinishedAt   *time.Time `json:"finished_at"`
+	CreatedBy   string     `json:"created_by"`
+	CreatedAt   time.Time  `json:"created_at"`
+	StartedAt   *time.Time `json:"started_at"`
+	FinishedAt  *time.Time `json:"finished_at"`
 	// Approval holds: how many approvals the deploy needs, why, who gave
 	// them, and why it was rejected.
 	ApprovalsRequired int        `json:"approvals_required"`
