@@ -21,8 +21,8 @@ import (
 // TestOnlyTheAPIClient keeps the package honest: it reaches svc through the
 // api client and the process boundary, never through its internals. The
 // exceptions are helpers that touch no svc code: the harness of a real
-// Vault dev server (another process), the test servers' free ports, and
-// the real browser's harness.
+// Vault dev server and of a real Nomad agent (other processes), the test
+// servers' free ports, and the real browser's harness.
 func TestOnlyTheAPIClient(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil || len(files) == 0 {
@@ -35,7 +35,7 @@ func TestOnlyTheAPIClient(t *testing.T) {
 		}
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
-			if strings.HasPrefix(path, modulePath+"/") && path != modulePath+"/api" && path != modulePath+"/internal/vaulttest" && path != modulePath+"/internal/testserver" &&
+			if strings.HasPrefix(path, modulePath+"/") && path != modulePath+"/api" && path != modulePath+"/internal/vaulttest" && path != modulePath+"/internal/nomadtest" && path != modulePath+"/internal/testserver" &&
 				path != modulePath+"/internal/browsertest" {
 				t.Errorf("%s imports %s; the end-to-end tests may use only %s/api and the test servers' helpers", name, path, modulePath)
 			}
