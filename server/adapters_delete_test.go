@@ -2,7 +2,10 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
+	"github.com/svchost/svc/internal/plan"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,4 +156,37 @@ func TestDeletingAnAdapter(t *testing.T) {
 		t.Fatalf("after the restart: %+v", vs)
 	}
 	wantError(t, "delete it again", h.send("DELETE", api+"/adapters/"+pg, ""), http.StatusNotFound, errcode.NotFound)
+}
+
+// TestADeletedRuntimeTakesNoNewDeploys: a runtime adapter deleted stays
+// loaded until the restart, but a plan (and so a deploy) of a spec that
+// names it is refused as naming a runtime not configured.
+func TestADeletedRuntimeTakesNoNewDeploys(t *testing.T) {
+	h := newHarness(t)
+	a := h.send("POST", api+"/adapters", `{"category":"runtime","kind":"nomad","config":{"address":"http://127.0.0.1:1"}}`)
+	wantStatus(t, "configure a nomad runtime", a, http.StatusCreated)
+	nomadID := decodeAs[adapterAnswer](t, a).Adapter.AdapterID
+	// The process runtime configured after it is the primary one again.
+	wantStatus(t, "configure the process runtime", h.send("POST", api+"/adapters", `{"category":"runtime","kind":"process"}`), http.StatusCreated)
+	h.restart()
+	app := h.app(t, "Pinned Runtime")
+	doc := strings.Replace(specExampleJSON, `{"spec": {`, `{"spec": {"runtime": {"adapter": "`+nomadID+`"},`, 1)
+	rev := h.send("POST", api+"/apps/"+app+"/specs", doc)
+	wantStatus(t, "a revision naming the runtime", rev, http.StatusCreated)
+	body := fmt.Sprintf(`{"revision": %d}`, decodeAs[specAnswer](t, rev).Spec.Number)
+	notConfigured := func(p plan.Result) bool {
+		return slices.ContainsFunc(p.Refusals, func(e *errcode.Error) bool { return e.Code == errcode.PlanAdapterNotConfig })
+	}
+	if p := decodeAs[plan.Result](t, h.send("POST", api+"/apps/"+app+"/plan", body)); notConfigured(p) {
+		t.Fatalf("plan before the delete = %+v; want the runtime found", p)
+	}
+	wantStatus(t, "delete the runtime", h.send("DELETE", api+"/adapters/"+nomadID, ""), http.StatusNoContent)
+	if p := decodeAs[plan.Result](t, h.send("POST", api+"/apps/"+app+"/plan", body)); p.Deployable || !notConfigured(p) {
+		t.Fatalf("plan after the delete = %+v; want refused: the runtime is not configured", p)
+	}
+	// The deploy is refused for every reason the plan gives, this one
+	// among them.
+	if d := h.send("POST", api+"/apps/"+app+"/deployments", body); d.status != http.StatusConflict || !strings.Contains(string(d.body), string(errcode.PlanAdapterNotConfig)) {
+		t.Fatalf("deploy onto the deleted runtime: %d %s; want 409 naming %s", d.status, d.body, errcode.PlanAdapterNotConfig)
+	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -29,6 +30,7 @@ import (
 	"github.com/svchost/svc/internal/volumes"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler"
+	"github.com/svchost/svc/scheduler/nomad"
 	"github.com/svchost/svc/scheduler/process"
 	"github.com/svchost/svc/slots/postgres"
 	"github.com/svchost/svc/vaultsecrets"
@@ -58,7 +60,7 @@ func wireStorage(t testing.TB, store *raftstore.Store, dir string, procs *proces
 	ring := keyring.New(store, kek, now)
 	ad, err := adapters.New(adapters.Deps{Store: store, Ring: ring, Now: now, Logger: log, StartedAt: now(), Dependents: dependents.Find, Kinds: []adapters.Kind{
 		process.KindFor(procs), edge.RoutesKind(), vaultsecrets.BuiltinKind(store, ring), vaultsecrets.VaultKind(log), identity.LocalKind(),
-		postgres.Kind(),
+		postgres.Kind(), nomadKind(t, dir, procs),
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -173,3 +175,16 @@ var appFinder = identity.AppFinderFunc(func(r *raftstore.Reader, id string) (eve
 	a, _, ok := apps.Apps.Get(r, id)
 	return events.AppRef{ID: a.ID, Name: a.Name, Slug: a.Slug}, ok
 })
+
+// nomadKind is the nomad runtime kind with its artifacts under dir; no
+// Nomad is reached unless a test configures one.
+func nomadKind(t testing.TB, dir string, procs *process.Runtime) adapters.Kind {
+	return nomad.KindFor(nomad.KindDeps{Builder: procs, ArtifactBaseURL: "http://127.0.0.1:1",
+		Artifacts: func() (*nomad.Artifacts, error) {
+			key := make([]byte, 32)
+			if _, err := rand.Read(key); err != nil {
+				return nil, err
+			}
+			return nomad.NewArtifacts(nomad.ArtifactsConfig{Dir: filepath.Join(dir, "nomad-artifacts"), Key: key})
+		}})
+}

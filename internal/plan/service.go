@@ -143,10 +143,16 @@ func (s *Service) DefaultRuntime() (Runtime, error) {
 	return rt, nil
 }
 
-// runtimes are the loaded runtime adapters with their live capabilities.
+// runtimes are the loaded runtime adapters with their live capabilities;
+// not one deleted since it was loaded (it stays loaded until the server
+// restarts, but nothing new is planned onto it).
 func (s *Service) runtimes() []Runtime {
 	var out []Runtime
+	r := s.d.Store.Read()
 	for _, l := range s.d.Adapters.Current().Of(adapters.CategoryRuntime) {
+		if _, _, stored := adapters.Adapters.Get(r, l.Adapter.ID); !stored && !l.Virtual {
+			continue
+		}
 		rt := Runtime{ID: l.Adapter.ID, Kind: l.Adapter.Kind, Primary: l.Primary, Loaded: l.Instance != nil, Isolation: policy.IsolationNone}
 		if l.Instance != nil {
 			caps := l.Instance.Capabilities()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -249,5 +251,37 @@ func TestNomadReasonsRealAgent(t *testing.T) {
 			t.Fatalf("run = %v (%+v), want CAPACITY_WOULD_OVERSUBSCRIBE naming memory", err, ce)
 		}
 		t.Logf("%s: %s (details: %v)", ce.Code, ce.Message, ce.Details)
+	})
+	t.Run("a constraint no node meets", func(t *testing.T) {
+		// An operator's job template asks for a node attribute no client
+		// has: Nomad filters every node out, and the refusal names the
+		// constraint and how many nodes it filtered.
+		b, err := os.ReadFile(filepath.Join("..", "..", "jobs-templates", "templates", "service.json.tmpl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const anchor = `"Datacenters": {{ json .Datacenters }},`
+		if !strings.Contains(string(b), anchor) {
+			t.Fatalf("the service template has no %s line", anchor)
+		}
+		picky := strings.Replace(string(b), anchor, anchor+`
+  "Constraints": [{"LTarget": "${attr.kernel.name}", "RTarget": "windows", "Operand": "="}],`, 1)
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "service.json.tmpl"), []byte(picky), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		set, err := jobtemplates.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e2 := newEnv(t, options{address: a.Addr, runtime: func(c *nomad.Config) { c.ServiceProvider = jobtemplates.ProviderNomad; c.Templates = set }})
+		_, err = e2.rt.Run(ctx, scheduler.Job{ID: "dep_picky", AppID: "app-picky", Workloads: map[string]scheduler.Task{"web": {
+			Artifact: buildTrue(ctx, t, e2), Command: []string{"sh", "-c", "exec sleep 1000"}, NoPort: true,
+		}}})
+		ce, ok := errcode.As(err)
+		if !ok || ce.Code != errcode.AdapterFailed || !strings.Contains(ce.Message, "${attr.kernel.name} = windows") || ce.Details["constraints_filtered"] == nil {
+			t.Fatalf("run = %v (%+v), want ADAPTER_FAILED naming the constraint that filtered the nodes", err, ce)
+		}
+		t.Logf("%s: %s (remedy: %s)", ce.Code, ce.Message, ce.Remedy)
 	})
 }

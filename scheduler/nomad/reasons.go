@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/scheduler"
 )
 
 // Nomad's reasons in svc's words: pure functions from what Nomad reports
@@ -241,7 +242,21 @@ func vaultRemedy(paths []string) string {
 			return "svc writes a deployment's slot credentials to this path before registering its job: check the vault secrets adapter's mount and prefix match the nomad adapter's vault_mount and vault_prefix, and that the workloads' Vault role may read them"
 		}
 	}
-	return "set the secret again (PUT /api/v1/apps/{appID}/secrets/{key}) while the vault secrets adapter is the primary one, so that it is written to Vault; and check that the nomad adapter's vault_mount, vault_prefix and vault_role match the Vault role's policy for workload identities"
+	put := "PUT /api/v1/apps/{appID}/secrets/{key}"
+	if app, key, ok := secretOf(paths[0]); ok {
+		put = "PUT /api/v1/apps/" + app + "/secrets/" + key
+	}
+	return "set the secret again (" + put + ") while the vault secrets adapter is the primary one, so that it is written to Vault; and check that the nomad adapter's vault_mount, vault_prefix and vault_role match the Vault role's policy for workload identities"
+}
+
+// secretOf reads the app and the key of an app secret's Vault path
+// (<mount>/data/<prefix>/apps/<app>/<key>, jobtemplates.VaultSecretPath).
+func secretOf(path string) (app, key string, ok bool) {
+	parts := strings.Split(path, "/")
+	if n := len(parts); n >= 3 && parts[n-3] == "apps" && scheduler.PlainName(parts[n-2]) && scheduler.PlainName(parts[n-1]) {
+		return parts[n-2], parts[n-1], true
+	}
+	return "", "", false
 }
 
 // eventText is an event's message: its display message, else the error

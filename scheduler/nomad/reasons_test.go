@@ -98,7 +98,7 @@ func TestTaskFailureFromNomad(t *testing.T) {
 		says   []string
 		remedy string
 	}{
-		{"alloc_template_missing.json", errcode.AdapterFailed, "vault_path_missing", []string{"Vault path secret/data/svc/apps/app1/MISSING"}, "PUT /api/v1/apps/{appID}/secrets/{key}"},
+		{"alloc_template_missing.json", errcode.AdapterFailed, "vault_path_missing", []string{"Vault path secret/data/svc/apps/app1/MISSING"}, "PUT /api/v1/apps/app1/secrets/MISSING"},
 		{"alloc_template_denied.json", errcode.AdapterFailed, "vault_path_missing", []string{"Vault path secret/data/other/X", "policy"}, "vault_role"},
 		{"alloc_driver_failure.json", errcode.StateAppExited, "driver_failure", []string{`binary "/no/such/binary" could not be found`}, "run.command"},
 	}
@@ -174,4 +174,22 @@ func FuzzVaultPaths(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestSecretOfAVaultPath(t *testing.T) {
+	for _, tt := range []struct {
+		path, app, key string
+		ok             bool
+	}{
+		{"secret/data/svc/apps/app_1/API_KEY", "app_1", "API_KEY", true},
+		{"kv/data/apps/app_1/K", "app_1", "K", true},
+		{"secret/data/other/X", "", "", false},
+		{"secret/data/svc/apps/app_1/..", "", "", false},
+		{"apps/a", "", "", false},
+	} {
+		app, key, ok := secretOf(tt.path)
+		if app != tt.app || key != tt.key || ok != tt.ok {
+			t.Errorf("secretOf(%q) = %q, %q, %t; want %q, %q, %t", tt.path, app, key, ok, tt.app, tt.key, tt.ok)
+		}
+	}
 }
