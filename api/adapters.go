@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -38,19 +37,7 @@ type AdapterPage struct {
 // Adapters returns one page of the adapters (cursor "" for the first;
 // limit 0 for the server's default), and the raw JSON of the answer.
 func (c *Client) Adapters(ctx context.Context, cursor string, limit int) (AdapterPage, json.RawMessage, error) {
-	q := url.Values{}
-	if cursor != "" {
-		q.Set("cursor", cursor)
-	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	var raw json.RawMessage
-	if err := c.get(ctx, "/api/v1/adapters", q, &raw); err != nil {
-		return AdapterPage{}, nil, err
-	}
-	var p AdapterPage
-	return p, raw, json.Unmarshal(raw, &p)
+	return answer[AdapterPage](ctx, c, request{method: http.MethodGet, path: "/api/v1/adapters", query: pageQuery(cursor, limit)})
 }
 
 // DeleteAdapter deletes a configured adapter nothing depends on; a refusal

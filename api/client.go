@@ -97,6 +97,7 @@ type Response struct {
 	RequestID string
 	Replayed  bool // Idempotent-Replayed: the answer of an earlier request
 	session   string
+	body      []byte // the answer's bytes as they came
 }
 
 func (c *Client) do(ctx context.Context, r request, out any) (Response, error) {
@@ -122,12 +123,7 @@ func (c *Client) do(ctx context.Context, r request, out any) (Response, error) {
 	if r.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	if name, value, ok := strings.Cut(c.session, "="); ok {
-		req.AddCookie(&http.Cookie{Name: name, Value: value})
-	}
+	c.authorize(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return Response{}, fmt.Errorf("api: %s %s: %w", r.method, r.path, err)
@@ -143,12 +139,9 @@ func (c *Client) do(ctx context.Context, r request, out any) (Response, error) {
 	if err != nil {
 		return meta, fmt.Errorf("api: %s %s: read answer: %w", r.method, r.path, err)
 	}
+	meta.body = b
 	if resp.StatusCode >= 400 {
-		e := &Error{Status: resp.StatusCode}
-		if json.Unmarshal(b, e) != nil || e.Code == "" {
-			return meta, &Error{Status: resp.StatusCode, Code: "INTERNAL", Message: strings.TrimSpace(string(b)), RequestID: meta.RequestID}
-		}
-		return meta, e
+		return meta, errorOf(resp, b)
 	}
 	if out != nil && len(b) > 0 {
 		if err := json.Unmarshal(b, out); err != nil {
@@ -156,6 +149,59 @@ func (c *Client) do(ctx context.Context, r request, out any) (Response, error) {
 		}
 	}
 	return meta, nil
+}
+
+// answer sends r and returns the API's JSON answer unchanged (for a
+// client's --output json) beside its decoding into T. An answer without a
+// body (204) leaves both empty.
+func answer[T any](ctx context.Context, c *Client, r request) (T, json.RawMessage, error) {
+	var v T
+	meta, err := c.do(ctx, r, nil)
+	if err != nil {
+		return v, nil, err
+	}
+	raw := json.RawMessage(meta.body)
+	if len(raw) == 0 {
+		return v, nil, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, raw, fmt.Errorf("api: %s %s: decode answer: %w", r.method, r.path, err)
+	}
+	return v, raw, nil
+}
+
+// pageQuery is the query of a paged list: cursor "" for the first page,
+// limit 0 for the server's default.
+func pageQuery(cursor string, limit int) url.Values {
+	q := url.Values{}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	return q
+}
+
+// authorize adds the client's credential to req: its bearer token, and
+// the session cookie after SignIn.
+func (c *Client) authorize(req *http.Request) {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if name, value, ok := strings.Cut(c.session, "="); ok {
+		req.AddCookie(&http.Cookie{Name: name, Value: value})
+	}
+}
+
+// errorOf is the *Error an error answer carries; an answer that is not an
+// error envelope is an INTERNAL one holding the body as its message.
+func errorOf(resp *http.Response, body []byte) *Error {
+	e := &Error{Status: resp.StatusCode}
+	if json.Unmarshal(body, e) != nil || e.Code == "" {
+		return &Error{Status: resp.StatusCode, Code: "INTERNAL", Message: strings.TrimSpace(string(body)), RequestID: resp.Header.Get("X-Request-Id")}
+	}
+	return e
 }
 
 func (c *Client) get(ctx context.Context, path string, q url.Values, out any) error {
@@ -323,15 +369,8 @@ type Page[T any] struct {
 
 // Probes returns one page of the probes this server holds.
 func (c *Client) Probes(ctx context.Context, cursor string, limit int) (Page[Probe], error) {
-	q := url.Values{}
-	if cursor != "" {
-		q.Set("cursor", cursor)
-	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
 	var v Page[Probe]
-	return v, c.get(ctx, "/api/v1/operator/raft/probes", q, &v)
+	return v, c.get(ctx, "/api/v1/operator/raft/probes", pageQuery(cursor, limit), &v)
 }
 
 // AllProbes walks every page of the probes this server holds.

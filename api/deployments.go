@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"time"
@@ -60,18 +61,20 @@ func deploymentsPath(appID string) string {
 	return "/api/v1/apps/" + url.PathEscape(appID) + "/deployments"
 }
 
+// DeploymentAnswer is the API's answer naming one deployment.
+type DeploymentAnswer struct {
+	Deployment Deployment `json:"deployment"`
+}
+
 // Deploy asks for a deploy of a revision (0: the pinned one) with the
 // app's current source; the build and start run behind the answer.
-func (c *Client) Deploy(ctx context.Context, appID string, revision uint64) (Deployment, error) {
+func (c *Client) Deploy(ctx context.Context, appID string, revision uint64) (Deployment, json.RawMessage, error) {
 	body := map[string]uint64{}
 	if revision > 0 {
 		body["revision"] = revision
 	}
-	var v struct {
-		Deployment Deployment `json:"deployment"`
-	}
-	_, err := c.do(ctx, request{method: http.MethodPost, path: deploymentsPath(appID), body: body}, &v)
-	return v.Deployment, err
+	v, raw, err := answer[DeploymentAnswer](ctx, c, request{method: http.MethodPost, path: deploymentsPath(appID), body: body})
+	return v.Deployment, raw, err
 }
 
 // Rollback ships again the app's last release before the one it runs:

@@ -30,10 +30,10 @@ func TestDeployments(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := c.Deploy(ctx, "app_1", 0); err != nil {
+	if _, _, err := c.Deploy(ctx, "app_1", 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Deploy(ctx, "app_1", 3); err != nil {
+	if _, _, err := c.Deploy(ctx, "app_1", 3); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Rollback(ctx, "app_1"); err != nil {

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -102,4 +103,10 @@ func (c *Client) CompleteSetup(ctx context.Context, username, displayName, passw
 	}
 	c.session = meta.session
 	return v.User, nil
+}
+
+// RevokeToken revokes a token: the caller's own needs no verb.
+func (c *Client) RevokeToken(ctx context.Context, tokenID string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/api/v1/tokens/" + url.PathEscape(tokenID)}, nil)
+	return err
 }

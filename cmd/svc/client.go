@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,40 +13,46 @@ import (
 )
 
 // clientFlags are what every API client command is given: the server's
-// address and a token (flags, else SVC_ADDR and SVC_TOKEN), and the output
-// format.
+// address and a token (flags, else SVC_ADDR and SVC_TOKEN, else what
+// `svc login` stored), and the output format.
 type clientFlags struct {
 	addr, token, output string
 }
 
 // add declares the flags on cmd and its subcommands.
 func (f *clientFlags) add(cmd *cobra.Command) {
-	cmd.PersistentFlags().StringVar(&f.addr, "addr", "", "the server's address, such as http://localhost:8080 (default $SVC_ADDR)")
-	cmd.PersistentFlags().StringVar(&f.token, "token", "", "an API token (default $SVC_TOKEN)")
+	cmd.PersistentFlags().StringVar(&f.addr, "addr", "", "the server's address, such as http://localhost:8080 (default $SVC_ADDR, else svc login's)")
+	cmd.PersistentFlags().StringVar(&f.token, "token", "", "an API token (default $SVC_TOKEN, else svc login's)")
 	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "table", "table, or json for the API's JSON unchanged")
 }
 
-// client returns the API client the flags name; a missing address or a
-// bad output format is a usage error (exit 2).
+// client returns the API client the flags, the environment and the config
+// file name; a missing address or a bad output format is a usage error
+// (exit 2).
 func (f *clientFlags) client() (*api.Client, error) {
-	addr, token := f.addr, f.token
-	if addr == "" {
-		addr = os.Getenv("SVC_ADDR")
-	}
-	if token == "" {
-		token = os.Getenv("SVC_TOKEN")
-	}
 	if f.output != "table" && f.output != "json" {
-		return nil, &exitError{code: 2, err: fmt.Errorf("--output is table or json, not %q", f.output)}
+		return nil, usageError("--output is table or json, not %q", f.output)
 	}
+	var file cliConfig
+	if path, err := cliConfigPath(); err == nil {
+		if file, err = loadConfig(path); err != nil {
+			return nil, err
+		}
+	}
+	addr, token := resolve(f.addr, f.token, os.Getenv("SVC_ADDR"), os.Getenv("SVC_TOKEN"), file)
 	if addr == "" {
-		return nil, &exitError{code: 2, err: errors.New("no server address: set --addr or SVC_ADDR")}
+		return nil, usageError("no server address: run svc login, or set --addr or SVC_ADDR")
 	}
 	c, err := api.New(addr, api.WithToken(token))
 	if err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}
 	return c, nil
+}
+
+// printer is the printer of the command's stdout in the flags' format.
+func (f *clientFlags) printer(cmd *cobra.Command) printer {
+	return newPrinter(cmd.OutOrStdout(), f.output)
 }
 
 // refusal turns an API error into the command's failure: code, message
@@ -64,4 +71,18 @@ func refusal(stderr io.Writer, err error) error {
 		}
 	}
 	return &exitError{code: 1, err: e}
+}
+
+// app is the client and the app a command names (by ID or slug), with the
+// API's answer for it; a refusal is the command's failure.
+func (f *clientFlags) app(cmd *cobra.Command, ref string) (*api.Client, api.App, json.RawMessage, error) {
+	c, err := f.client()
+	if err != nil {
+		return nil, api.App{}, nil, err
+	}
+	a, raw, err := findApp(cmd.Context(), c, ref)
+	if err != nil {
+		return nil, api.App{}, nil, refusal(cmd.ErrOrStderr(), err)
+	}
+	return c, a, raw, nil
 }

@@ -10,6 +10,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -28,17 +29,30 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 
+func (e *exitError) Unwrap() error { return e.err }
+
 func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes the command line args and returns the exit code: 0, 1 when
+// the command failed (an API refusal prints its code, message and remedy
+// on stderr), 2 when it was used wrongly.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	if err := root.Execute(); err != nil {
-		code := 1
+		printError(stderr, err)
 		var ee *exitError
 		if errors.As(err, &ee) {
-			code = ee.code
+			return ee.code
 		}
-		fmt.Fprintln(os.Stderr, "svc:", err)
-		os.Exit(code)
+		return 1
 	}
+	return 0
 }
 
 func newRoot() *cobra.Command {
@@ -49,8 +63,36 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd(root), newVersionCmd(), newAdaptersCmd())
+	root.AddCommand(newServeCmd(root), newVersionCmd(), newAdaptersCmd(), newLoginCmd(), newLogoutCmd(),
+		newAppsCmd(), newStatusCmd(), newDeployCmd())
+	usageErrors(root)
 	return root
+}
+
+// usageErrors makes every way of using a command wrongly exit 2: a bad
+// flag, wrong arguments, an unknown subcommand. A command that only
+// groups others prints its help when called bare.
+func usageErrors(root *cobra.Command) {
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.HasSubCommands() && !c.Runnable() {
+			c.Args = cobra.NoArgs // an unknown subcommand
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+		}
+		if check := c.Args; check != nil {
+			c.Args = func(c *cobra.Command, args []string) error {
+				if err := check(c, args); err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
+				}
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }
 
 func newVersionCmd() *cobra.Command {

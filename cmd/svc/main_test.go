@@ -14,7 +14,8 @@ func TestCommandRefsListTheCLI(t *testing.T) {
 			t.Errorf("%s has no summary or usage", r.Command)
 		}
 	}
-	for _, want := range []string{"svc serve", "svc version", "svc adapters list", "svc adapters delete"} {
+	for _, want := range []string{"svc serve", "svc version", "svc adapters list", "svc adapters delete", "svc login", "svc logout",
+		"svc apps list", "svc apps get", "svc apps create", "svc apps delete", "svc status", "svc deploy"} {
 		if !got[want] {
 			t.Errorf("the reference lacks %q (has %v)", want, got)
 		}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/svchost/svc/api"
+)
+
+// newAppsCmd is `svc apps`: list, show, create and delete apps.
+func newAppsCmd() *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "apps",
+		Short: "List, show, create and delete apps (/api/v1/apps); an app is named by its ID or its slug",
+		Args:  cobra.NoArgs,
+	}
+	f.add(cmd)
+	var cursor string
+	var limit int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "The apps you can administer (GET /api/v1/apps); a table of every page, or with --output json the one page asked for (--cursor, --limit)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			p := f.printer(cmd)
+			if p.json {
+				_, raw, err := c.Apps(cmd.Context(), cursor, limit)
+				if err != nil {
+					return refusal(cmd.ErrOrStderr(), err)
+				}
+				return p.raw(raw)
+			}
+			var rows [][]string
+			for next := cursor; ; {
+				page, _, err := c.Apps(cmd.Context(), next, limit)
+				if err != nil {
+					return refusal(cmd.ErrOrStderr(), err)
+				}
+				for _, a := range page.Items {
+					rows = append(rows, []string{a.Slug, a.Name, p.state(a.State), pinned(a.Pinned), deref(a.URL), a.ID})
+				}
+				if next = page.NextCursor; next == "" || limit > 0 {
+					break
+				}
+			}
+			return p.table([]string{"SLUG", "NAME", "STATE", "REVISION", "URL", "ID"}, rows)
+		},
+	}
+	list.Flags().StringVar(&cursor, "cursor", "", "start after this app (a page's next_cursor)")
+	list.Flags().IntVar(&limit, "limit", 0, "at most this many apps: one page (default: every app in the table, the server's page size in JSON)")
+	get := &cobra.Command{
+		Use:   "get APP",
+		Short: "An app's name, slug, source, state and pinned revision (GET /api/v1/apps/{appID})",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, a, raw, err := f.app(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			p := f.printer(cmd)
+			if p.json {
+				return p.raw(raw)
+			}
+			return printApp(p, a)
+		},
+	}
+	var n api.NewApp
+	var repo api.NewRepository
+	create := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create an app in draft (POST /api/v1/apps), from a git repository with --repo; you get an owner grant on it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			n.Name = args[0]
+			if repo.Repository != "" {
+				n.Source = &repo
+			} else if repo.Ref != "" || repo.Subdir != "" {
+				return usageError("--ref and --subdir go with --repo")
+			}
+			ans, raw, err := c.CreateApp(cmd.Context(), n)
+			if err != nil {
+				return refusal(cmd.ErrOrStderr(), err)
+			}
+			p := f.printer(cmd)
+			if p.json {
+				return p.raw(raw)
+			}
+			return printApp(p, ans.App)
+		},
+	}
+	create.Flags().StringVar(&n.Slug, "slug", "", "the app's slug: lowercase letters, digits and dashes (default: made from the name)")
+	create.Flags().StringVar(&repo.Repository, "repo", "", "a git repository to clone and detect (its URL)")
+	create.Flags().StringVar(&repo.Ref, "ref", "", "the branch, tag or commit of --repo (default: its default branch)")
+	create.Flags().StringVar(&repo.Subdir, "subdir", "", "the app's directory inside --repo")
+	var backup, force bool
+	del := &cobra.Command{
+		Use:   "delete APP",
+		Short: "Delete an app (DELETE /api/v1/apps/{appID}); one with volumes needs --backup (keep a final copy) or --force (discard its data)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, a, _, err := f.app(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.DeleteApp(cmd.Context(), a.ID, backup, force); err != nil {
+				return refusal(cmd.ErrOrStderr(), err)
+			}
+			return f.printer(cmd).line("Deleted app %s (%s)", a.Slug, a.ID) // 204: nothing in JSON
+		},
+	}
+	del.Flags().BoolVar(&backup, "backup", false, "keep a final copy of the app's volumes")
+	del.Flags().BoolVar(&force, "force", false, "discard the app's volumes without a copy")
+	cmd.AddCommand(list, get, create, del)
+	return cmd
+}
+
+// findApp finds an app by its ID or, failing that, its slug (the API names
+// apps by ID only: a slug is looked up among the apps the caller can
+// administer). raw is the API's answer for the app, as GET /apps/{appID}
+// gives it.
+func findApp(ctx context.Context, c *api.Client, ref string) (api.App, json.RawMessage, error) {
+	ans, raw, err := c.App(ctx, ref)
+	if err == nil || !api.IsCode(err, "NOT_FOUND") {
+		return ans.App, raw, err
+	}
+	notFound := err
+	for cursor := ""; ; {
+		page, _, err := c.Apps(ctx, cursor, 500)
+		if err != nil {
+			return api.App{}, nil, err
+		}
+		if i := slices.IndexFunc(page.Items, func(a api.App) bool { return a.Slug == ref }); i >= 0 {
+			ans, raw, err := c.App(ctx, page.Items[i].ID)
+			return ans.App, raw, err
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			return api.App{}, nil, notFound
+		}
+	}
+}
+
+func printApp(p printer, a api.App) error {
+	src := "-"
+	if s := a.Source; s != nil {
+		src = s.Kind + " " + firstOf(s.Repository, s.Commit)
+		if s.Ref != "" {
+			src += " @" + s.Ref
+		}
+		if s.Subdir != "" {
+			src += " in " + s.Subdir
+		}
+	}
+	return p.fields("ID", a.ID, "Name", a.Name, "Slug", a.Slug, "State", p.state(a.State), "Desired", a.DesiredState,
+		"Revision", pinned(a.Pinned), "Source", src, "URL", deref(a.URL), "Created", a.CreatedAt.Local().Format(time.DateTime))
+}
+
+func pinned(p *api.AppPin) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.Itoa(p.Revision)
+}
+
+func deref[T any](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprint(*p)
+}
+
+// newStatusCmd is `svc status APP`.
+func newStatusCmd() *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "status APP",
+		Short: "An app's state, the deployment and revision it runs, each workload's health, and what keeps it from serving (GET /api/v1/apps/{appID}/status)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, a, _, err := f.app(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			st, raw, err := c.Status(cmd.Context(), a.ID)
+			if err != nil {
+				return refusal(cmd.ErrOrStderr(), err)
+			}
+			p := f.printer(cmd)
+			if p.json {
+				return p.raw(raw)
+			}
+			if err := p.fields("App", a.Slug+" ("+a.ID+")", "State", p.state(st.State), "Desired", st.DesiredState,
+				"Deployment", deref(st.DeploymentID), "Revision", deref(st.Revision), "URL", deref(a.URL)); err != nil {
+				return err
+			}
+			if len(st.Workloads) > 0 {
+				names := make([]string, 0, len(st.Workloads))
+				for name := range st.Workloads {
+					names = append(names, name)
+				}
+				slices.Sort(names)
+				rows := make([][]string, 0, len(names))
+				for _, name := range names {
+					w := st.Workloads[name]
+					run := "stopped"
+					if w.Running {
+						run = "running"
+					}
+					rows = append(rows, []string{name, p.state(run), p.state(w.Health), strconv.Itoa(w.Restarts), deref(w.ExitCode), w.Address})
+				}
+				_ = p.line("")
+				if err := p.table([]string{"WORKLOAD", "RUNNING", "HEALTH", "RESTARTS", "LAST EXIT", "ADDRESS"}, rows); err != nil {
+					return err
+				}
+			}
+			if pr := st.Problem; pr != nil {
+				_ = p.line("")
+				return p.fields("Problem", pr.Code+": "+pr.Message, "Remedy", pr.Remedy)
+			}
+			return nil
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
