@@ -89,6 +89,9 @@ type request struct {
 	query        url.Values
 	body         any
 	header       http.Header
+	// upload, when set, is the body as it is (an archive), sent with
+	// the Content-Type in header; body is then unused.
+	upload io.Reader
 }
 
 // Response headers a caller may need.
@@ -112,6 +115,9 @@ func (c *Client) do(ctx context.Context, r request, out any) (Response, error) {
 		}
 		body = bytes.NewReader(b)
 	}
+	if r.upload != nil {
+		body = r.upload
+	}
 	req, err := http.NewRequestWithContext(ctx, r.method, u.String(), body)
 	if err != nil {
 		return Response{}, fmt.Errorf("api: %w", err)
@@ -120,7 +126,7 @@ func (c *Client) do(ctx context.Context, r request, out any) (Response, error) {
 		req.Header[k] = v
 	}
 	req.Header.Set("Accept", "application/json")
-	if r.body != nil {
+	if r.body != nil && r.upload == nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	c.authorize(req)

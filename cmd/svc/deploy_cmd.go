@@ -28,50 +28,56 @@ func newDeployCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			d, raw, err := c.Deploy(ctx, a.ID, revision)
-			if err != nil {
-				return refusal(cmd.ErrOrStderr(), err)
-			}
-			p := f.printer(cmd)
-			if p.json {
-				if err := p.raw(raw); err != nil {
-					return err
-				}
-			} else {
-				_ = p.line("Deploying %s revision %d: deployment %s, %s", a.Slug, d.Revision, d.ID, p.state(d.State))
-				if d.ApprovalsRequired > 0 {
-					_ = p.line("It waits for %d approval(s): %s (svc deployments approve)", d.ApprovalsRequired, strings.Join(d.ApprovalReasons, "; "))
-				}
-			}
-			if !follow {
-				return nil
-			}
-			end, err := c.FollowDeployment(ctx, a.ID, d.ID, func(l *api.LogLine, _ *api.DeployEnd, raw json.RawMessage) error {
-				if p.json {
-					return p.raw(raw)
-				}
-				if l != nil {
-					return p.line("%-6s | %s", l.Stream, l.Line)
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			if end.State == "succeeded" {
-				return p.line("Deployment %s %s; svc status %s", d.ID, p.state(end.State), a.Slug)
-			}
-			why := deref(end.ErrorCode)
-			if got, err := c.Deployment(ctx, a.ID, d.ID); err == nil && got.ErrorMessage != nil {
-				why += ": " + *got.ErrorMessage
-			}
-			_ = p.line("Deployment %s %s", d.ID, p.state(end.State))
-			return &exitError{code: 1, err: fmt.Errorf("deployment %s %s: %s", d.ID, end.State, why)}
+			return deploy(cmd, f.printer(cmd), c, a, revision, follow)
 		},
 	}
 	f.add(cmd)
 	cmd.Flags().Uint64Var(&revision, "revision", 0, "the spec revision to deploy (default: the pinned one)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "show the deploy's output live, then its outcome")
 	return cmd
+}
+
+// deploy deploys a's revision (0: the pinned one) and prints the
+// deployment; with follow it shows the deploy's output live and fails
+// (exit 1) unless it succeeded. svc deploy and svc launch share it.
+func deploy(cmd *cobra.Command, p printer, c *api.Client, a api.App, revision uint64, follow bool) error {
+	ctx := cmd.Context()
+	d, raw, err := c.Deploy(ctx, a.ID, revision)
+	if err != nil {
+		return refusal(cmd.ErrOrStderr(), err)
+	}
+	if p.json {
+		if err := p.raw(raw); err != nil {
+			return err
+		}
+	} else {
+		_ = p.line("Deploying %s revision %d: deployment %s, %s", a.Slug, d.Revision, d.ID, p.state(d.State))
+		if d.ApprovalsRequired > 0 {
+			_ = p.line("It waits for %d approval(s): %s (svc deployments approve)", d.ApprovalsRequired, strings.Join(d.ApprovalReasons, "; "))
+		}
+	}
+	if !follow {
+		return nil
+	}
+	end, err := c.FollowDeployment(ctx, a.ID, d.ID, func(l *api.LogLine, _ *api.DeployEnd, raw json.RawMessage) error {
+		if p.json {
+			return p.raw(raw)
+		}
+		if l != nil {
+			return p.line("%-6s | %s", l.Stream, l.Line)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if end.State == "succeeded" {
+		return p.line("Deployment %s %s; svc status %s", d.ID, p.state(end.State), a.Slug)
+	}
+	why := deref(end.ErrorCode)
+	if got, err := c.Deployment(ctx, a.ID, d.ID); err == nil && got.ErrorMessage != nil {
+		why += ": " + *got.ErrorMessage
+	}
+	_ = p.line("Deployment %s %s", d.ID, p.state(end.State))
+	return &exitError{code: 1, err: fmt.Errorf("deployment %s %s: %s", d.ID, end.State, why)}
 }

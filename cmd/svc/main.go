@@ -64,7 +64,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCmd(root), newVersionCmd(), newAdaptersCmd(), newLoginCmd(), newLogoutCmd(),
-		newAppsCmd(), newStatusCmd(), newDeployCmd())
+		newAppsCmd(), newStatusCmd(), newDeployCmd(), newLaunchCmd(), newLogsCmd(), newOpenCmd())
 	usageErrors(root)
 	return root
 }

@@ -15,7 +15,7 @@ func TestCommandRefsListTheCLI(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"svc serve", "svc version", "svc adapters list", "svc adapters delete", "svc login", "svc logout",
-		"svc apps list", "svc apps get", "svc apps create", "svc apps delete", "svc status", "svc deploy"} {
+		"svc apps list", "svc apps get", "svc apps create", "svc apps delete", "svc status", "svc deploy", "svc launch", "svc logs", "svc open"} {
 		if !got[want] {
 			t.Errorf("the reference lacks %q (has %v)", want, got)
 		}

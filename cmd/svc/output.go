@@ -49,6 +49,15 @@ func (p printer) raw(b []byte) error {
 	return nil
 }
 
+// rawOr prints the API's answer with --output json, else a line for
+// people.
+func (p printer) rawOr(raw []byte, format string, a ...any) error {
+	if p.json {
+		return p.raw(raw)
+	}
+	return p.line(format, a...)
+}
+
 // table prints rows under a header, columns aligned; empty cells show
 // as "-".
 func (p printer) table(header []string, rows [][]string) error {

@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/svchost/svc/internal/testserver"
 )
 
 // cliRun runs the built svc as a client with stdin, in a home of its own
@@ -123,4 +129,85 @@ func TestCLIAgainstARealServer(t *testing.T) {
 	if r := sendToken(kept.Token, "GET", base+"/api/v1/me", nil); r.status != 401 {
 		t.Errorf("the logged-out token still works: %d %s", r.status, r.body)
 	}
+}
+
+// TestCLILaunchAGoSample is the README's first steps with the built
+// binary: svc login, then svc launch samples/go-hello creates the app,
+// uploads the directory, shows detection's proposal, accepts it with a
+// value, deploys with the log followed and prints a URL at which the app
+// answers over HTTP; svc logs shows the app's own output (the request
+// just made) and svc open prints the same URL (stdout is no terminal: no
+// browser). A directory detection knows nothing of fails with exit 1.
+func TestCLILaunchAGoSample(t *testing.T) {
+	first, err := testserver.FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startAppServer(t, "cli-launch", "SVC_APP_PORT_START="+strconv.Itoa(first), "SVC_APP_PORT_END="+strconv.Itoa(first+1))
+	base := srv.p.Base()
+	config := t.TempDir()
+	if out, errs, code := cliRun(t, config, adminPassword+"\n", nil, "login", "--addr", base, "--username", "admin"); code != 0 {
+		t.Fatalf("svc login: exit %d, %q %q", code, out, errs)
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	greeting := "greeting-launch-" + randomHex(t)
+	out, errs, code := cliRun(t, config, "", nil, "launch", filepath.Join(root, "samples", "go-hello"), "--set", "GREETING="+greeting)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	last := lines[len(lines)-1]
+	if code != 0 || !strings.HasPrefix(lines[0], "Created app go-hello ") || !strings.Contains(out, "Detected go ") ||
+		!strings.Contains(out, "WORKLOAD") || !strings.Contains(out, "go build") || !strings.Contains(out, "Accepted the proposal as revision 1") ||
+		!strings.Contains(out, "system | ") || !strings.HasPrefix(last, "go-hello is running at http") {
+		t.Fatalf("svc launch: exit %d, stderr %q, stdout:\n%s", code, errs, out)
+	}
+	appURL := strings.TrimPrefix(last, "go-hello is running at ")
+	var a struct{ App struct{ ID string } }
+	mustJSON(t, []byte(cliOut(t, config, "apps", "get", "go-hello", "-o", "json")), &a)
+	srv.must(t, "POST", "/apps/"+a.App.ID+"/grants", map[string]any{"plane": "data", "principal_kind": "anonymous"}, http.StatusCreated, nil)
+	u, err := url.Parse(appURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := waitAnswer(t, u.Host, u.Path, "hello from go")
+	if !strings.Contains(body, greeting) {
+		t.Errorf("GET %s = %q; want the greeting set at launch", appURL, body)
+	}
+
+	deadline := time.Now().Add(scaled(30 * time.Second))
+	for {
+		out := cliOut(t, config, "logs", "go-hello", "--tail", "50")
+		if strings.Contains(out, "GET /") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("svc logs go-hello: no request line within %s:\n%s", scaled(30*time.Second), out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if out := cliOut(t, config, "open", "go-hello"); out != appURL+"\n" {
+		t.Errorf("svc open go-hello printed %q; want %q", out, appURL+"\n")
+	}
+
+	empty := t.TempDir()
+	if err := os.WriteFile(filepath.Join(empty, "notes.bin"), []byte{0, 1, 2}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := cliRun(t, config, "", nil, "launch", empty, "--name", "nothing-here"); code != 1 || !strings.Contains(errs, "detection") {
+		t.Errorf("svc launch of a directory nothing detects: exit %d, stderr %q, stdout %q; want 1", code, errs, out)
+	}
+	if _, errs, code := cliRun(t, config, "", nil, "launch", filepath.Join(empty, "missing")); code != 2 {
+		t.Errorf("svc launch of a missing directory: exit %d, %q; want 2", code, errs)
+	}
+}
+
+// cliOut runs the built svc and fails the test unless it exits 0.
+func cliOut(t *testing.T, config string, args ...string) string {
+	t.Helper()
+	out, errs, code := cliRun(t, config, "", nil, args...)
+	if code != 0 {
+		t.Fatalf("svc %s: exit %d, %q", strings.Join(args, " "), code, errs)
+	}
+	return out
 }
