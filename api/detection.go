@@ -109,10 +109,10 @@ type SpecAnswer struct {
 }
 
 // AcceptDetection writes the proposal, with values set, as a pinned
-// revision.
-func (c *Client) AcceptDetection(ctx context.Context, appID string, values []Value) (SpecAnswer, json.RawMessage, error) {
+// revision; over an app already configured it needs confirm.
+func (c *Client) AcceptDetection(ctx context.Context, appID string, values []Value, confirm bool) (SpecAnswer, json.RawMessage, error) {
 	return answer[SpecAnswer](ctx, c, request{method: http.MethodPost, path: appPath(appID) + "/detection/accept",
-		body: map[string]any{"values": values}})
+		body: map[string]any{"values": values, "confirm": confirm}})
 }
 
 // AppLogs is an app's runtime output: the workload's last lines.

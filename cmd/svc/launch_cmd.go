@@ -50,7 +50,7 @@ func newLaunchCmd() *cobra.Command {
 	f.add(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&l.name, "name", "", "the app's name (default: the directory's name)")
-	fl.StringVar(&l.app, "app", "", "launch into this existing app (ID or slug) instead of creating one")
+	fl.StringVar(&l.app, "app", "", "launch into this existing app (ID or slug) instead of creating one: the new proposal replaces its configuration")
 	fl.StringArrayVar(&l.answers, "answer", nil, "KEY=VALUE: answer one of detection's questions (repeatable)")
 	fl.StringArrayVar(&l.values, "set", nil, "KEY=VALUE: an environment variable to set at accept (repeatable)")
 	fl.StringArrayVar(&l.secrets, "secret", nil, "KEY: a secret to set at accept, its value read from the environment variable KEY (repeatable)")
@@ -136,7 +136,7 @@ func launch(cmd *cobra.Command, f *clientFlags, l launchFlags, dir string) error
 		}
 		return &exitError{code: 1, err: fmt.Errorf("detection asks %d question(s); run svc launch %s --app %s with the answers", len(open), dir, a.Slug)}
 	}
-	sp, raw, err := c.AcceptDetection(ctx, a.ID, values)
+	sp, raw, err := c.AcceptDetection(ctx, a.ID, values, l.app != "")
 	if err != nil {
 		return refusal(stderr, err)
 	}

@@ -189,6 +189,12 @@ func TestCLILaunchAGoSample(t *testing.T) {
 	if out := cliOut(t, config, "open", "go-hello"); out != appURL+"\n" {
 		t.Errorf("svc open go-hello printed %q; want %q", out, appURL+"\n")
 	}
+	// Launching again into the same app replaces its configuration.
+	out = cliOut(t, config, "launch", filepath.Join(root, "samples", "go-hello"), "--app", "go-hello", "--set", "GREETING=again-"+greeting)
+	if !strings.Contains(out, "Accepted the proposal as revision 2") || !strings.HasSuffix(out, "go-hello is running at "+appURL+"\n") {
+		t.Errorf("svc launch --app go-hello:\n%s", out)
+	}
+	waitAnswer(t, u.Host, u.Path, "again-"+greeting)
 
 	empty := t.TempDir()
 	if err := os.WriteFile(filepath.Join(empty, "notes.bin"), []byte{0, 1, 2}, 0o644); err != nil {
