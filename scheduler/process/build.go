@@ -205,6 +205,11 @@ func (r *Runtime) runBuild(ctx context.Context, req scheduler.BuildRequest, area
 				req.Log(scheduler.StreamStderr, "[svc] "+err.Error())
 			}
 		}}); err != nil {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// The time limit covers the sandbox's set-up too.
+				return errcode.Wrap(err, errcode.BuildTimeout, "the build ran past its time limit of %s while its sandbox was being set up", timeout).
+					WithDetail("timeout", timeout.String())
+			}
 			return fmt.Errorf("build: %w", err)
 		}
 		defer p.stop()
