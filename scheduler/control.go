@@ -165,11 +165,10 @@ func (s *Service) Status(ctx context.Context, appID string) (Status, error) {
 
 // lastDeployment is an app's newest deployment (nil for none).
 func lastDeployment(r *raftstore.Reader, appID string) *Deployment {
-	items, _ := Deployments.List(r, raftstore.Query{Index: "app", Key: raftstore.Key(appID, ""), Prefix: true, Reverse: true, Limit: 1})
-	if len(items) == 0 {
-		return nil
+	if deps := appDeployments(r, appID, 1); len(deps) > 0 {
+		return &deps[0]
 	}
-	return &items[0].Value
+	return nil
 }
 
 // Usage reads the resources an app's workloads use now.

@@ -244,7 +244,7 @@ func (s *Service) builds(ctx context.Context, d *Deployment, doc spec.Document, 
 	pol := s.d.Policy.Current()
 	r := s.d.Store.Read()
 	rel, _, hasRel := Releases.Get(r, d.AppID)
-	kept := keptBuilds(appDeployments(r, d.AppID), rel, hasRel, d.Runtime)
+	kept := keptBuilds(appDeployments(r, d.AppID, 0), rel, hasRel, d.Runtime)
 	var from Deployment
 	if d.Redeploys != "" {
 		from, _, _ = Deployments.Get(r, d.Redeploys)

@@ -235,7 +235,7 @@ func keptBuilds(deps []Deployment, rel Release, hasRel bool, runtimeID string) m
 // reads the store only; the composition root gives it to the source
 // service.
 func KeptCheckouts(r *raftstore.Reader, appID string) []string {
-	deps := appDeployments(r, appID)
+	deps := appDeployments(r, appID, 0)
 	rel, _, hasRel := Releases.Get(r, appID)
 	var out []string
 	add := func(src *apps.Source) {
@@ -252,9 +252,10 @@ func KeptCheckouts(r *raftstore.Reader, appID string) []string {
 	return out
 }
 
-// appDeployments lists an app's deployments, newest first.
-func appDeployments(r *raftstore.Reader, appID string) []Deployment {
-	items, _ := Deployments.List(r, raftstore.Query{Index: "app", Key: raftstore.Key(appID, ""), Prefix: true, Reverse: true})
+// appDeployments lists an app's deployments, newest first; at most limit
+// of them (0: every one).
+func appDeployments(r *raftstore.Reader, appID string, limit int) []Deployment {
+	items, _ := Deployments.List(r, raftstore.Query{Index: "app", Key: raftstore.Key(appID, ""), Prefix: true, Reverse: true, Limit: limit})
 	out := make([]Deployment, len(items))
 	for i, it := range items {
 		out[i] = it.Value

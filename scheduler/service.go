@@ -399,7 +399,7 @@ func (s *Service) Rollback(ctx context.Context, appID string) (Deployment, error
 		return Deployment{}, noApp(appID)
 	}
 	rel, _, hasRelease := Releases.Get(r, appID)
-	target, ok := rollbackTarget(appDeployments(r, appID), rel, hasRelease)
+	target, ok := rollbackTarget(appDeployments(r, appID, 0), rel, hasRelease)
 	if !ok {
 		return Deployment{}, errcode.New(errcode.StateInvalid, "app %s has no earlier release that ran successfully", appID).
 			WithRemedy("deploy a revision by number: POST /api/v1/apps/%s/deployments {\"revision\": n}", appID)
