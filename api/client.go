@@ -96,11 +96,12 @@ type request struct {
 
 // Response headers a caller may need.
 type Response struct {
-	Status    int
-	RequestID string
-	Replayed  bool // Idempotent-Replayed: the answer of an earlier request
-	session   string
-	body      []byte // the answer's bytes as they came
+	Status      int
+	RequestID   string
+	Replayed    bool // Idempotent-Replayed: the answer of an earlier request
+	session     string
+	contentType string
+	body        []byte // the answer's bytes as they came
 }
 
 func (c *Client) do(ctx context.Context, r request, out any) (Response, error) {
@@ -135,7 +136,8 @@ func (c *Client) do(ctx context.Context, r request, out any) (Response, error) {
 		return Response{}, fmt.Errorf("api: %s %s: %w", r.method, r.path, err)
 	}
 	defer resp.Body.Close()
-	meta := Response{Status: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id"), Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
+	meta := Response{Status: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id"), Replayed: resp.Header.Get("Idempotent-Replayed") == "true",
+		contentType: resp.Header.Get("Content-Type")}
 	for _, ck := range resp.Cookies() {
 		if (ck.Name == sessionCookie || ck.Name == hostSessionCookie) && ck.Value != "" {
 			meta.session = ck.Name + "=" + ck.Value

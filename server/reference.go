@@ -17,6 +17,9 @@ import (
 )
 
 type endpointRef struct {
+	// Op names the endpoint's CLI command (svc apps list) and tool
+	// (apps_list).
+	Op           string `json:"op,omitempty"`
 	Method       string `json:"method"`
 	Path         string `json:"path"`
 	Access       string `json:"access"`
@@ -31,10 +34,15 @@ type endpointRef struct {
 	Paging string `json:"paging,omitempty"`
 }
 
-// ToolRef describes one tool of the tool server, for the reference.
+// ToolRef describes one tool of the tool server, for the reference: the
+// endpoint it calls ("GET /api/v1/apps") and its annotations.
 type ToolRef struct {
-	Name    string `json:"name"`
-	Summary string `json:"summary"`
+	Name        string `json:"name"`
+	Summary     string `json:"summary"`
+	Endpoint    string `json:"endpoint"`
+	ReadOnly    bool   `json:"read_only"`
+	Destructive bool   `json:"destructive"`
+	Idempotent  bool   `json:"idempotent"`
 }
 
 type referenceDTO struct {
@@ -67,11 +75,11 @@ func (s *Server) reference() referenceDTO {
 		Errors:   errcode.Catalogue(),
 		Events:   events.Catalogue(),
 		CLI:      append([]CommandRef{}, s.d.Commands...),
-		Tools:    []ToolRef{},
+		Tools:    append([]ToolRef{}, s.d.Tools...),
 		Security: securityNotes,
 	}
 	for _, r := range s.routes {
-		e := endpointRef{Method: r.method, Path: r.path, Access: r.access.String(), Verb: string(r.verb), Summary: r.summary, Idempotent: r.idempotent, Paging: r.paging.String(), AuditAction: r.action}
+		e := endpointRef{Op: r.op, Method: r.method, Path: r.path, Access: r.access.String(), Verb: string(r.verb), Summary: r.summary, Idempotent: r.idempotent, Paging: r.paging.String(), AuditAction: r.action}
 		if r.method != http.MethodGet && r.method != http.MethodDelete {
 			e.MaxBodyBytes = r.bodyLimit
 			if e.MaxBodyBytes == 0 {
@@ -160,6 +168,13 @@ func (s *Server) operation(g *schemaGen, r route) map[string]any {
 				"name": strings.Trim(part, "{}"), "in": "path", "required": true, "schema": map[string]any{"type": "string"},
 			})
 		}
+	}
+	for _, q := range r.query {
+		schema := map[string]any{"type": q.typ}
+		if q.repeat {
+			schema = map[string]any{"type": "array", "items": schema}
+		}
+		params = append(params, map[string]any{"name": q.name, "in": "query", "required": false, "description": q.doc, "schema": schema})
 	}
 	params = append(params, pagingParams(r.paging)...)
 	if r.idempotent {

@@ -66,6 +66,8 @@ type CommandRef struct {
 	Command string `json:"command"`
 	Summary string `json:"summary"`
 	Usage   string `json:"usage"`
+	// Endpoints are the endpoints the command calls ("POST /api/v1/apps").
+	Endpoints []string `json:"endpoints,omitempty"`
 }
 
 // Deps are the server's collaborators.
@@ -111,6 +113,8 @@ type Deps struct {
 	MetricsHandler http.Handler
 	// Commands are the CLI's commands, for the reference.
 	Commands []CommandRef
+	// Tools are the tool server's tools, for the reference.
+	Tools []ToolRef
 	// StartedAt is when this server's generation of the process started
 	// (now when zero); it changes with every restart.
 	StartedAt time.Time
@@ -266,6 +270,9 @@ func (a access) String() string {
 
 // register adds a route to echo, wrapped in its own middleware.
 func (s *Server) register(r route) error {
+	if err := checkOp(r); err != nil {
+		return err
+	}
 	if (r.verb != "") != (r.access == accessVerb || r.access == accessSelf) {
 		return fmt.Errorf("route %s %s: access %s and verb %q disagree", r.method, r.path, r.access, r.verb)
 	}
