@@ -16,7 +16,7 @@ func newAdaptersCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	f.add(cmd)
-	cmd.AddCommand(&cobra.Command{
+	cmd.AddCommand(calls(&cobra.Command{
 		Use:   "list",
 		Short: "List the configured adapters and the embedded defaults (GET /api/v1/adapters)",
 		Args:  cobra.NoArgs,
@@ -53,8 +53,8 @@ func newAdaptersCmd() *cobra.Command {
 			}
 			return w.Flush()
 		},
-	})
-	cmd.AddCommand(&cobra.Command{
+	}, "adapters_list"))
+	cmd.AddCommand(calls(&cobra.Command{
 		Use:   "delete ADAPTER_ID",
 		Short: "Delete a configured adapter nothing depends on (DELETE /api/v1/adapters/{id}); a refusal names what depends on it",
 		Args:  cobra.ExactArgs(1),
@@ -72,6 +72,6 @@ func newAdaptersCmd() *cobra.Command {
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted adapter %s; it stays loaded until the next restart (POST /api/v1/restart)\n", args[0])
 			return err
 		},
-	})
+	}, "adapters_delete"))
 	return cmd
 }

@@ -125,7 +125,7 @@ func newAppsCmd() *cobra.Command {
 	}
 	del.Flags().BoolVar(&backup, "backup", false, "keep a final copy of the app's volumes")
 	del.Flags().BoolVar(&force, "force", false, "discard the app's volumes without a copy")
-	cmd.AddCommand(list, get, create, del)
+	cmd.AddCommand(calls(list, "apps_list"), calls(get, "apps_get"), calls(create, "apps_create"), calls(del, "apps_delete"))
 	return cmd
 }
 

@@ -63,8 +63,16 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd(root), newVersionCmd(), newAdaptersCmd(), newLoginCmd(), newLogoutCmd(),
-		newAppsCmd(), newStatusCmd(), newDeployCmd(), newLaunchCmd(), newLogsCmd(), newOpenCmd())
+	root.AddCommand(newServeCmd(root), newVersionCmd(), newAdaptersCmd(),
+		calls(newLoginCmd(), "sessions_create", "tokens_create"),
+		calls(newLogoutCmd(), "tokens_delete"),
+		newAppsCmd(),
+		calls(newStatusCmd(), "apps_status"),
+		calls(newDeployCmd(), "deployments_create", "deployments_logs"),
+		calls(newLaunchCmd(), "apps_create", "source_upload", "detection_get", "detection_answer", "detection_accept", "deployments_create", "deployments_logs"),
+		calls(newLogsCmd(), "apps_logs"),
+		calls(newOpenCmd(), "apps_get"))
+	addOperationCommands(root)
 	usageErrors(root)
 	return root
 }
@@ -116,7 +124,11 @@ func commandRefs(root *cobra.Command) []server.CommandRef {
 			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
 				continue
 			}
-			out = append(out, server.CommandRef{Command: sub.CommandPath(), Summary: sub.Short, Usage: sub.UseLine()})
+			ref := server.CommandRef{Command: sub.CommandPath(), Summary: sub.Short, Usage: sub.UseLine()}
+			for _, name := range opsOf(sub) {
+				ref.Endpoints = append(ref.Endpoints, endpoint(operation(name)))
+			}
+			out = append(out, ref)
 			walk(sub)
 		}
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"net"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -36,6 +38,56 @@ func TestDisplayAddr(t *testing.T) {
 		}
 		if got := displayAddr(a); got != want {
 			t.Errorf("displayAddr(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestEveryOperationHasACommand fails when an API route has no CLI
+// command: every operation of the route table is called by a command
+// (generated or written by hand), or says why it has none; and every
+// command's endpoints are routes of the table.
+func TestEveryOperationHasACommand(t *testing.T) {
+	refs := commandRefs(newRoot())
+	byEndpoint := map[string][]string{}
+	for _, r := range refs {
+		for _, e := range r.Endpoints {
+			byEndpoint[e] = append(byEndpoint[e], r.Command)
+		}
+	}
+	known := map[string]bool{}
+	for _, op := range operations() {
+		e := endpoint(op)
+		known[e] = true
+		if len(byEndpoint[e]) == 0 && op.NoCommand == "" {
+			t.Errorf("%s (%s) has no command and says no reason", e, op.Name)
+		}
+	}
+	for e, cmds := range byEndpoint {
+		if !known[e] {
+			t.Errorf("%v call %s, which is not a route", cmds, e)
+		}
+	}
+	if len(operations()) < 100 {
+		t.Errorf("only %d operations: the route table is not read", len(operations()))
+	}
+}
+
+// TestOperationCommandsAreResourceVerb: each operation's own command is
+// svc <resource> <verb> with the operation's name.
+func TestOperationCommandsAreResourceVerb(t *testing.T) {
+	root := newRoot()
+	for _, op := range operations() {
+		if op.NoCommand != "" || op.Produces == "websocket" {
+			continue
+		}
+		want := "svc " + cliName(op.Resource()) + " " + cliName(op.VerbName())
+		c, _, err := root.Find(strings.Fields(want)[1:])
+		if err != nil || c.CommandPath() != want {
+			t.Errorf("%s: no command %q", op.Name, want)
+			continue
+		}
+		if !slices.Contains(opsOf(c), op.Name) {
+			t.Errorf("%s does not call %s (calls %v)", want, op.Name, opsOf(c))
 		}
 	}
 }
