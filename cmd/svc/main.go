@@ -73,8 +73,34 @@ func newRoot() *cobra.Command {
 		calls(newLogsCmd(), "apps_logs"),
 		calls(newOpenCmd(), "apps_get"))
 	addOperationCommands(root)
+	groupCommands(root)
 	usageErrors(root)
 	return root
+}
+
+// commandGroups sort root's commands in its help, in this order.
+var commandGroups = []struct {
+	id, title string
+	names     []string
+}{
+	{"start", "Getting started:", []string{"login", "logout", "launch", "deploy", "status", "logs", "exec", "open"}},
+	{"apps", "Apps (an app is named by its ID or its slug):", []string{"apps", "source", "detection", "specs", "secrets", "slots", "volumes", "deployments", "grants", "passcode"}},
+	{"access", "People and access:", []string{"me", "tokens", "users", "groups", "roles", "verbs", "passwords", "launcher", "sections", "sessions"}},
+	{"install", "The installation:", []string{"setup", "policy", "config", "adapters", "capacity", "keyring", "edge-keys", "audit", "server", "raft", "raft-probes", "reference", "openapi"}},
+	{"run", "Running svc:", []string{"serve", "edge", "mcp", "version", "completion"}},
+}
+
+// groupCommands puts root's commands in their groups for its help.
+func groupCommands(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, g := range commandGroups {
+		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
+		for _, name := range g.names {
+			if c := subcommand(root, name); c != nil {
+				c.GroupID = g.id
+			}
+		}
+	}
 }
 
 // usageErrors makes every way of using a command wrongly exit 2: a bad
