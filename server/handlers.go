@@ -60,7 +60,7 @@ func (s *Server) getHistory(c echo.Context) error {
 }
 
 type probeRequestDTO struct {
-	PayloadBytes int `json:"payload_bytes"`
+	PayloadBytes int `json:"payload_bytes" doc:"the size of the probe's payload"`
 }
 
 type probeResultDTO struct {

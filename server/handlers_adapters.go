@@ -53,12 +53,12 @@ func (s *Server) listAdapterKinds(c echo.Context) error {
 // settings in config and write-only credentials in credentials (a null
 // value returns a setting to its default, removes a credential).
 type configureAdapterRequest struct {
-	AdapterID   string             `json:"adapter_id,omitempty"`
-	New         bool               `json:"new,omitempty"`
-	Category    string             `json:"category"`
-	Kind        string             `json:"kind"`
-	Config      map[string]any     `json:"config,omitempty"`
-	Credentials map[string]*string `json:"credentials,omitempty"`
+	AdapterID   string             `json:"adapter_id,omitempty" doc:"configure this adapter in place"`
+	New         bool               `json:"new,omitempty" doc:"true to add another adapter of the kind"`
+	Category    string             `json:"category" doc:"runtime, secrets, routes, slots, …"`
+	Kind        string             `json:"kind" doc:"the adapter's kind (GET /api/v1/adapters/kinds)"`
+	Config      map[string]any     `json:"config,omitempty" doc:"the kind's settings"`
+	Credentials map[string]*string `json:"credentials,omitempty" doc:"the kind's credentials (stored encrypted; never shown again)"`
 }
 
 type adapterAnswer struct {

@@ -46,16 +46,16 @@ func (s *Server) appURL(c echo.Context, appID, slug string) *string {
 }
 
 type createAppRequest struct {
-	Name   string             `json:"name"`
-	Slug   string             `json:"slug,omitempty"`
-	Source *repositoryRequest `json:"source,omitempty"`
+	Name   string             `json:"name" doc:"the app's name"`
+	Slug   string             `json:"slug,omitempty" doc:"its slug: lowercase letters, digits and dashes (default: made from the name)"`
+	Source *repositoryRequest `json:"source,omitempty" doc:"a git repository to clone and detect"`
 }
 
 // repositoryRequest is a git repository to create an app from.
 type repositoryRequest struct {
-	Repository string `json:"repository"`
-	Ref        string `json:"ref,omitempty"`
-	Subdir     string `json:"subdir,omitempty"`
+	Repository string `json:"repository" doc:"the repository's URL"`
+	Ref        string `json:"ref,omitempty" doc:"a branch, tag or commit (default: the default branch)"`
+	Subdir     string `json:"subdir,omitempty" doc:"the app's directory in the repository"`
 }
 
 type appAnswer struct {

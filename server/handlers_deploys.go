@@ -138,11 +138,11 @@ type deploymentAnswer struct {
 // deployRequest asks for a deploy of a revision; absent or 0 is the pinned
 // revision.
 type deployRequest struct {
-	Revision *int64 `json:"revision,omitempty"`
+	Revision *int64 `json:"revision,omitempty" doc:"the spec revision to deploy (default: the pinned one)"`
 }
 
 type rejectRequest struct {
-	Reason *string `json:"reason"`
+	Reason *string `json:"reason" doc:"why, for the deployment's record"`
 }
 
 // deployed answers a deploy the scheduler accepted: 202, with where to

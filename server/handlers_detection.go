@@ -30,7 +30,7 @@ func (s *Server) postDetectionRerun(c echo.Context) error {
 }
 
 type answersRequest struct {
-	Answers map[string]string `json:"answers"`
+	Answers map[string]string `json:"answers" doc:"answers by question ID (never a secret: give secrets at accept)"`
 }
 
 func (s *Server) postDetectionAnswers(c echo.Context) error {
@@ -48,8 +48,8 @@ func (s *Server) getDetectionDiff(c echo.Context) error {
 }
 
 type acceptRequest struct {
-	Values  []detection.Value `json:"values,omitempty"`
-	Confirm bool              `json:"confirm,omitempty"`
+	Values  []detection.Value `json:"values,omitempty" doc:"values to set: key, value, secret (true sends it to the secrets adapter), workload"`
+	Confirm bool              `json:"confirm,omitempty" doc:"true to replace the configuration of an app that has one"`
 }
 
 // postDetectionAccept writes the proposal as a pinned revision; a secret

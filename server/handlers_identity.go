@@ -151,9 +151,9 @@ func pathID(c echo.Context, name string, p ids.Prefix) (string, error) {
 // Setup and sessions.
 
 type setupRequest struct {
-	Username    string `json:"username"`
-	DisplayName string `json:"display_name"`
-	Password    string `json:"password"`
+	Username    string `json:"username" doc:"the first administrator's username"`
+	DisplayName string `json:"display_name" doc:"the name shown for them"`
+	Password    string `json:"password" doc:"their password (at least 12 characters)"`
 }
 
 func (s *Server) postSetup(c echo.Context) error {
@@ -170,8 +170,8 @@ func (s *Server) postSetup(c echo.Context) error {
 }
 
 type signInRequest struct {
-	Username string `json:"username"`
-	Password string `json:"password"`
+	Username string `json:"username" doc:"the account's username"`
+	Password string `json:"password" doc:"its password"`
 }
 
 func (s *Server) postSession(c echo.Context) error {
@@ -222,8 +222,8 @@ func (s *Server) getMe(c echo.Context) error {
 }
 
 type changePasswordRequest struct {
-	CurrentPassword string `json:"current_password"`
-	NewPassword     string `json:"new_password"`
+	CurrentPassword string `json:"current_password" doc:"your current password"`
+	NewPassword     string `json:"new_password" doc:"the new one"`
 }
 
 func (s *Server) postMyPassword(c echo.Context) error {
@@ -250,11 +250,11 @@ func (s *Server) listUsers(c echo.Context) error {
 }
 
 type createUserRequest struct {
-	Username           string `json:"username"`
-	DisplayName        string `json:"display_name"`
-	Email              string `json:"email"`
-	Password           string `json:"password"`
-	MustChangePassword bool   `json:"must_change_password"`
+	Username           string `json:"username" doc:"the account's username"`
+	DisplayName        string `json:"display_name" doc:"the name shown for them"`
+	Email              string `json:"email" doc:"their email address"`
+	Password           string `json:"password" doc:"their first password"`
+	MustChangePassword bool   `json:"must_change_password" doc:"make them change it at their first sign-in"`
 }
 
 func (s *Server) postUser(c echo.Context) error {
@@ -286,10 +286,10 @@ func (s *Server) getUser(c echo.Context) error {
 }
 
 type patchUserRequest struct {
-	Username    *string `json:"username"`
-	DisplayName *string `json:"display_name"`
-	Email       *string `json:"email"`
-	Status      *string `json:"status"`
+	Username    *string `json:"username" doc:"a new username"`
+	DisplayName *string `json:"display_name" doc:"a new display name"`
+	Email       *string `json:"email" doc:"a new email address"`
+	Status      *string `json:"status" doc:"active or disabled"`
 }
 
 func (s *Server) patchUser(c echo.Context) error {
@@ -316,7 +316,7 @@ func (s *Server) deleteUser(c echo.Context) error {
 }
 
 type roleRequest struct {
-	RoleID string `json:"role_id"`
+	RoleID string `json:"role_id" doc:"an installation role's ID (role_admin, role_member, role_auditor or a custom role)"`
 }
 
 func (s *Server) putUserRole(c echo.Context) error {
@@ -350,8 +350,8 @@ func (s *Server) deleteUserRole(c echo.Context) error {
 }
 
 type resetPasswordRequest struct {
-	Password           string `json:"password"`
-	MustChangePassword *bool  `json:"must_change_password"`
+	Password           string `json:"password" doc:"the new password"`
+	MustChangePassword *bool  `json:"must_change_password" doc:"make them change it at their next sign-in (default true)"`
 }
 
 func (s *Server) postUserPassword(c echo.Context) error {
@@ -395,7 +395,7 @@ func (s *Server) listGroups(c echo.Context) error {
 }
 
 type groupRequest struct {
-	Name string `json:"name"`
+	Name string `json:"name" doc:"the group's name"`
 }
 
 func (s *Server) postGroup(c echo.Context) error {
@@ -411,7 +411,7 @@ func (s *Server) postGroup(c echo.Context) error {
 }
 
 type membersRequest struct {
-	UserIDs []string `json:"user_ids"`
+	UserIDs []string `json:"user_ids" doc:"every member's user ID: the group's whole membership"`
 }
 
 // groupChange runs one change of a group named by the path and answers it.
@@ -501,9 +501,9 @@ func (s *Server) listRoles(c echo.Context) error {
 }
 
 type createRoleRequest struct {
-	Name  string       `json:"name"`
-	Scope authz.Scope  `json:"scope"`
-	Verbs []authz.Verb `json:"verbs"`
+	Name  string       `json:"name" doc:"the role's name"`
+	Scope authz.Scope  `json:"scope" doc:"install or app"`
+	Verbs []authz.Verb `json:"verbs" doc:"the verbs it grants (GET /api/v1/verbs lists them)"`
 }
 
 func (s *Server) postRole(c echo.Context) error {
@@ -537,9 +537,9 @@ func (s *Server) getVerbs(c echo.Context) error {
 // Tokens.
 
 type tokenRequest struct {
-	Name          string `json:"name"`
-	ExpiresInDays *int   `json:"expires_in_days"`
-	Agent         bool   `json:"agent"`
+	Name          string `json:"name" doc:"a name to tell the token by"`
+	ExpiresInDays *int   `json:"expires_in_days" doc:"days until it expires (default: never, or host policy's max_token_lifetime_days)"`
+	Agent         bool   `json:"agent" doc:"true for a token an automated caller (an AI assistant) uses: host policy's agent_disabled_verbs applies to it"`
 }
 
 type tokenAnswer struct {

@@ -30,7 +30,7 @@ func (s *Server) getPolicy(c echo.Context) error {
 }
 
 type policyRequest struct {
-	Policy json.RawMessage `json:"policy"`
+	Policy json.RawMessage `json:"policy" doc:"the whole policy document, as GET /api/v1/policy shows it"`
 }
 
 // policyBody binds {"policy": {...}} and decodes the settings exactly.

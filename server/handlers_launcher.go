@@ -46,8 +46,8 @@ func (s *Server) deleteFavorite(c echo.Context) error {
 }
 
 type sectionRequest struct {
-	Name     *string `json:"name"`
-	Position *int    `json:"position,omitempty"`
+	Name     *string `json:"name" doc:"the section's name"`
+	Position *int    `json:"position,omitempty" doc:"its place among your sections, from 0"`
 }
 
 type sectionAnswer struct {
@@ -103,9 +103,9 @@ func noContent(c echo.Context, err error) error {
 }
 
 type patchAppRequest struct {
-	Name   *string            `json:"name,omitempty"`
-	Slug   *string            `json:"slug,omitempty"`
-	Source *repositoryRequest `json:"source,omitempty"`
+	Name   *string            `json:"name,omitempty" doc:"the app's new name"`
+	Slug   *string            `json:"slug,omitempty" doc:"its new slug (its address changes)"`
+	Source *repositoryRequest `json:"source,omitempty" doc:"a git repository to take the source from"`
 }
 
 func (s *Server) patchApp(c echo.Context) error {

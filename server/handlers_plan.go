@@ -16,7 +16,7 @@ type plansService interface {
 }
 
 type planRequest struct {
-	Revision *int64 `json:"revision,omitempty"`
+	Revision *int64 `json:"revision,omitempty" doc:"the spec revision to plan (default: the pinned one)"`
 }
 
 // postPlan answers what a deploy would do and every reason it would be

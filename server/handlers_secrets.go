@@ -27,7 +27,7 @@ func (s *Server) listSecrets(c echo.Context) error {
 }
 
 type putSecretRequest struct {
-	Value *string `json:"value"`
+	Value *string `json:"value" doc:"the secret's value"`
 }
 
 type secretAnswer struct {

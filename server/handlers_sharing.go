@@ -49,11 +49,11 @@ func (s *Server) getGrants(c echo.Context) error {
 }
 
 type createGrantRequest struct {
-	Plane         string  `json:"plane"`
-	PrincipalKind string  `json:"principal_kind"`
-	PrincipalID   string  `json:"principal_id,omitempty"`
-	RoleID        *string `json:"role_id,omitempty"`
-	Passcode      *string `json:"passcode,omitempty"`
+	Plane         string  `json:"plane" doc:"control (administer the app, with role_id) or data (reach the app)"`
+	PrincipalKind string  `json:"principal_kind" doc:"user, group, token or anonymous (everyone)"`
+	PrincipalID   string  `json:"principal_id,omitempty" doc:"the user's, group's or service token's ID (not for anonymous)"`
+	RoleID        *string `json:"role_id,omitempty" doc:"an app role, for a control-plane grant"`
+	Passcode      *string `json:"passcode,omitempty" doc:"for the grant to everyone: a passcode of 6 to 128 characters to ask"`
 }
 
 func (s *Server) postGrant(c echo.Context) error {
@@ -66,8 +66,8 @@ func (s *Server) postGrant(c echo.Context) error {
 }
 
 type patchGrantRequest struct {
-	RoleID   *string `json:"role_id,omitempty"`
-	Passcode *string `json:"passcode,omitempty"`
+	RoleID   *string `json:"role_id,omitempty" doc:"a management grant's new app role"`
+	Passcode *string `json:"passcode,omitempty" doc:"the grant to everyone's new passcode (6 to 128 characters; empty removes it)"`
 }
 
 func (s *Server) patchGrant(c echo.Context) error {
@@ -106,7 +106,7 @@ func (s *Server) getPasscode(c echo.Context) error {
 }
 
 type passcodeRequest struct {
-	Passcode string `json:"passcode"`
+	Passcode string `json:"passcode" doc:"the app's passcode"`
 }
 
 // postPasscode checks a passcode and, when it is right, sets the admission

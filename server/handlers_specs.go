@@ -48,7 +48,7 @@ type specList struct {
 // as it is for a YAML body; a problem with the document as a whole names
 // spec.
 type createSpecRequest struct {
-	Spec json.RawMessage `json:"spec"`
+	Spec json.RawMessage `json:"spec" doc:"the spec document (docs/spec-document.md), as JSON"`
 }
 
 type specAnswer struct {

@@ -307,7 +307,11 @@ func (g *schemaGen) object(t reflect.Type) map[string]any {
 			if name == "" {
 				name = f.Name
 			}
-			props[name] = g.schemaOf(f.Type)
+			prop := g.schemaOf(f.Type)
+			if d := f.Tag.Get("doc"); d != "" {
+				prop["description"] = d
+			}
+			props[name] = prop
 			if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
 				required = append(required, name)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
 
 	"github.com/svchost/svc/api"
 )
@@ -176,6 +177,7 @@ var secretFields = []string{"value", "password", "current_password", "new_passwo
 // bodyField is a top-level property of an operation's JSON body.
 type bodyField struct {
 	name, typ string // typ: string, integer, number, boolean, strings, json
+	doc       string
 }
 
 // bodyFields lists the properties of op's body schema, in name order.
@@ -185,8 +187,9 @@ func bodyFields(op api.Operation) []bodyField {
 	}
 	var schema struct {
 		Properties map[string]struct {
-			Type  any `json:"type"`
-			Items *struct {
+			Type        any    `json:"type"`
+			Description string `json:"description"`
+			Items       *struct {
 				Type any `json:"type"`
 			} `json:"items"`
 		} `json:"properties"`
@@ -205,7 +208,11 @@ func bodyFields(op api.Operation) []bodyField {
 				typ = "strings"
 			}
 		}
-		out = append(out, bodyField{name: name, typ: typ})
+		doc := p.Description
+		if doc == "" {
+			doc = "body field " + name
+		}
+		out = append(out, bodyField{name: name, typ: typ, doc: doc})
 	}
 	slices.SortFunc(out, func(a, b bodyField) int { return strings.Compare(a.name, b.name) })
 	return out
@@ -286,18 +293,22 @@ func operationCommand(op api.Operation) *cobra.Command {
 			}
 			switch b.typ {
 			case "boolean":
-				fl.Bool(name, false, "body field "+b.name)
+				fl.Bool(name, false, b.doc)
 			case "strings":
-				fl.StringArray(name, nil, "body field "+b.name+" (repeat it for each item)")
+				fl.StringArray(name, nil, b.doc+" (repeat the flag for each)")
 			case "json":
-				fl.String(name, "", "body field "+b.name+", as JSON")
+				fl.String(name, "", b.doc+"; JSON, or @FILE for a JSON or YAML file")
 			default:
 				if b.typ == "string" && slices.Contains(secretFields, b.name) {
-					fl.String(name, "", "body field "+b.name+" (it shows in the process list: prefer --"+name+"-stdin)")
-					fl.Bool(name+"-stdin", false, "read body field "+b.name+" from stdin (all of it, less one final newline)")
+					fl.String(name, "", b.doc+" (it shows in the process list: prefer --"+name+"-stdin)")
+					fl.Bool(name+"-stdin", false, "read "+b.name+" from stdin (all of it, less one final newline)")
 					continue
 				}
-				fl.String(name, "", "body field "+b.name+" ("+b.typ+")")
+				if b.typ != "string" {
+					fl.String(name, "", b.doc+" ("+b.typ+")")
+					continue
+				}
+				fl.String(name, "", b.doc)
 			}
 		}
 	}
@@ -446,11 +457,7 @@ func fieldValue(f bodyField, fl *pflag.Flag) (any, error) {
 	case "strings":
 		return fl.Value.(pflag.SliceValue).GetSlice(), nil
 	case "json":
-		var v any
-		if err := json.Unmarshal([]byte(s), &v); err != nil {
-			return nil, fmt.Errorf("not JSON: %w", err)
-		}
-		return v, nil
+		return jsonValue(s)
 	}
 	return s, nil
 }
@@ -532,4 +539,28 @@ func followOperation(cmd *cobra.Command, f *clientFlags, c *api.Client, call api
 		return refusal(cmd.ErrOrStderr(), err)
 	}
 	return p.line("Deployment %s %s %s", call.Path["depID"], p.state(end.State), deref(end.ErrorCode))
+}
+
+// jsonValue is a JSON flag's value: JSON, or @FILE naming a JSON or YAML
+// file (a spec document kept as svc.yaml).
+func jsonValue(s string) (any, error) {
+	b := []byte(s)
+	if name, ok := strings.CutPrefix(s, "@"); ok {
+		var err error
+		if b, err = os.ReadFile(name); err != nil {
+			return nil, err
+		}
+		if ext := strings.ToLower(filepath.Ext(name)); ext == ".yaml" || ext == ".yml" {
+			var v any
+			if err := yaml.Unmarshal(b, &v); err != nil {
+				return nil, fmt.Errorf("%s: not YAML: %w", name, err)
+			}
+			return v, nil
+		}
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	return v, nil
 }

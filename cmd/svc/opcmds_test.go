@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 )
@@ -120,5 +121,28 @@ func TestOperationCommandRefusalExits1(t *testing.T) {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q: %s", want, errs)
 		}
+	}
+}
+
+func TestJSONFlagTakesAFile(t *testing.T) {
+	got, _ := apiStub(t, `{"spec":{"revision":2}}`)
+	dir := t.TempDir()
+	yamlFile, jsonFile := dir+"/svc.yaml", dir+"/svc.json"
+	if err := os.WriteFile(yamlFile, []byte("name: web\nworkloads:\n  web:\n    port: 8080\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(jsonFile, []byte(`{"name":"web"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{yamlFile: `{"spec":{"name":"web","workloads":{"web":{"port":8080}}}}`, jsonFile: `{"spec":{"name":"web"}}`} {
+		if code, _, errs := runCLI("", "specs", "create", "web", "--spec", "@"+file); code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		if body := string((*got)[len(*got)-1].body); body != want {
+			t.Errorf("%s: body %s, want %s", file, body, want)
+		}
+	}
+	if code, _, _ := runCLI("", "specs", "create", "web", "--spec", "@"+dir+"/missing.yaml"); code != 2 {
+		t.Errorf("a missing file: exit %d, want 2", code)
 	}
 }

@@ -16,10 +16,10 @@ import (
 // (of one workload, or of every workload), or, with Secret, a secret that
 // goes to the secrets adapter and is referred to by name.
 type Value struct {
-	Key      string `json:"key"`
-	Value    string `json:"value"`
-	Secret   bool   `json:"secret,omitempty"`
-	Workload string `json:"workload,omitempty"`
+	Key      string `json:"key" doc:"the setting's key"`
+	Value    string `json:"value" doc:"its value"`
+	Secret   bool   `json:"secret,omitempty" doc:"true to keep it as a secret"`
+	Workload string `json:"workload,omitempty" doc:"the workload it is for (default all)"`
 }
 
 // Accept is what POST …/detection/accept asks.

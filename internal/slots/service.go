@@ -196,13 +196,13 @@ func documentAt(r *raftstore.Reader, appID string, n uint64) (spec.Document, boo
 type FillRequest struct {
 	// Provision asks a slots adapter of the slot's type to make the
 	// resource (the primary one of that type, or the one named).
-	Provision *ProvisionFill `json:"provision,omitempty"`
+	Provision *ProvisionFill `json:"provision,omitempty" doc:"ask a slots adapter of the slot's type to make the resource: {adapter_id} or {} for the primary one"`
 	// Bind points the slot at something already running.
-	Bind *BindFill `json:"bind,omitempty"`
+	Bind *BindFill `json:"bind,omitempty" doc:"point the slot at something already running"`
 	// Value sets the slot's fields; values are strings (numbers and
 	// booleans are taken as their text). For postgres: url, or host, port,
 	// database, username, password (and sslmode, which goes into the URL).
-	Value map[string]any `json:"value,omitempty"`
+	Value map[string]any `json:"value,omitempty" doc:"the slot's fields, as strings (postgres: url, or host, port, database, username, password, sslmode)"`
 }
 
 // ProvisionFill asks for a provisioned resource.

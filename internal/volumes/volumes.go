@@ -72,10 +72,10 @@ type View struct {
 // Request declares a volume mounted at Path in a workload (the primary
 // one when Workload is empty).
 type Request struct {
-	Name      string `json:"name"`
-	SizeBytes int64  `json:"size_bytes"`
-	Workload  string `json:"workload,omitempty"`
-	Path      string `json:"path"`
+	Name      string `json:"name" doc:"the volume's name"`
+	SizeBytes int64  `json:"size_bytes" doc:"its size"`
+	Workload  string `json:"workload,omitempty" doc:"the workload that mounts it (default the primary)"`
+	Path      string `json:"path" doc:"where it is mounted in the workload"`
 }
 
 // Created is a declared volume and the spec revision that declares it.
