@@ -64,8 +64,9 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCmd(root), newVersionCmd(), newAdaptersCmd(), newLoginCmd(), newLogoutCmd(),
-		newAppsCmd(), newStatusCmd(), newDeployCmd(), newLaunchCmd(), newLogsCmd(), newOpenCmd())
+		newAppsCmd(), newStatusCmd(), newDeployCmd(), newLaunchCmd(), newLogsCmd(), newOpenCmd(), newExecCmd())
 	usageErrors(root)
+	completeAppArgs(root)
 	return root
 }
 
