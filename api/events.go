@@ -76,7 +76,7 @@ type DeployEnd struct {
 // error when the stream breaks off before it.
 func (c *Client) FollowDeployment(ctx context.Context, appID, depID string, fn func(l *LogLine, end *DeployEnd, raw json.RawMessage) error) (DeployEnd, error) {
 	path := deploymentsPath(appID) + "/" + url.PathEscape(depID) + "/logs"
-	resp, err := c.stream(ctx, path)
+	resp, err := c.stream(ctx, path, nil)
 	if err != nil {
 		return DeployEnd{}, err
 	}
@@ -114,9 +114,10 @@ func (c *Client) FollowDeployment(ctx context.Context, appID, depID string, fn f
 // stream opens a server-sent event stream: no overall timeout (it lasts
 // as long as the work it follows; ctx ends it), and an error answer is an
 // *Error as for any call.
-func (c *Client) stream(ctx context.Context, path string) (*http.Response, error) {
+func (c *Client) stream(ctx context.Context, path string, q url.Values) (*http.Response, error) {
 	u := *c.base
 	u.Path = strings.TrimRight(u.Path, "/") + path
+	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)

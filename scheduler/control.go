@@ -236,6 +236,35 @@ func (s *Service) Logs(ctx context.Context, appID, workload string, tail int) ([
 	return lines, workload, nil
 }
 
+// FollowAppLogs calls emit with the last tail lines of a workload's output
+// (default the primary workload), then with each batch of lines as it is
+// written, until the output ends (it returns why: LogsStopped,
+// LogsLagged), ctx ends or emit fails. An error before emit's first call
+// is a refusal: the app was never deployed, has no such workload, or its
+// runtime cannot follow (PLAN_CAPABILITY_UNSUPPORTED).
+func (s *Service) FollowAppLogs(ctx context.Context, appID, workload string, tail int, emit func(lines []string) error) (string, error) {
+	rel, rt, err := s.release(appID)
+	if err != nil {
+		return "", err
+	}
+	if workload, err = s.workloadOf(rel, workload); err != nil {
+		return "", err
+	}
+	lf, ok := rt.(LogFollower)
+	if !ok {
+		return "", errcode.New(errcode.PlanCapabilityUnsupp, "runtime %s cannot follow logs", rel.Runtime).
+			WithRemedy("read the last lines without follow: GET /api/v1/apps/%s/logs", appID)
+	}
+	first := true
+	return lf.FollowLogs(ctx, rel.JobID, workload, func(lines []string) error {
+		if first && tail > 0 && len(lines) > tail {
+			lines = lines[len(lines)-tail:]
+		}
+		first = false
+		return emit(lines)
+	})
+}
+
 // workloadOf checks a workload name against the release's revision; empty
 // names the primary workload.
 func (s *Service) workloadOf(rel Release, name string) (string, error) {

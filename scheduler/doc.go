@@ -3,9 +3,11 @@
 // It declares the runtime adapter interface (runtime.go), shaped after
 // Nomad's model: a Job per app revision, a Task per workload, JobStatus
 // with each workload's running state, restarts, exit code and health, and
-// the optional capabilities LogReader, UsageReader, HostReader and Execer.
-// scheduler/process (the embedded default) and scheduler/nomad implement
-// it; scheduler/runtimetest is the contract suite they pass.
+// the optional capabilities LogReader, LogFollower, UsageReader, HostReader
+// and Execer. scheduler/process (the embedded default) and scheduler/nomad
+// implement it (LogFollower: the process runtime only, without polling;
+// Nomad's logs API can follow, not done yet); scheduler/runtimetest is the
+// contract suite they pass.
 //
 // Over it the Service keeps, in the replicated store:
 //

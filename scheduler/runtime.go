@@ -352,6 +352,28 @@ type LogReader interface {
 	Logs(ctx context.Context, jobID, workload string) ([]string, error)
 }
 
+// LogFollower is the optional capability of following a workload's output
+// as it is written, without polling.
+type LogFollower interface {
+	// FollowLogs calls emit first with the workload's kept lines, oldest
+	// first (perhaps none), then with each batch of lines written after
+	// them, in order, none lost or repeated between the two. It returns
+	// why the output ended (LogsStopped, LogsLagged), or ctx's error when
+	// ctx ended first, or emit's. A job that is not running gives its kept
+	// lines and LogsStopped.
+	FollowLogs(ctx context.Context, jobID, workload string, emit func(lines []string) error) (string, error)
+}
+
+// Why a followed output ended.
+const (
+	// LogsStopped: the workload's job stopped (a redeploy replaced it, the
+	// app was stopped); no more lines will come.
+	LogsStopped = "stopped"
+	// LogsLagged: the reader fell so far behind the output that lines
+	// would have been lost; follow again to go on.
+	LogsLagged = "lagged"
+)
+
 // Discarder is the optional capability of dropping what a stopped job's
 // workloads wrote outside their volumes (their working directories), once
 // no run of the job will follow: the deploy path discards a job that

@@ -59,15 +59,24 @@ func deploy(cmd *cobra.Command, p printer, c *api.Client, a api.App, revision ui
 	if !follow {
 		return nil
 	}
+	pr := newProgress(cmd, p)
+	defer pr.done()
+	phase := "queued"
+	pr.step("Deploying " + a.Slug + ": " + phase)
 	end, err := c.FollowDeployment(ctx, a.ID, d.ID, func(l *api.LogLine, _ *api.DeployEnd, raw json.RawMessage) error {
 		if p.json {
 			return p.raw(raw)
 		}
-		if l != nil {
-			return p.line("%-6s | %s", l.Stream, l.Line)
+		if l == nil {
+			return nil
 		}
-		return nil
+		if next := deployPhase(phase, *l); next != phase {
+			phase = next
+			pr.step("Deploying " + a.Slug + ": " + phase)
+		}
+		return pr.print(func() error { return p.line("%-6s | %s", l.Stream, l.Line) })
 	})
+	pr.done()
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,9 @@ func newLaunchCmd() *cobra.Command {
 	fl.StringArrayVar(&l.values, "set", nil, "KEY=VALUE: an environment variable to set at accept (repeatable)")
 	fl.StringArrayVar(&l.secrets, "secret", nil, "KEY: a secret to set at accept, its value read from the environment variable KEY (repeatable)")
 	fl.DurationVar(&l.wait, "detect-timeout", 2*time.Minute, "how long to wait for detection")
+	_ = cmd.RegisterFlagCompletionFunc("app", func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return completeApps(&f)(cmd, nil, toComplete)
+	})
 	return cmd
 }
 
@@ -99,19 +102,29 @@ func launch(cmd *cobra.Command, f *clientFlags, l launchFlags, dir string) error
 		}
 	}
 	size := archive.Len()
-	src, raw, err := c.UploadSource(ctx, a.ID, "application/gzip", &archive)
+	pr := newProgress(cmd, p)
+	defer pr.done()
+	pr.step(fmt.Sprintf("Uploading %s: 0 B of %s", dir, byteSize(int64(size))))
+	body := &countingReader{r: &archive, fn: func(n int64) {
+		pr.update(fmt.Sprintf("Uploading %s: %s of %s", dir, byteSize(n), byteSize(int64(size))))
+	}}
+	src, raw, err := c.UploadSource(ctx, a.ID, "application/gzip", body)
+	pr.done()
 	if err != nil {
 		return refusal(stderr, err)
 	}
 	if err := p.rawOr(raw, "Uploaded %s (%.1f KiB), %s", dir, float64(size)/1024, src.Source.Commit); err != nil {
 		return err
 	}
+	pr.step("Waiting for detection")
 	det, raw, err := waitDetection(ctx, c, a.ID, src.Source.Commit, l.wait)
 	if err == nil && len(answers) > 0 {
 		if _, _, err = c.AnswerDetection(ctx, a.ID, answers); err == nil {
+			pr.step("Waiting for detection with the answers")
 			det, raw, err = waitDetection(ctx, c, a.ID, src.Source.Commit, l.wait)
 		}
 	}
+	pr.done()
 	if err != nil {
 		return refusal(stderr, err)
 	}

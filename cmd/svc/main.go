@@ -71,10 +71,12 @@ func newRoot() *cobra.Command {
 		calls(newDeployCmd(), "deployments_create", "deployments_logs"),
 		calls(newLaunchCmd(), "apps_create", "source_upload", "detection_get", "detection_answer", "detection_accept", "deployments_create", "deployments_logs"),
 		calls(newLogsCmd(), "apps_logs"),
-		calls(newOpenCmd(), "apps_get"))
+		calls(newOpenCmd(), "apps_get"),
+		calls(newExecCmd(), "apps_exec"))
 	addOperationCommands(root)
 	groupCommands(root)
 	usageErrors(root)
+	completeAppArgs(root)
 	return root
 }
 

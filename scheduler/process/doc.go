@@ -9,7 +9,8 @@
 // (cache/apps/<appID>, one set per app, and the Go build cache seed), the
 // pods' generated files (pods/<id>), the workloads' logs
 // (logs/<jobID>/<workload>.log and one rotated .1, within a byte cap; kept
-// after Stop until RemoveLogs), the apps' sandbox users (uids.json) and the
+// after Stop until RemoveLogs; FollowLogs hands a reader each line as it is
+// written, letting go of one that falls 4096 lines behind), the apps' sandbox users (uids.json) and the
 // running jobs' and builds' records (jobs/<id>.json: each process group's
 // pid and start time, so that New kills what a crashed server left behind,
 // pods included).

@@ -42,6 +42,7 @@ var (
 	_ adapters.Instance     = (*instance)(nil)
 	_ scheduler.Runtime     = (*instance)(nil)
 	_ scheduler.LogReader   = (*instance)(nil)
+	_ scheduler.LogFollower = (*instance)(nil)
 	_ scheduler.UsageReader = (*instance)(nil)
 	_ scheduler.HostReader  = (*instance)(nil)
 	_ scheduler.Execer      = (*instance)(nil)
@@ -119,6 +120,10 @@ func (i *instance) Restart(ctx context.Context, jobID string) error {
 
 func (i *instance) Logs(ctx context.Context, jobID, workload string) ([]string, error) {
 	return i.rt.Logs(ctx, jobID, workload)
+}
+
+func (i *instance) FollowLogs(ctx context.Context, jobID, workload string, emit func([]string) error) (string, error) {
+	return i.rt.FollowLogs(ctx, jobID, workload, emit)
 }
 
 func (i *instance) Usage(ctx context.Context, jobID string) (scheduler.Usage, error) {

@@ -24,9 +24,23 @@ type logFile struct {
 	path string
 	half int64
 
-	mu   sync.Mutex
-	f    *os.File
-	size int64
+	mu        sync.Mutex
+	f         *os.File
+	size      int64
+	followers map[*follower]struct{}
+}
+
+// followBuffer is how many lines a follower may fall behind the output
+// before it is let go (lagged): a workload's writes never wait for a
+// reader.
+const followBuffer = 4096
+
+// follower is one reader following a log: lines written after it started
+// arrive on lines, which is closed when the log is closed or the reader
+// fell followBuffer lines behind (then lagged is true).
+type follower struct {
+	lines  chan string
+	lagged bool
 }
 
 // openLogFile opens (appending) or creates the log at path, with its
@@ -77,6 +91,47 @@ func (l *logFile) Add(line string) {
 	b = append(append(b, line...), '\n')
 	w, _ := l.f.Write(b)
 	l.size += int64(w)
+	for fl := range l.followers {
+		select {
+		case fl.lines <- line:
+		default:
+			fl.lagged = true
+			l.unfollowLocked(fl)
+		}
+	}
+}
+
+// Follow returns the kept lines, oldest first, and a follower that gets
+// every line added after them; Unfollow lets it go. On a closed log the
+// follower's channel is closed already.
+func (l *logFile) Follow() ([]string, *follower) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lines, _ := readLogLines(l.path)
+	fl := &follower{lines: make(chan string, followBuffer)}
+	if l.f == nil {
+		close(fl.lines)
+		return lines, fl
+	}
+	if l.followers == nil {
+		l.followers = map[*follower]struct{}{}
+	}
+	l.followers[fl] = struct{}{}
+	return lines, fl
+}
+
+// Unfollow lets a follower go (once it is gone, a no-op).
+func (l *logFile) Unfollow(fl *follower) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.unfollowLocked(fl)
+}
+
+func (l *logFile) unfollowLocked(fl *follower) {
+	if _, ok := l.followers[fl]; ok {
+		delete(l.followers, fl)
+		close(fl.lines)
+	}
 }
 
 func (l *logFile) rotateLocked() {
@@ -109,13 +164,17 @@ func (l *logFile) Tail(n int) []string {
 	return lines
 }
 
-// Close closes the file; later lines are dropped.
+// Close closes the file, and ends its followers; later lines are
+// dropped.
 func (l *logFile) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f != nil {
 		_ = l.f.Close()
 		l.f = nil
+	}
+	for fl := range l.followers {
+		l.unfollowLocked(fl)
 	}
 }
 

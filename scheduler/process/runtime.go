@@ -128,6 +128,7 @@ var (
 	_ scheduler.Builder     = (*Runtime)(nil)
 	_ scheduler.Runner      = (*Runtime)(nil)
 	_ scheduler.LogReader   = (*Runtime)(nil)
+	_ scheduler.LogFollower = (*Runtime)(nil)
 	_ scheduler.UsageReader = (*Runtime)(nil)
 	_ scheduler.HostReader  = (*Runtime)(nil)
 	_ scheduler.Execer      = (*Runtime)(nil)
@@ -339,6 +340,65 @@ func (r *Runtime) Logs(ctx context.Context, jobID, workload string) ([]string, e
 		return nil, fmt.Errorf("read logs of %s/%s: %w", jobID, workload, err)
 	}
 	return lines, nil
+}
+
+// FollowLogs calls emit with a workload's kept lines and then with the
+// lines it writes, as they are written (scheduler.LogFollower): until its
+// job stops (scheduler.LogsStopped), the reader falls followBuffer lines
+// behind (scheduler.LogsLagged), ctx ends or emit fails. A stopped job
+// gives its kept lines and LogsStopped.
+func (r *Runtime) FollowLogs(ctx context.Context, jobID, workload string, emit func([]string) error) (string, error) {
+	j := r.job(jobID)
+	if j == nil {
+		lines, err := r.Logs(ctx, jobID, workload)
+		if err != nil && !errcode.Has(err, errcode.NotFound) {
+			return "", err
+		}
+		return scheduler.LogsStopped, emit(lines)
+	}
+	w := j.get(workload)
+	if w == nil {
+		return "", workloadNotFound(jobID, workload)
+	}
+	lines, fl := w.log.Follow()
+	defer w.log.Unfollow(fl)
+	if err := emit(lines); err != nil {
+		return "", err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case line, ok := <-fl.lines:
+			if !ok {
+				if fl.lagged {
+					return scheduler.LogsLagged, nil
+				}
+				return scheduler.LogsStopped, nil
+			}
+			if err := emit(drain(line, fl.lines)); err != nil {
+				return "", err
+			}
+		}
+	}
+}
+
+// drain is first and the lines waiting behind it (at most 256), a batch
+// to send at once.
+func drain(first string, lines <-chan string) []string {
+	batch := []string{first}
+	for len(batch) < 256 {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, l)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // workPath is where a job's workload works: WorkDir/work/<job>/<workload>.
