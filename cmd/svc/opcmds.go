@@ -162,12 +162,31 @@ func endpoint(op api.Operation) string { return op.Method + " " + op.Path }
 // shortOf is the first clause of a summary, for a command's one line.
 func shortOf(op api.Operation) string {
 	s := op.Summary
-	if i := strings.IndexAny(s, ";:"); i > 0 && i < 140 {
+	if i := clauseEnd(s); i > 0 && i < 140 {
 		s = s[:i]
 	} else if len(s) > 140 {
-		s = s[:137] + "…"
+		s = strings.ToValidUTF8(s[:137], "") + "…"
 	}
 	return s + " (" + endpoint(op) + ")"
+}
+
+// clauseEnd is the index of the first ';' or ':' outside parentheses and
+// braces ("(default: the pinned one)" does not end a clause), or -1.
+func clauseEnd(s string) int {
+	depth := 0
+	for i, r := range s {
+		switch r {
+		case '(', '{':
+			depth++
+		case ')', '}':
+			depth = max(depth-1, 0)
+		case ';', ':':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // secretFields are body fields that hold a secret: each has a --NAME-stdin
@@ -538,7 +557,7 @@ func followOperation(cmd *cobra.Command, f *clientFlags, c *api.Client, call api
 	if err != nil {
 		return refusal(cmd.ErrOrStderr(), err)
 	}
-	return p.line("Deployment %s %s %s", call.Path["depID"], p.state(end.State), deref(end.ErrorCode))
+	return p.line("%s", strings.TrimSpace(fmt.Sprintf("Deployment %s %s %s", call.Path["depID"], p.state(end.State), deref(end.ErrorCode))))
 }
 
 // jsonValue is a JSON flag's value: JSON, or @FILE naming a JSON or YAML

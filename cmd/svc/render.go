@@ -115,7 +115,7 @@ func (p printer) cell(key string, n *jsonNode) string {
 		case nil:
 			return ""
 		case string:
-			if t, err := time.Parse(time.RFC3339Nano, v); err == nil && strings.HasSuffix(key, "_at") {
+			if t, err := time.Parse(time.RFC3339Nano, v); err == nil && (strings.HasSuffix(key, "_at") || key == "time") {
 				return t.Local().Format(time.DateTime)
 			}
 			if key == "state" || key == "health" {
@@ -163,7 +163,23 @@ func render(p printer, hint io.Writer, b []byte) error {
 					fmt.Fprintf(hint, "more: the same command with %s %v\n", flag, c.value)
 				}
 			}
-			return nil
+			// What the answer has beside its items (the launcher's
+			// sections, the pinned revision): after the table.
+			rest := &jsonNode{kind: 'o'}
+			for i, k := range n.keys {
+				if k != "items" && k != "next_cursor" && k != "next_before" {
+					rest.keys, rest.vals = append(rest.keys, k), append(rest.vals, n.vals[i])
+				}
+			}
+			if len(rest.keys) == 0 {
+				return nil
+			}
+			if slices.ContainsFunc(rest.vals, func(v *jsonNode) bool { return v.kind != 'a' || v.plain() }) {
+				if err := p.line(""); err != nil { // lists of objects start with one
+					return err
+				}
+			}
+			return p.object(rest)
 		}
 		return p.object(n)
 	}
@@ -187,29 +203,57 @@ func (p printer) itemsTable(items []*jsonNode) error {
 		}
 		return nil
 	}
+	// The items' plain fields, and those of an object in them one level
+	// down (a launcher entry's app.name).
 	var cols []string
 	for _, it := range items {
 		for i, k := range it.keys {
-			if it.vals[i].plain() && !slices.Contains(cols, k) && len(cols) < maxColumns {
+			v := it.vals[i]
+			if v.plain() && !slices.Contains(cols, k) && len(cols) < maxColumns {
 				cols = append(cols, k)
+			}
+			if v.kind != 'o' {
+				continue
+			}
+			for j, sk := range v.keys {
+				if name := k + "." + sk; v.vals[j].plain() && !slices.Contains(cols, name) && len(cols) < maxColumns {
+					cols = append(cols, name)
+				}
 			}
 		}
 	}
 	header := make([]string, len(cols))
 	for i, c := range cols {
-		header[i] = strings.ToUpper(strings.ReplaceAll(c, "_", " "))
+		header[i] = strings.ToUpper(strings.NewReplacer("_", " ", ".", " ").Replace(c))
 	}
 	rows := make([][]string, 0, len(items))
 	for _, it := range items {
 		row := make([]string, len(cols))
 		for i, c := range cols {
-			if v := it.get(c); v != nil && v.plain() {
-				row[i] = p.cell(c, v)
+			v := it.get(c)
+			if k, sk, nested := strings.Cut(c, "."); v == nil && nested {
+				if o := it.get(k); o != nil && o.kind == 'o' {
+					v, c = o.get(sk), sk
+				}
+			}
+			if v != nil && v.plain() {
+				row[i] = clip(p.cell(c, v))
 			}
 		}
 		rows = append(rows, row)
 	}
 	return p.table(header, rows)
+}
+
+// maxCell caps a table cell's width; --output json has the whole value.
+const maxCell = 72
+
+// clip shortens a cell longer than maxCell runes, ending it with "…".
+func clip(s string) string {
+	if r := []rune(s); len(r) > maxCell {
+		return string(r[:maxCell-1]) + "…"
+	}
+	return s
 }
 
 // object prints an object's fields, then each list of objects in it as a
