@@ -170,14 +170,10 @@ func TestCLITerminalLogsAndCompletion(t *testing.T) {
 	}
 
 	t.Run("exec in a pseudo-terminal", func(t *testing.T) {
-		// sh +m: an interactive shell without job control. With it, dash
-		// gives the terminal back to the process group it found at start
-		// on its way out, and in the sandbox (its own PID namespace) that
-		// group is not there: "Cannot set tty process group", exit 2
-		// whatever exit said. That is the process runtime's exec (the
-		// terminal's foreground group is the sandbox launcher's), not the
-		// client's; see the report.
-		s := startOnTerminal(t, config, 30, 100, "exec", "go-hello", "--", "sh", "+m")
+		// The default command: an interactive shell, with job control
+		// (it leads its own session in the sandbox), whose exit status
+		// is svc's.
+		s := startOnTerminal(t, config, 30, 100, "exec", "go-hello")
 		if _, err := io.WriteString(s.ptmx, "stty size; echo typed-$((6*7))\r"); err != nil {
 			t.Fatal(err)
 		}
@@ -235,9 +231,9 @@ func TestCLITerminalLogsAndCompletion(t *testing.T) {
 	})
 
 	t.Run("exec with stdin a pipe", func(t *testing.T) {
-		out, errs, code := cliRun(t, config, "echo piped-$((2+3))\n", nil, "exec", "go-hello", "--", "sh", "+m")
+		out, errs, code := cliRun(t, config, "echo piped-$((2+3))\n", nil, "exec", "go-hello", "--", "sh")
 		if code != 0 || !strings.Contains(out, "piped-5") {
-			t.Errorf("echo … | svc exec go-hello -- sh +m: exit %d, stdout %q, stderr %q", code, out, errs)
+			t.Errorf("echo … | svc exec go-hello -- sh: exit %d, stdout %q, stderr %q", code, out, errs)
 		}
 		out, errs, code = cliRun(t, config, "", nil, "exec", "go-hello", "--", "sh", "-c", "echo from-sh; exit 4")
 		if code != 4 || !strings.Contains(out, "from-sh") || !strings.Contains(errs, "exit code 4") {

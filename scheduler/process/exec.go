@@ -21,7 +21,9 @@ import (
 // its isolation (a sandboxed workload's command gets a sandbox of its own
 // with the same mounts, but not the workload's PID namespace). Without a
 // command it runs /bin/sh. On a TTY it runs on a pseudo-terminal of the
-// asked size (24x80 when unset) with TERM=xterm-256color; otherwise on
+// asked size (24x80 when unset) with TERM=xterm-256color (in a sandbox,
+// the command leads a session of its own there, so that a shell's job
+// control works); otherwise on
 // pipes, stdout and stderr merged. It runs whether the workload's process
 // is up or not (a dead workload can be looked into). ctx bounds the start
 // only. Close kills the command's process group.
@@ -51,6 +53,14 @@ func (r *Runtime) Exec(ctx context.Context, req scheduler.ExecRequest) (schedule
 	}
 	var cmd *exec.Cmd
 	if w.sandbox != nil {
+		if req.TTY {
+			// The command leads a session of its own inside the sandbox,
+			// its terminal its controlling one: outside, the terminal's
+			// foreground group is in a PID namespace the command cannot
+			// see, and a shell's job control fails (and with it the
+			// shell, exiting 2 whatever it was told).
+			argv = append([]string{"setsid", "--ctty", "--wait"}, argv...)
+		}
 		var err error
 		if cmd, err = r.sandboxCommand(context.Background(), *w.sandbox, argv); err != nil {
 			return nil, errcode.New(errcode.PlanCapabilityUnsupp, "the workload's sandbox cannot be had: %v", err)
@@ -61,17 +71,24 @@ func (r *Runtime) Exec(ctx context.Context, req scheduler.ExecRequest) (schedule
 	cmd.Dir = w.dir
 	cmd.Env = append([]string(nil), w.env...)
 	if req.TTY {
-		return startTTY(cmd, req.Rows, req.Cols)
+		return startTTY(cmd, req.Rows, req.Cols, w.sandbox == nil)
 	}
 	return startPipes(cmd)
 }
 
-func startTTY(cmd *exec.Cmd, rows, cols uint16) (*execSession, error) {
+// startTTY starts cmd in a new session on a new pseudo-terminal; ctty
+// makes the terminal cmd's controlling one (a sandbox's command takes it
+// itself, inside).
+func startTTY(cmd *exec.Cmd, rows, cols uint16, ctty bool) (*execSession, error) {
 	cmd.Env = append(cmd.Env, "TERM=xterm-256color")
 	if rows == 0 || cols == 0 {
 		rows, cols = 24, 80
 	}
-	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: rows, Cols: cols})
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty = true, ctty
+	f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Rows: rows, Cols: cols}, cmd.SysProcAttr)
 	if err != nil {
 		return nil, execStartErr(cmd, err)
 	}

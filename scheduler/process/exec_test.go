@@ -119,3 +119,33 @@ func TestExecRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestExecShellInSandbox: an interactive shell in a sandboxed workload's
+// terminal leads its own session there: job control works (the shell
+// finds its terminal's foreground group inside the sandbox's PID
+// namespace), and the shell's exit status is the session's.
+func TestExecShellInSandbox(t *testing.T) {
+	needSandbox(t)
+	rt := newRuntime(t, sandboxConfig(t))
+	ctx := context.Background()
+	if _, err := rt.Run(ctx, scheduler.Job{ID: "job-x", Workloads: map[string]scheduler.Task{
+		"shell": {Artifact: commandArtifact(t), Command: []string{"sleep", "1000"}, NoPort: true, Isolation: "sandbox"},
+	}}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	s, err := rt.Exec(ctx, scheduler.ExecRequest{JobID: "job-x", Workload: "shell", TTY: true})
+	if err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	defer s.Close()
+	if _, err := io.WriteString(s, "case $- in *m*) echo job-control-on;; *) echo job-control-off;; esac; exit 3\n"); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(s)
+	if !strings.Contains(string(out), "job-control-on") || strings.Contains(string(out), "Cannot set tty") {
+		t.Errorf("output %q: the shell has no job control in its terminal", out)
+	}
+	if code, err := s.Wait(); code != 3 || err != nil {
+		t.Errorf("Wait = %d, %v; want the shell's exit 3", code, err)
+	}
+}
