@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -129,27 +130,36 @@ func newAppsCmd() *cobra.Command {
 	return cmd
 }
 
-// findApp finds an app by its ID or, failing that, its slug (the API names
-// apps by ID only: a slug is looked up among the apps the caller can
-// administer). raw is the API's answer for the app, as GET /apps/{appID}
-// gives it.
+// findApp finds an app by its ID or its slug (the API names apps by ID
+// only: a slug is looked up among the apps the caller can administer).
+// raw is the API's answer for the app, as GET /apps/{appID} gives it.
 func findApp(ctx context.Context, c *api.Client, ref string) (api.App, json.RawMessage, error) {
-	ans, raw, err := c.App(ctx, ref)
-	if err == nil || !api.IsCode(err, "NOT_FOUND") {
-		return ans.App, raw, err
+	id, err := appID(ctx, c, ref)
+	if err != nil {
+		return api.App{}, nil, err
 	}
-	notFound := err
+	ans, raw, err := c.App(ctx, id)
+	return ans.App, raw, err
+}
+
+// appID is the ID of the app ref names: ref itself when it is an ID (IDs
+// have an underscore, which slugs never do), else the ID of the app whose
+// slug it is.
+func appID(ctx context.Context, c *api.Client, ref string) (string, error) {
+	if strings.Contains(ref, "_") {
+		return ref, nil
+	}
 	for cursor := ""; ; {
 		page, _, err := c.Apps(ctx, cursor, 500)
 		if err != nil {
-			return api.App{}, nil, err
+			return "", err
 		}
 		if i := slices.IndexFunc(page.Items, func(a api.App) bool { return a.Slug == ref }); i >= 0 {
-			ans, raw, err := c.App(ctx, page.Items[i].ID)
-			return ans.App, raw, err
+			return page.Items[i].ID, nil
 		}
 		if cursor = page.NextCursor; cursor == "" {
-			return api.App{}, nil, notFound
+			return "", &api.Error{Status: 404, Code: "NOT_FOUND", Message: fmt.Sprintf("no app has the slug %q among the apps you can administer", ref),
+				Remedy: "svc apps list shows their slugs and IDs"}
 		}
 	}
 }

@@ -189,6 +189,10 @@ func clauseEnd(s string) int {
 	return -1
 }
 
+// documentOps answer documents no table shows well: people get their
+// JSON indented.
+var documentOps = []string{"openapi_get"}
+
 // secretFields are body fields that hold a secret: each has a --NAME-stdin
 // flag too, as a value on the command line shows in the process list.
 var secretFields = []string{"value", "password", "current_password", "new_password", "passcode"}
@@ -348,11 +352,11 @@ func operationCommand(op api.Operation) *cobra.Command {
 		for i, p := range params {
 			call.Path[p] = args[i]
 			if p == "appID" {
-				a, _, err := findApp(cmd.Context(), c, args[i])
+				id, err := appID(cmd.Context(), c, args[i])
 				if err != nil {
 					return refusal(cmd.ErrOrStderr(), err)
 				}
-				call.Path[p] = a.ID
+				call.Path[p] = id
 			}
 		}
 		if err := queryOf(cmd, op, call.Query); err != nil {
@@ -392,6 +396,12 @@ func operationCommand(op api.Operation) *cobra.Command {
 		}
 		if len(ans.Body) == 0 {
 			return p.line("Done: %s", strings.TrimSuffix(shortOf(op), " ("+endpoint(op)+")"))
+		}
+		if slices.Contains(documentOps, op.Name) {
+			var b bytes.Buffer
+			if json.Indent(&b, ans.Body, "", "  ") == nil {
+				return p.raw(b.Bytes())
+			}
 		}
 		return render(p, cmd.ErrOrStderr(), ans.Body)
 	}

@@ -129,9 +129,18 @@ func (p printer) cell(key string, n *jsonNode) string {
 	return ""
 }
 
-// label is a field's name for people: created_at is "Created at".
+// label is a field's name for people: created_at is "Created at",
+// user.role_id "User role ID".
 func label(key string) string {
-	s := strings.ReplaceAll(key, "_", " ")
+	words := strings.FieldsFunc(key, func(r rune) bool { return r == '_' || r == ' ' || r == '.' })
+	for i, w := range words {
+		for _, abbr := range []string{"id", "url", "ids", "cpu", "ttl", "tls", "ip"} {
+			if w == abbr {
+				words[i] = strings.ToUpper(w)
+			}
+		}
+	}
+	s := strings.Join(words, " ")
 	if s == "" {
 		return s
 	}

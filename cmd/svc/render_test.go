@@ -24,9 +24,9 @@ func TestRenderListIsATableInTheAPIsOrder(t *testing.T) {
 		t.Fatalf("want a header and two rows, got:\n%s", out)
 	}
 	header := strings.Fields(lines[0])
-	want := []string{"NAME", "ID", "TAGS", "CREATED", "AT", "NOTE", "EXTRA"}
+	want := []string{"NAME", "ID", "TAGS", "NESTED", "K", "CREATED", "AT", "NOTE", "EXTRA"}
 	if strings.Join(header, " ") != strings.Join(want, " ") {
-		t.Errorf("header %v, want %v (nested objects left out, the first item's order, then new keys)", header, want)
+		t.Errorf("header %v, want %v (an object's plain fields one level down, the first item's order, then new keys)", header, want)
 	}
 	if !strings.Contains(lines[1], "a, b") || strings.Contains(lines[1], "{") {
 		t.Errorf("row 1 %q: lists of scalars join, objects stay out", lines[1])
@@ -49,7 +49,7 @@ func TestRenderListIsATableInTheAPIsOrder(t *testing.T) {
 func TestRenderObjectUnwrapsAndFlattens(t *testing.T) {
 	out, _ := renderString(t, `{"deployment":{"id":"dep_1","state":"failed","builds":{"web":{"reused":true}},
 		"approval_reasons":["policy"],"steps":[{"name":"build","ok":true},{"name":"run","ok":false}],"empty":{}}}`)
-	for _, want := range []string{"Id:", "dep_1", "State:", "failed", "Builds.web.reused:", "true", "Approval reasons:", "policy", "Steps:", "NAME", "build", "run", "Empty:"} {
+	for _, want := range []string{"ID:", "dep_1", "State:", "failed", "Builds web reused:", "true", "Approval reasons:", "policy", "Steps:", "NAME", "build", "run", "Empty:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
