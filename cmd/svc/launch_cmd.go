@@ -19,6 +19,7 @@ import (
 // launchFlags are svc launch's own flags.
 type launchFlags struct {
 	name, app       string
+	repo            api.NewRepository
 	answers, values []string
 	secrets         []string
 	wait            time.Duration
@@ -30,13 +31,15 @@ func newLaunchCmd() *cobra.Command {
 	var f clientFlags
 	var l launchFlags
 	cmd := &cobra.Command{
-		Use: "launch [DIR]",
+		Use: "launch [DIR | --repo URL]",
 		Short: "Create an app from a directory (default .) and run it: create it (POST /api/v1/apps), upload DIR as a tar.gz (POST …/source), " +
 			"wait for detection (GET …/detection), show its proposal and questions, accept it (POST …/detection/accept), deploy with the log followed, and print the URL",
 		Long: "Launch the app in DIR (default: the current directory).\n\n" +
 			"The archive leaves out .git, links that lead outside DIR, and anything that is not a file, directory or link; what it leaves out is listed on stderr.\n" +
 			"When detection asks questions it cannot answer from --answer, --set and --secret, launch prints them with how to answer and exits 1; the app stays, and\n" +
 			"svc launch DIR --app SLUG --answer KEY=VALUE continues with it. --secret KEY takes the value from the environment variable KEY, so that it stays out of the command line.\n" +
+			"With --repo URL (and --ref, --subdir) the app is created from a git repository instead, which the server clones and detects;\n" +
+			"svc launch --repo URL --app SLUG --answer KEY=VALUE continues with an app launched from it.\n" +
 			"With --output json the API's answers are printed unchanged, one a line.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -44,12 +47,21 @@ func newLaunchCmd() *cobra.Command {
 			if len(args) == 1 {
 				dir = args[0]
 			}
+			switch {
+			case l.repo.Repository == "" && (l.repo.Ref != "" || l.repo.Subdir != ""):
+				return usageError("--ref and --subdir go with --repo")
+			case l.repo.Repository != "" && len(args) == 1:
+				return usageError("give a directory or --repo, not both")
+			}
 			return launch(cmd, &f, l, dir)
 		},
 	}
 	f.add(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&l.name, "name", "", "the app's name (default: the directory's name)")
+	fl.StringVar(&l.repo.Repository, "repo", "", "create the app from this git repository (its URL) instead of a directory")
+	fl.StringVar(&l.repo.Ref, "ref", "", "the branch, tag or commit of --repo (default: its default branch)")
+	fl.StringVar(&l.repo.Subdir, "subdir", "", "the app's directory in --repo")
 	fl.StringVar(&l.app, "app", "", "launch into this existing app (ID or slug) instead of creating one: the new proposal replaces its configuration")
 	fl.StringArrayVar(&l.answers, "answer", nil, "KEY=VALUE: answer one of detection's questions (repeatable)")
 	fl.StringArrayVar(&l.values, "set", nil, "KEY=VALUE: an environment variable to set at accept (repeatable)")
@@ -66,20 +78,27 @@ func launch(cmd *cobra.Command, f *clientFlags, l launchFlags, dir string) error
 	if err != nil {
 		return err
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return usageError("%s: %v", dir, err)
-	}
-	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return usageError("%s is not a directory", dir)
-	}
 	var archive bytes.Buffer
-	left, err := tarDir(abs, &archive)
-	if err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	for _, s := range left {
-		fmt.Fprintf(cmd.ErrOrStderr(), "left out %s: %s\n", s.path, s.why)
+	name := l.repo.Repository
+	if name == "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return usageError("%s: %v", dir, err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return usageError("%s is not a directory", dir)
+		}
+		left, err := tarDir(abs, &archive)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		for _, s := range left {
+			fmt.Fprintf(cmd.ErrOrStderr(), "left out %s: %s\n", s.path, s.why)
+		}
+		name = filepath.Base(abs)
+	} else {
+		dir = l.repo.Repository
+		name = strings.TrimSuffix(filepath.Base(strings.TrimRight(cmpOr(l.repo.Subdir, l.repo.Repository), "/")), ".git")
 	}
 	c, err := f.client()
 	if err != nil {
@@ -91,8 +110,16 @@ func launch(cmd *cobra.Command, f *clientFlags, l launchFlags, dir string) error
 		if _, a, _, err = f.app(cmd, l.app); err != nil {
 			return err
 		}
+		if r := l.repo.Repository; r != "" && (a.Source == nil || a.Source.Repository != r) {
+			return usageError("app %s is not made from %s: --repo with --app continues an app launched from that repository; "+
+				"to change an app's repository: svc apps update %s --source '{\"repository\":\"%s\"}'", a.Slug, r, a.Slug, r)
+		}
 	} else {
-		ans, raw, err := c.CreateApp(ctx, api.NewApp{Name: cmpOr(l.name, filepath.Base(abs))})
+		n := api.NewApp{Name: cmpOr(l.name, name)}
+		if l.repo.Repository != "" {
+			n.Source = &l.repo
+		}
+		ans, raw, err := c.CreateApp(ctx, n)
 		if err != nil {
 			return refusal(stderr, err)
 		}
@@ -101,27 +128,33 @@ func launch(cmd *cobra.Command, f *clientFlags, l launchFlags, dir string) error
 			return err
 		}
 	}
-	size := archive.Len()
 	pr := newProgress(cmd, p)
 	defer pr.done()
-	pr.step(fmt.Sprintf("Uploading %s: 0 B of %s", dir, byteSize(int64(size))))
-	body := &countingReader{r: &archive, fn: func(n int64) {
-		pr.update(fmt.Sprintf("Uploading %s: %s of %s", dir, byteSize(n), byteSize(int64(size))))
-	}}
-	src, raw, err := c.UploadSource(ctx, a.ID, "application/gzip", body)
-	pr.done()
-	if err != nil {
-		return refusal(stderr, err)
-	}
-	if err := p.rawOr(raw, "Uploaded %s (%.1f KiB), %s", dir, float64(size)/1024, src.Source.Commit); err != nil {
-		return err
+	// Detection of the upload's commit, or of the repository's first
+	// clone (whose commit the server finds).
+	detected := func(d api.Detection) bool { return d.Commit != "" }
+	if l.repo.Repository == "" {
+		size := archive.Len()
+		pr.step(fmt.Sprintf("Uploading %s: 0 B of %s", dir, byteSize(int64(size))))
+		body := &countingReader{r: &archive, fn: func(n int64) {
+			pr.update(fmt.Sprintf("Uploading %s: %s of %s", dir, byteSize(n), byteSize(int64(size))))
+		}}
+		src, raw, err := c.UploadSource(ctx, a.ID, "application/gzip", body)
+		pr.done()
+		if err != nil {
+			return refusal(stderr, err)
+		}
+		if err := p.rawOr(raw, "Uploaded %s (%.1f KiB), %s", dir, float64(size)/1024, src.Source.Commit); err != nil {
+			return err
+		}
+		detected = func(d api.Detection) bool { return d.Commit == src.Source.Commit }
 	}
 	pr.step("Waiting for detection")
-	det, raw, err := waitDetection(ctx, c, a.ID, src.Source.Commit, l.wait)
+	det, raw, err := waitDetection(ctx, c, a.ID, detected, l.wait)
 	if err == nil && len(answers) > 0 {
 		if _, _, err = c.AnswerDetection(ctx, a.ID, answers); err == nil {
 			pr.step("Waiting for detection with the answers")
-			det, raw, err = waitDetection(ctx, c, a.ID, src.Source.Commit, l.wait)
+			det, raw, err = waitDetection(ctx, c, a.ID, detected, l.wait)
 		}
 	}
 	pr.done()
@@ -147,7 +180,11 @@ func launch(cmd *cobra.Command, f *clientFlags, l launchFlags, dir string) error
 			}
 			fmt.Fprintf(stderr, "question %s (%s): %s\n  answer with %s\n", q.Key, q.Kind, q.Prompt, how)
 		}
-		return &exitError{code: 1, err: fmt.Errorf("detection asks %d question(s); run svc launch %s --app %s with the answers", len(open), dir, a.Slug)}
+		again := "svc launch " + dir
+		if l.repo.Repository != "" {
+			again = "svc launch --repo " + dir
+		}
+		return &exitError{code: 1, err: fmt.Errorf("detection asks %d question(s); run %s --app %s with the answers", len(open), again, a.Slug)}
 	}
 	sp, raw, err := c.AcceptDetection(ctx, a.ID, values, l.app != "")
 	if err != nil {
@@ -199,16 +236,16 @@ func (l launchFlags) parse() (map[string]string, []api.Value, error) {
 	return answers, values, nil
 }
 
-// waitDetection waits, until the deadline, for detection of commit to be
-// done or failed.
-func waitDetection(ctx context.Context, c *api.Client, appID, commit string, wait time.Duration) (api.Detection, []byte, error) {
+// waitDetection waits, until the deadline, for the detection that
+// detected says is the one to be done or failed.
+func waitDetection(ctx context.Context, c *api.Client, appID string, detected func(api.Detection) bool, wait time.Duration) (api.Detection, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		det, raw, err := c.Detection(ctx, appID)
-		if err == nil && det.Commit == commit && (det.Status == "done" || det.Status == "failed") {
+		if err == nil && detected(det) && (det.Status == "done" || det.Status == "failed") {
 			return det, raw, nil
 		}
 		if err != nil && ctx.Err() == nil {

@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"net"
 	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -47,11 +51,11 @@ func launched(t *testing.T, srv *appServer, c cliAs, slug, out, errs string, cod
 // svc launch print the question with how to answer it and exit 1, and
 // launching again into that app with --answer serves the answer.
 func TestCLILaunchSamples(t *testing.T) {
-	first, err := testserver.FreePorts(6)
+	first, err := testserver.FreePorts(7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := startAppServer(t, "cli-samples", "SVC_APP_PORT_START="+strconv.Itoa(first), "SVC_APP_PORT_END="+strconv.Itoa(first+5))
+	srv := startAppServer(t, "cli-samples", "SVC_APP_PORT_START="+strconv.Itoa(first), "SVC_APP_PORT_END="+strconv.Itoa(first+6))
 	c := cliAs{base: srv.p.Base(), token: srv.token(), config: t.TempDir()}
 	root, err := moduleRoot()
 	if err != nil {
@@ -85,6 +89,50 @@ func TestCLILaunchSamples(t *testing.T) {
 		})
 	}
 
+	t.Run("repository", func(t *testing.T) {
+		// svc launch --repo: the server clones the repository (served
+		// by git's own HTTP backend) and detects it; launch waits for
+		// that, accepts and deploys.
+		work, served := filepath.Join(t.TempDir(), "work"), t.TempDir()
+		if err := os.CopyFS(work, os.DirFS(filepath.Join(root, "samples", "go-hello"))); err != nil {
+			t.Fatal(err)
+		}
+		bare := filepath.Join(served, "hello.git")
+		for _, args := range [][]string{{"-C", work, "init", "-q", "-b", "main"}, {"-C", work, "add", "."},
+			{"-C", work, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "first"},
+			{"clone", "-q", "--bare", work, bare}} {
+			if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v: %s", args, err, out)
+			}
+		}
+		// svc never clones from loopback: serve on an address of the
+		// host's network, which policy must name when it is private.
+		ip := networkAddr(t)
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		git, err := exec.LookPath("git")
+		if err != nil {
+			t.Fatal(err)
+		}
+		backend := &cgi.Handler{Path: git, Args: []string{"http-backend"}, Env: []string{"GIT_PROJECT_ROOT=" + served, "GIT_HTTP_EXPORT_ALL=1"}}
+		gitHTTP := &httptest.Server{Listener: ln, Config: &http.Server{Handler: backend}}
+		gitHTTP.Start()
+		t.Cleanup(gitHTTP.Close)
+		repo := gitHTTP.URL + "/hello.git"
+		if ip.IsPrivate() {
+			c.ok(t, "policy", "set", "--policy", `{"source_allowlist":["`+ip.String()+`"]}`)
+		}
+		greeting := "from-git-" + randomHex(t)
+		out, errs, code := c.run(t, "", "launch", "--repo", repo, "--ref", "main", "--set", "GREETING="+greeting)
+		u := launched(t, srv, c, "hello", out, errs, code)
+		waitAnswer(t, u.Host, u.Path, greeting)
+		c.misused(t, "", "launch", repo, "--repo", repo)                     // a directory and a repository
+		c.misused(t, "", "launch", "--ref", "main")                          // --ref without --repo
+		c.misused(t, "", "launch", "--repo", "/elsewhere", "--app", "hello") // not the app's repository
+	})
+
 	t.Run("questions", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "asks")
 		if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, "samples", "python-hello"))); err != nil {
@@ -106,4 +154,23 @@ func TestCLILaunchSamples(t *testing.T) {
 		waitAnswer(t, u.Host, u.Path, "hello from python: "+answer)
 		c.misused(t, "", "launch", dir, "--app", "asks", "--answer", "no-equals-sign")
 	})
+}
+
+// networkAddr is an IPv4 address of this host that is not loopback or
+// link-local: one svc may clone from.
+func networkAddr(t *testing.T) netip.Addr {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP.To4()); ok && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
+				return ip
+			}
+		}
+	}
+	t.Skip("this machine has no IPv4 address but loopback: svc clones only from addresses of a network")
+	return netip.Addr{}
 }
