@@ -65,6 +65,7 @@ func newRoot() *cobra.Command {
 	}
 	root.AddCommand(newServeCmd(root), newVersionCmd(), newAdaptersCmd(), newLoginCmd(), newLogoutCmd(),
 		newAppsCmd(), newStatusCmd(), newDeployCmd(), newLaunchCmd(), newLogsCmd(), newOpenCmd())
+	root.AddCommand(newMCPCmd())
 	usageErrors(root)
 	return root
 }
