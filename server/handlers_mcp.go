@@ -16,12 +16,12 @@ const mcpBodyLimit = 16 << 20
 // browser's session cookie does not count here, so nothing reaches the
 // tool server that does not carry the token its tools will call with.
 func (s *Server) serveMCP(c echo.Context) error {
-	if s.mcp == nil {
-		return errcode.New(errcode.NotFound, "this server has no tool server")
-	}
 	if bearer, _ := bearerToken(c.Request()); bearer == "" {
 		return errcode.New(errcode.AuthRequired, "the tool server takes a bearer token, not a session cookie").
 			WithRemedy("send Authorization: Bearer <token>; mint an agent token with POST /api/v1/tokens {\"name\": \"assistant\", \"agent\": true} (svc tokens create --agent)")
+	}
+	if s.mcp == nil {
+		return errcode.New(errcode.NotFound, "this server has no tool server")
 	}
 	s.mcp.ServeHTTP(c.Response(), c.Request())
 	return nil

@@ -298,4 +298,16 @@ func TestMCPOverHTTP(t *testing.T) {
 	if after.Deployment.State != "waiting_approval" {
 		t.Errorf("the held deploy is %s; want it still waiting", after.Deployment.State)
 	}
+
+	// Rejected, it ends; its log, collected through the in-process event
+	// stream, says so.
+	if r := callTool(t, ctx, admin, "deployments_reject", map[string]any{"appID": "mcp-held", "depID": dep.Deployment.ID, "reason": "not today"}); r.IsError {
+		t.Fatalf("deployments_reject: %s", texts(r))
+	}
+	logs := callTool(t, ctx, admin, "deployments_logs", map[string]any{"appID": id, "depID": dep.Deployment.ID})
+	var end struct{ State string }
+	structured(t, logs, &end)
+	if logs.IsError || end.State != "rejected" || !strings.HasSuffix(texts(logs), "Ended: rejected") {
+		t.Errorf("deployments_logs of the rejected deploy: %s", texts(logs))
+	}
 }
