@@ -204,22 +204,23 @@ func withNotFoundRemedy(err error) error {
 	return &with
 }
 
-// withApp makes the call, and when the app it names by appID is not found,
-// takes appID for a slug: it finds the app of that slug among those the
-// caller may list (every page of GET /api/v1/apps) and calls again with
-// its ID. Any other answer, or no app of that slug, is the first answer.
+// withApp makes the call with the app its appID names: a slug (slugs
+// never hold an underscore, IDs always do) is looked up among the apps the
+// caller may list (every page of GET /api/v1/apps) and replaced by the
+// app's ID; a slug no such app has is sent as it is, for the API to answer
+// NOT_FOUND.
 func withApp[T any](ctx context.Context, client *api.Client, c call, fn func(call) (T, error)) (T, error) {
-	v, err := fn(c)
-	ref, ok := c.path["appID"]
-	if !ok || !api.IsCode(err, "NOT_FOUND") {
-		return v, err
+	if ref, ok := c.path["appID"]; ok && !strings.Contains(ref, "_") {
+		id, found, err := appBySlug(ctx, client, ref)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		if found {
+			c.path = maps.Clone(c.path)
+			c.path["appID"] = id
+		}
 	}
-	id, found, lerr := appBySlug(ctx, client, ref)
-	if lerr != nil || !found || id == ref {
-		return v, err
-	}
-	c.path = maps.Clone(c.path)
-	c.path["appID"] = id
 	return fn(c)
 }
 
