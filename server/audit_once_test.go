@@ -17,6 +17,8 @@ var writesNothing = map[string]bool{
 	"POST /api/v1/passwords/generate": true, // stores nothing
 	"POST /api/v1/policy/preview":     true, // validates a candidate only
 	"POST /api/v1/apps/{appID}/plan":  true, // creates nothing
+	"POST /mcp":                       true, // each tool call is an API request, audited as one
+	"DELETE /mcp":                     true, // ends a tool server session, which is not stored
 }
 
 // Reads that are audited every time.

@@ -37,6 +37,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if e.Code == errcode.Internal {
 		s.reqLog(c).Error("internal error", "err", err)
 	}
+	if e.Status() == http.StatusUnauthorized {
+		// RFC 9110: a 401 names the scheme that would authenticate.
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="svc"`)
+	}
 	if e.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}

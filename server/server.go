@@ -115,6 +115,10 @@ type Deps struct {
 	Commands []CommandRef
 	// Tools are the tool server's tools, for the reference.
 	Tools []ToolRef
+	// MCP, when set, makes the tool server's streamable HTTP handler
+	// served at /mcp from the API's own handler (the tools call the API in
+	// process with the caller's token); nil: /mcp answers NOT_FOUND.
+	MCP func(api http.Handler) (http.Handler, error)
 	// StartedAt is when this server's generation of the process started
 	// (now when zero); it changes with every restart.
 	StartedAt time.Time
@@ -144,7 +148,9 @@ type Server struct {
 	cop  *http.CrossOriginProtection
 	// handler is what the listener serves: the API, behind Front if set.
 	handler http.Handler
-	routes  []route
+	// mcp serves the tool server at /mcp; nil when there is none.
+	mcp    http.Handler
+	routes []route
 	// stateless are the paths of the routes that read no replicated state,
 	// answered while the store catches up (caughtUp).
 	stateless map[string]bool
@@ -185,6 +191,13 @@ func New(d Deps) (*Server, error) {
 		}
 	}
 	s.handler = e
+	if d.MCP != nil {
+		h, err := d.MCP(e)
+		if err != nil {
+			return nil, fmt.Errorf("server: the tool server: %w", err)
+		}
+		s.mcp = h
+	}
 	if d.Front != nil {
 		s.handler = d.Front(e)
 	}

@@ -72,7 +72,8 @@ func newRoot() *cobra.Command {
 		calls(newLaunchCmd(), "apps_create", "source_upload", "detection_get", "detection_answer", "detection_accept", "deployments_create", "deployments_logs"),
 		calls(newLogsCmd(), "apps_logs"),
 		calls(newOpenCmd(), "apps_get"),
-		calls(newExecCmd(), "apps_exec"))
+		calls(newExecCmd(), "apps_exec"),
+		newMCPCmd())
 	addOperationCommands(root)
 	groupCommands(root)
 	usageErrors(root)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	goruntime "runtime"
@@ -32,6 +33,7 @@ import (
 	"github.com/svchost/svc/scheduler/nomad"
 	"github.com/svchost/svc/scheduler/process"
 	"github.com/svchost/svc/server"
+	"github.com/svchost/svc/toolserver"
 )
 
 func newServeCmd(root *cobra.Command) *cobra.Command {
@@ -410,11 +412,16 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Metrics:        metrics,
 		MetricsHandler: metrics.Handler(),
 		Commands:       gen.commands,
+		Tools:          toolRefs(),
 		StartedAt:      gen.startedAt,
 		Restart:        gen.restart,
 		Front:          withNomadArtifacts(gen.artifacts, proxy.Front),
 		AppURLs:        appAddresses{proxy: proxy, ports: sched},
 		Handoff:        proxy,
+		// The tool server at /mcp: its tools call the API in process.
+		MCP: func(apiHandler http.Handler) (http.Handler, error) {
+			return toolserver.Handler(operations(), version, apiHandler, log.With("component", "mcp"))
+		},
 	})
 	if err != nil {
 		return nil, err

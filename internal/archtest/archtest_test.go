@@ -121,6 +121,19 @@ var rules = []rule{
 		tests:   true,
 	},
 	{
+		name:    "only toolserver uses the MCP SDK",
+		from:    []pattern{"./..."},
+		notFrom: []pattern{"./toolserver"},
+		imports: []pattern{"github.com/modelcontextprotocol/go-sdk/..."},
+	},
+	{
+		name:          "the tool server imports nothing of the module but the public client",
+		from:          []pattern{"./toolserver"},
+		imports:       []pattern{"./..."},
+		exceptImports: []pattern{"./api"},
+		tests:         true,
+	},
+	{
 		name:    "only cmd/svc uses cobra",
 		from:    []pattern{"./..."},
 		notFrom: []pattern{"./cmd/svc"},
