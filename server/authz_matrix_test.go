@@ -617,8 +617,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 	t.Run("app-scope stand-ins", func(t *testing.T) {
 		ok := func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]bool{"ok": true}) }
 		for _, r := range []route{
-			{method: get, path: api + "/apps/{appID}/matrix-view", access: accessVerb, verb: authz.AppView, handler: ok},
-			{method: post, path: api + "/apps/{appID}/matrix-deploy", access: accessVerb, verb: authz.AppDeploy, handler: ok},
+			{method: get, path: api + "/apps/{appID}/matrix-view", op: "matrix_view", access: accessVerb, verb: authz.AppView, handler: ok},
+			{method: post, path: api + "/apps/{appID}/matrix-deploy", op: "matrix_deploy", access: accessVerb, verb: authz.AppDeploy, handler: ok},
 		} {
 			if err := h.srv.register(r); err != nil {
 				t.Fatal(err)

@@ -56,7 +56,7 @@ func BenchmarkWrite(b *testing.B) {
 func BenchmarkIdempotentReplay(b *testing.B) {
 	h := newHarness(b)
 	c := &counter{}
-	h.srv.register(route{method: "POST", path: "/api/v1/test/things", handler: c.handler, idempotent: true})
+	h.srv.register(route{method: "POST", path: "/api/v1/test/things", op: "test_things", handler: c.handler, idempotent: true})
 	serveOnce(b, h, 202, "POST", "/api/v1/test/things", `{}`, "Content-Type", "application/json", "Idempotency-Key", "k")
 	b.ReportAllocs()
 	for b.Loop() {

@@ -217,7 +217,7 @@ var requestIDRE = regexp.MustCompile(`^req_[0-9A-HJKMNP-TV-Z]{26}$`)
 
 func TestEveryAnswerCarriesARequestID(t *testing.T) {
 	h := newHarness(t)
-	h.srv.register(route{method: http.MethodGet, path: "/api/v1/test/panic", handler: func(echo.Context) error { panic("boom") }})
+	h.srv.register(route{method: http.MethodGet, path: "/api/v1/test/panic", op: "test_panic", handler: func(echo.Context) error { panic("boom") }})
 	cases := []struct {
 		method, path, body string
 		status             int
@@ -268,7 +268,7 @@ func TestMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
 
 func TestInternalErrorsDoNotLeak(t *testing.T) {
 	h := newHarness(t)
-	h.srv.register(route{method: http.MethodGet, path: "/api/v1/test/fail", handler: func(echo.Context) error {
+	h.srv.register(route{method: http.MethodGet, path: "/api/v1/test/fail", op: "test_fail", handler: func(echo.Context) error {
 		return fmt.Errorf("dial db at postgres://admin:%s@db: refused", canary)
 	}})
 	a := h.do("GET", "/api/v1/test/fail", nil)
@@ -363,7 +363,7 @@ func (c *counter) handler(ctx echo.Context) error {
 func TestIdempotencyKeyReplaysTheFirstAnswer(t *testing.T) {
 	h := newHarness(t)
 	c := &counter{}
-	r := route{method: http.MethodPost, path: "/api/v1/test/things", handler: c.handler, idempotent: true}
+	r := route{method: http.MethodPost, path: "/api/v1/test/things", op: "test_things", handler: c.handler, idempotent: true}
 	h.srv.register(r)
 	post := func(key, body string) answer {
 		return h.do("POST", "/api/v1/test/things", strings.NewReader(body), "Content-Type", "application/json", "Idempotency-Key", key)
@@ -410,7 +410,7 @@ func TestIdempotencyKeyReplaysTheFirstAnswer(t *testing.T) {
 func TestIdempotencyKeyUnderConcurrentRetries(t *testing.T) {
 	h := newHarness(t)
 	c := &counter{release: make(chan struct{})}
-	h.srv.register(route{method: http.MethodPost, path: "/api/v1/test/things", handler: c.handler, idempotent: true})
+	h.srv.register(route{method: http.MethodPost, path: "/api/v1/test/things", op: "test_things", handler: c.handler, idempotent: true})
 	const n = 12
 	var wg sync.WaitGroup
 	answers := make([]answer, n)
@@ -453,7 +453,7 @@ func TestIdempotencyKeyUnderConcurrentRetries(t *testing.T) {
 func TestIdempotencyKeyIsReleasedOnServerErrors(t *testing.T) {
 	h := newHarness(t)
 	c := &counter{status: 502}
-	h.srv.register(route{method: http.MethodPost, path: "/api/v1/test/things", handler: c.handler, idempotent: true})
+	h.srv.register(route{method: http.MethodPost, path: "/api/v1/test/things", op: "test_things", handler: c.handler, idempotent: true})
 	post := func() answer {
 		return h.do("POST", "/api/v1/test/things", strings.NewReader(`{}`), "Content-Type", "application/json", "Idempotency-Key", "k")
 	}
@@ -469,7 +469,7 @@ func TestIdempotencyKeyIsReleasedOnServerErrors(t *testing.T) {
 func TestIdempotencyKeyIsReleasedWhenTheHandlerPanics(t *testing.T) {
 	h := newHarness(t)
 	var runs atomic.Int64
-	h.srv.register(route{method: http.MethodPost, path: "/api/v1/test/panics", idempotent: true, handler: func(c echo.Context) error {
+	h.srv.register(route{method: http.MethodPost, path: "/api/v1/test/panics", op: "test_panics", idempotent: true, handler: func(c echo.Context) error {
 		if runs.Add(1) == 1 {
 			panic("first run fails")
 		}
@@ -700,7 +700,7 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 	h := newHarness(t)
 	started, release := make(chan struct{}), make(chan struct{})
-	h.srv.register(route{method: http.MethodGet, path: "/api/v1/test/slow", handler: func(c echo.Context) error {
+	h.srv.register(route{method: http.MethodGet, path: "/api/v1/test/slow", op: "test_slow", handler: func(c echo.Context) error {
 		close(started)
 		<-release
 		return c.JSON(http.StatusOK, map[string]string{"done": "yes"})
@@ -764,17 +764,25 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 
 func TestRoutesDeclareConsistentAccess(t *testing.T) {
 	h := newHarness(t)
-	err := h.srv.register(route{method: "GET", path: "/api/v1/x", access: accessVerb})
+	err := h.srv.register(route{method: "GET", path: "/api/v1/x", op: "x_get", access: accessVerb})
 	if err == nil {
 		t.Error("a verb route without a verb was registered")
 	}
-	err = h.srv.register(route{method: "GET", path: "/api/v1/y", verb: "install.view"})
+	err = h.srv.register(route{method: "GET", path: "/api/v1/y", op: "y_get", verb: "install.view"})
 	if err == nil {
 		t.Error("a signed-in route with a verb was registered")
 	}
-	err = h.srv.register(route{method: "GET", path: "/api/v1/z", response: list[userDTO]{}})
+	err = h.srv.register(route{method: "GET", path: "/api/v1/z", op: "z_list", response: list[userDTO]{}})
 	if err == nil {
 		t.Error("a list route that does not page was registered")
+	}
+	for _, op := range []string{"", "apps", "Apps_list", "apps-list", "apps_list_"} {
+		if err := h.srv.register(route{method: "GET", path: "/api/v1/w", op: op}); err == nil {
+			t.Errorf("an API route with op %q (not <resource>_<verb>) was registered", op)
+		}
+	}
+	if err := h.srv.register(route{method: "GET", path: "/healthz2", op: "health_get", operational: true}); err == nil {
+		t.Error("an operational route with an op was registered")
 	}
 }
 
