@@ -236,12 +236,12 @@ func (s *Server) authorize(r route, next echo.HandlerFunc) echo.HandlerFunc {
 				return errcode.New(errcode.NotFound, "no app %s", c.Param("appID"))
 			}
 			if !held.Has(r.verb) {
-				return verbRequired(r.verb)
+				return verbRefused(a.floor, a.Principal, r.verb, authz.AppVerbs(a.facts, a.Principal, c.Param("appID"), authz.Floor{}).Has(r.verb))
 			}
 			return next(c)
 		}
 		if !a.caller.Has(r.verb) {
-			return verbRequired(r.verb)
+			return verbRefused(a.floor, a.Principal, r.verb, authz.InstallVerbs(a.facts, a.Principal, authz.Floor{}).Has(r.verb))
 		}
 		return next(c)
 	}
@@ -252,6 +252,25 @@ func (s *Server) authorize(r route, next echo.HandlerFunc) echo.HandlerFunc {
 // for agent tokens.
 func policyDisables(f authz.Floor, p authz.Principal, v authz.Verb) bool {
 	return slices.Contains(f.Disabled, v) || (p.Agent && slices.Contains(f.AgentDisabled, v))
+}
+
+// verbRefused is the refusal of a caller without the verb: when host
+// policy takes away a verb the caller holds (heldWithoutFloor), it says
+// so, and which setting, rather than only that the verb is needed.
+func verbRefused(f authz.Floor, p authz.Principal, v authz.Verb, heldWithoutFloor bool) *errcode.Error {
+	if !heldWithoutFloor || !policyDisables(f, p, v) {
+		return verbRequired(v)
+	}
+	setting := "disabled_verbs"
+	if !slices.Contains(f.Disabled, v) {
+		setting = "agent_disabled_verbs"
+	}
+	msg := "host policy turns %s off (%s)"
+	if setting == "agent_disabled_verbs" {
+		msg = "host policy turns %s off for agent tokens, which automated callers such as AI assistants use (%s)"
+	}
+	return errcode.New(errcode.PermVerbRequired, msg, v, setting).WithDetail("verb", string(v)).WithDetail("policy", setting).
+		WithRemedy("a person can do it with their own credentials; an administrator can change %s in the host policy (PUT /api/v1/policy)", setting)
 }
 
 func verbRequired(v authz.Verb) *errcode.Error {

@@ -804,3 +804,25 @@ func TestRevokingATokenJustUsed(t *testing.T) {
 		t.Errorf("%d of %d revocations of a token just used were refused: %v", len(refused), rounds, refused)
 	}
 }
+
+// TestRefusalSaysWhenPolicyTakesTheVerb: a caller who holds a verb that
+// host policy turns off is told so, with the setting and a remedy; one who
+// never held it is told only that the verb is needed.
+func TestRefusalSaysWhenPolicyTakesTheVerb(t *testing.T) {
+	h := newHarness(t)
+	wantStatus(t, "policy", h.send("PUT", api+"/policy", `{"policy":{"agent_disabled_verbs":["install.audit.read"],"disabled_verbs":["install.view"]}}`), http.StatusOK)
+	agent := &principal{token: h.delegatedToken(t, h.adminID, true)}
+	e := wantError(t, "an agent reading the audit log", h.send("GET", api+"/audit", "", agent.bearer()...), http.StatusForbidden, errcode.PermVerbRequired)
+	if !strings.Contains(e.Message, "agent_disabled_verbs") || !strings.Contains(e.Remedy, "PUT /api/v1/policy") || e.Details["policy"] != "agent_disabled_verbs" {
+		t.Errorf("agent refusal = %+v; want it to name agent_disabled_verbs with a remedy", e)
+	}
+	e = wantError(t, "anyone listing users", h.send("GET", api+"/users", ""), http.StatusForbidden, errcode.PermVerbRequired)
+	if e.Details["policy"] != "disabled_verbs" {
+		t.Errorf("disabled verb refusal = %+v; want it to name disabled_verbs", e)
+	}
+	member := h.account(t, "plain-member", nil, true)
+	e = wantError(t, "a member reading the audit log", h.send("GET", api+"/audit", "", member.bearer()...), http.StatusForbidden, errcode.PermVerbRequired)
+	if e.Details["policy"] != nil || strings.Contains(e.Message, "policy") {
+		t.Errorf("a member who never held the verb is told about policy: %+v", e)
+	}
+}

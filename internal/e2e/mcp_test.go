@@ -260,7 +260,8 @@ func TestMCPOverHTTP(t *testing.T) {
 	var refusal toolRefusal
 	structured(t, refused, &refusal)
 	direct := srv.asToken(agentToken).call(t, "DELETE", "/apps/"+app.App.ID, nil)
-	if !refused.IsError || refusal.Code == "" || refusal.Code != direct.code() || refusal.RequestID == "" || !strings.HasPrefix(texts(refused), refusal.Code+": ") {
+	if !refused.IsError || refusal.Code != "PERM_VERB_REQUIRED" || refusal.Code != direct.code() || refusal.RequestID == "" || !strings.HasPrefix(texts(refused), refusal.Code+": ") ||
+		!strings.Contains(texts(refused), "agent_disabled_verbs") || !strings.Contains(refusal.Remedy, "PUT /api/v1/policy") {
 		t.Errorf("apps_delete as an agent under agent_disabled_verbs: error %v, %s; the API answers the agent token %d %s", refused.IsError, texts(refused), direct.status, direct.body)
 	}
 	srv.must(t, "GET", "/apps/"+app.App.ID, nil, http.StatusOK, nil)
