@@ -56,7 +56,8 @@ func newAdaptersCmd() *cobra.Command {
 	}, "adapters_list"))
 	cmd.AddCommand(calls(&cobra.Command{
 		Use:   "delete ADAPTER_ID",
-		Short: "Delete a configured adapter nothing depends on (DELETE /api/v1/adapters/{id}); a refusal names what depends on it",
+		Short: "Delete a configured adapter that nothing depends on",
+		Long:  "Delete a configured adapter nothing depends on (DELETE /api/v1/adapters/{id}); a refusal names what depends on it.",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.client()

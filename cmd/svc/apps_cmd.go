@@ -19,7 +19,8 @@ func newAppsCmd() *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
 		Use:   "apps",
-		Short: "List, show, create and delete apps (/api/v1/apps); an app is named by its ID or its slug",
+		Short: "Apps: list, show, create, update, start, stop, delete (an app is named by its ID or slug)",
+		Long:  "List, show, create and delete apps (/api/v1/apps); an app is named by its ID or its slug.",
 		Args:  cobra.NoArgs,
 	}
 	f.add(cmd)
@@ -27,7 +28,8 @@ func newAppsCmd() *cobra.Command {
 	var limit int
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "The apps you can administer (GET /api/v1/apps); a table of every page, or with --output json the one page asked for (--cursor, --limit)",
+		Short: "The apps you can administer",
+		Long:  "The apps you can administer (GET /api/v1/apps); a table of every page, or with --output json the one page asked for (--cursor, --limit).",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := f.client()
@@ -62,7 +64,8 @@ func newAppsCmd() *cobra.Command {
 	list.Flags().IntVar(&limit, "limit", 0, "at most this many apps: one page (default: every app in the table, the server's page size in JSON)")
 	get := &cobra.Command{
 		Use:   "get APP",
-		Short: "An app's name, slug, source, state and pinned revision (GET /api/v1/apps/{appID})",
+		Short: "An app's name, slug, source, state and pinned revision",
+		Long:  "An app's name, slug, source, state and pinned revision (GET /api/v1/apps/{appID}).",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, a, raw, err := f.app(cmd, args[0])
@@ -80,7 +83,8 @@ func newAppsCmd() *cobra.Command {
 	var repo api.NewRepository
 	create := &cobra.Command{
 		Use:   "create NAME",
-		Short: "Create an app in draft (POST /api/v1/apps), from a git repository with --repo; you get an owner grant on it",
+		Short: "Create an app in draft, from a git repository with --repo",
+		Long:  "Create an app in draft (POST /api/v1/apps), from a git repository with --repo; you get an owner grant on it.",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.client()
@@ -111,7 +115,8 @@ func newAppsCmd() *cobra.Command {
 	var backup, force bool
 	del := &cobra.Command{
 		Use:   "delete APP",
-		Short: "Delete an app (DELETE /api/v1/apps/{appID}); one with volumes needs --backup (keep a final copy) or --force (discard its data)",
+		Short: "Delete an app (with volumes: --backup or --force)",
+		Long:  "Delete an app (DELETE /api/v1/apps/{appID}); one with volumes needs --backup (keep a final copy) or --force (discard its data).",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, a, _, err := f.app(cmd, args[0])
@@ -198,7 +203,8 @@ func newStatusCmd() *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
 		Use:   "status APP",
-		Short: "An app's state, the deployment and revision it runs, each workload's health, and what keeps it from serving (GET /api/v1/apps/{appID}/status)",
+		Short: "An app's state, its workloads' health, and what keeps it from serving",
+		Long:  "An app's state, the deployment and revision it runs, each workload's health, and what keeps it from serving (GET /api/v1/apps/{appID}/status).",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, a, _, err := f.app(cmd, args[0])

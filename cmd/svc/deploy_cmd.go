@@ -18,8 +18,9 @@ func newDeployCmd() *cobra.Command {
 	var follow bool
 	cmd := &cobra.Command{
 		Use:   "deploy APP",
-		Short: "Deploy the pinned revision, or --revision N (POST /api/v1/apps/{appID}/deployments); --follow shows the deploy's output live (GET …/deployments/{depID}/logs) and exits 1 unless it succeeds",
-		Long: "Deploy an app's pinned revision, or --revision N, with its current source.\n\n" +
+		Short: "Deploy an app's pinned revision (or --revision N); --follow streams its log",
+		Long: "Deploy the pinned revision, or --revision N (POST /api/v1/apps/{appID}/deployments); --follow shows the deploy's output live (GET …/deployments/{depID}/logs) and exits 1 unless it succeeds.\n\n" +
+			"Deploy an app's pinned revision, or --revision N, with its current source.\n\n" +
 			"With --follow the deploy's output is shown as it is written, then its outcome; the exit status is 1 unless it succeeded.\n" +
 			"With --output json the API's answers are printed unchanged, one a line: the deployment, then with --follow each log event's data and the end event's data.",
 		Args: cobra.ExactArgs(1),

@@ -23,8 +23,9 @@ func newExecCmd() *cobra.Command {
 	var workload string
 	cmd := &cobra.Command{
 		Use:   "exec APP [-- CMD ARGS...]",
-		Short: "A terminal in a running workload of the app (GET /api/v1/apps/{appID}/exec, a websocket): CMD with its arguments, or a shell; exits with the command's exit code",
-		Long: "Open a terminal in one of the app's running workloads (--workload, default the primary one) and run CMD in it, or a shell.\n\n" +
+		Short: "A terminal in a running workload: a shell, or CMD with its arguments",
+		Long: "A terminal in a running workload of the app (GET /api/v1/apps/{appID}/exec, a websocket): CMD with its arguments, or a shell; exits with the command's exit code.\n\n" +
+			"Open a terminal in one of the app's running workloads (--workload, default the primary one) and run CMD in it, or a shell.\n\n" +
 			"When stdin is a terminal it is put in raw mode (every key goes to the remote terminal, Ctrl-C included) and restored on the way out;\n" +
 			"the remote terminal takes its size and follows resizes. When stdin is not a terminal it is piped in as it is and its end sent as\n" +
 			"end-of-file (Ctrl-D): echo ls | svc exec APP -- sh. The remote side is a terminal either way: its output has CRLF line ends.\n" +

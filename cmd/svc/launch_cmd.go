@@ -31,10 +31,10 @@ func newLaunchCmd() *cobra.Command {
 	var f clientFlags
 	var l launchFlags
 	cmd := &cobra.Command{
-		Use: "launch [DIR | --repo URL]",
-		Short: "Create an app from a directory (default .) and run it: create it (POST /api/v1/apps), upload DIR as a tar.gz (POST …/source), " +
-			"wait for detection (GET …/detection), show its proposal and questions, accept it (POST …/detection/accept), deploy with the log followed, and print the URL",
-		Long: "Launch the app in DIR (default: the current directory).\n\n" +
+		Use:   "launch [DIR | --repo URL]",
+		Short: "Create an app from a directory or a repository and run it",
+		Long: "Create an app from a directory (default .) and run it: create it (POST /api/v1/apps), upload DIR as a tar.gz (POST …/source), wait for detection (GET …/detection), show its proposal and questions, accept it (POST …/detection/accept), deploy with the log followed, and print the URL.\n\n" +
+			"Launch the app in DIR (default: the current directory).\n\n" +
 			"The archive leaves out .git, links that lead outside DIR, and anything that is not a file, directory or link; what it leaves out is listed on stderr.\n" +
 			"When detection asks questions it cannot answer from --answer, --set and --secret, launch prints them with how to answer and exits 1; the app stays, and\n" +
 			"svc launch DIR --app SLUG --answer KEY=VALUE continues with it. --secret KEY takes the value from the environment variable KEY, so that it stays out of the command line.\n" +

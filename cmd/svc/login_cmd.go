@@ -21,7 +21,8 @@ func newLoginCmd() *cobra.Command {
 	var passwordStdin, tokenStdin bool
 	cmd := &cobra.Command{
 		Use:   "login",
-		Short: "Sign in (POST /api/v1/sessions), mint a delegated token (POST /api/v1/tokens) and keep it with the address in the user's config directory; --token keeps an existing token after checking it (GET /api/v1/me)",
+		Short: "Sign in and keep a token for the other commands",
+		Long:  "Sign in (POST /api/v1/sessions), mint a delegated token (POST /api/v1/tokens) and keep it with the address in the user's config directory; --token keeps an existing token after checking it (GET /api/v1/me).",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path, file, err := keptConfig()
@@ -101,7 +102,8 @@ func newLoginCmd() *cobra.Command {
 func newLogoutCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "logout",
-		Short: "Revoke the token svc login kept (DELETE /api/v1/tokens/{tokenID}) and remove it from the user's config directory",
+		Short: "Revoke the token svc login kept and forget it",
+		Long:  "Revoke the token svc login kept (DELETE /api/v1/tokens/{tokenID}) and remove it from the user's config directory.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path, file, err := keptConfig()

@@ -25,8 +25,9 @@ func newLogsCmd() *cobra.Command {
 	var follow bool
 	cmd := &cobra.Command{
 		Use:   "logs APP",
-		Short: "An app's runtime output, oldest first (GET /api/v1/apps/{appID}/logs): --tail lines (default 100) of --workload (default the primary one); -f follows it as it is written until Ctrl-C",
-		Long: "Print the last --tail lines of a workload's output.\n\n" +
+		Short: "An app's runtime output; -f follows it",
+		Long: "An app's runtime output, oldest first (GET /api/v1/apps/{appID}/logs): --tail lines (default 100) of --workload (default the primary one); -f follows it as it is written until Ctrl-C.\n\n" +
+			"Print the last --tail lines of a workload's output.\n\n" +
 			"With -f/--follow the lines written after them are printed as they come (GET …/logs?follow=true, server-sent events), until Ctrl-C or\n" +
 			"the workload's job stops (a redeploy replaced it: run svc logs -f again). Following needs the process runtime.\n" +
 			"With --output json the API's answer is printed unchanged; with -f each event's data, one a line.",
@@ -95,7 +96,8 @@ func newOpenCmd() *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
 		Use:   "open APP",
-		Short: "Print the app's URL (GET /api/v1/apps/{appID}), and open it in a browser when stdout is a terminal and the system has an opener (xdg-open, open)",
+		Short: "Print the app's URL, and open it in a browser on a desktop",
+		Long:  "Print the app's URL (GET /api/v1/apps/{appID}), and open it in a browser when stdout is a terminal and the system has an opener (xdg-open, open).",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, a, raw, err := f.app(cmd, args[0])
