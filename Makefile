@@ -77,6 +77,8 @@ fmt:
 # is on PATH), against a real `nomad agent -dev` (...RealAgent; skipped,
 # saying why, without one).
 #
+# A tool call of the tool server at /mcp beside the same API call
+# (BenchmarkToolCall: apps_list over streamable HTTP, GET /api/v1/apps).
 # CLI start-up (BenchmarkCLIStartup): ms/op from exec to exit of the
 # built svc, `svc apps list` against a real server on loopback (one GET,
 # a table printed) and `svc --help` with no server.
@@ -99,6 +101,7 @@ bench:
 	$(GO) test -run '^$$' -bench RollbackAgainstDeploy -benchtime 5x -count 1 ./scheduler/process/ ./scheduler/nomad/
 	$(GO) test -run '^$$' -bench 'EdgeWrk|SandboxEdge' -benchtime 1x -count 1 ./internal/e2e/
 	$(GO) test -run '^$$' -bench CLIStartup -benchtime 50x -count 1 ./internal/e2e/
+	$(GO) test -run '^$$' -bench ToolCall -benchtime 500x -count 1 ./internal/e2e/
 	SVC_BENCH_DIR=$(CURDIR)/.bench $(GO) test -run '^$$' -bench WritesBesideEtcd -benchtime $(BENCHTIME) -count 1 ./internal/e2e/
 	$(GO) test -run '^$$' -bench Query -benchmem -count 1 ./internal/audit/
 	SVC_BENCH_DIR=$(CURDIR)/.bench $(GO) test -run '^$$' -bench AuditedWrites -benchtime 1x -timeout 90m -count 1 ./internal/audit/

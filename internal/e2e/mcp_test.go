@@ -24,7 +24,7 @@ type toolRefusal struct {
 
 // mintToken mints a delegated token of the admin (an agent token when
 // agent) and returns its secret.
-func mintToken(t *testing.T, srv *appServer, name string, agent bool) string {
+func mintToken(t testing.TB, srv *appServer, name string, agent bool) string {
 	t.Helper()
 	var out struct{ Secret string }
 	srv.must(t, "POST", "/tokens", map[string]any{"name": name, "agent": agent}, http.StatusCreated, &out)
@@ -58,7 +58,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // httpSession connects the SDK's client to the server's /mcp with token.
-func httpSession(t *testing.T, ctx context.Context, base, token string) *mcp.ClientSession {
+func httpSession(t testing.TB, ctx context.Context, base, token string) *mcp.ClientSession {
 	t.Helper()
 	tr := &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearer{token}}, DisableStandaloneSSE: true}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx, tr, nil)
@@ -71,7 +71,7 @@ func httpSession(t *testing.T, ctx context.Context, base, token string) *mcp.Cli
 
 // callTool calls a tool; a failure to call at all (not a tool error)
 // fails the test.
-func callTool(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
+func callTool(t testing.TB, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
