@@ -84,9 +84,18 @@ func helperOrphanChild() {
 	if err != nil {
 		fail(err)
 	}
+	// The workload writes its pid as it starts; the runtime records the
+	// job (with the pid) just after the start: wait for both, so that the
+	// test's kill never comes between them.
+	record := filepath.Join(dir, "jobs", "job-orphan.json")
 	var b []byte
 	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if b, err = os.ReadFile(pidFile); err == nil && len(b) > 0 || time.Now().After(end) {
+		if b, err = os.ReadFile(pidFile); err == nil && len(b) > 0 {
+			if _, err = os.Stat(record); err == nil {
+				break
+			}
+		}
+		if time.Now().After(end) {
 			break
 		}
 	}
