@@ -54,7 +54,7 @@ func deploy(cmd *cobra.Command, p printer, c *api.Client, a api.App, revision ui
 	} else {
 		_ = p.line("Deploying %s revision %d: deployment %s, %s", a.Slug, d.Revision, d.ID, p.state(d.State))
 		if d.ApprovalsRequired > 0 {
-			_ = p.line("It waits for %d approval(s): %s (svc deployments approve)", d.ApprovalsRequired, strings.Join(d.ApprovalReasons, "; "))
+			_ = p.line("It waits for %d approval(s): %s; someone else holding app.deploy approves it with: svc deployments approve %s %s", d.ApprovalsRequired, strings.Join(d.ApprovalReasons, "; "), a.Slug, d.ID)
 		}
 	}
 	if !follow {
