@@ -106,6 +106,11 @@ func readResponse(r io.Reader) (fwdResponse, error) {
 // serveForward answers forwarded requests on one connection until it closes.
 func (s *Store) serveForward(c net.Conn) {
 	defer c.Close()
+	select {
+	case <-s.raftUp:
+	case <-s.closed:
+		return
+	}
 	br := bufio.NewReader(c)
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(fwdIdleTimeout))

@@ -124,7 +124,11 @@ type Store struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
-	wg        sync.WaitGroup
+	// raftUp is closed once s.raft is set: the cluster listener serves
+	// from before (raft's own transport needs it), and a peer's forwarded
+	// request arriving that early waits for it.
+	raftUp chan struct{}
+	wg     sync.WaitGroup
 }
 
 var nodeIDRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
@@ -163,6 +167,7 @@ func Open(cfg Config) (*Store, error) {
 		notifyC:    make(chan bool, 8),
 		updateLock: make(chan struct{}, 1),
 		closed:     make(chan struct{}),
+		raftUp:     make(chan struct{}),
 		catchup:    newCatchUp(),
 	}
 	s.blobs = newBlobPeer(blobRouter{hist: func() *history { return f.hist }, dir: cfg.Dir, user: cfg.Blobs})
@@ -172,6 +177,7 @@ func Open(cfg Config) (*Store, error) {
 	}
 	s.leaders = newLeaderLoops(s.log)
 	if err := s.open(); err != nil {
+		close(s.closed) // a peer's forward waiting for raft gives up
 		s.release()
 		return nil, fmt.Errorf("raftstore: %w", err)
 	}
@@ -309,6 +315,7 @@ func (s *Store) open() error {
 	}
 	s.raft = r
 	s.started.Store(r)
+	close(s.raftUp)
 	return nil
 }
 
