@@ -115,6 +115,17 @@ func run(w io.Writer, pkg string) error {
 		}
 		fmt.Fprintf(&b, "%s %s %s\n", m.Path, m.Version, lic)
 	}
+	shipped, err := consolePackages(dir)
+	if err != nil {
+		return err
+	}
+	b.WriteString("\n" + consoleHeader + "\n")
+	for _, p := range shipped {
+		fmt.Fprintf(&b, "%s\n", p)
+		if strings.HasSuffix(p, " unknown") {
+			unknown = append(unknown, p)
+		}
+	}
 	if testTools != "" {
 		b.WriteString("\n" + testTools)
 	}
@@ -125,6 +136,46 @@ func run(w io.Writer, pkg string) error {
 		return fmt.Errorf("could not identify the license of %s; check them by hand and teach identify their license", strings.Join(unknown, ", "))
 	}
 	return nil
+}
+
+const consoleHeader = `The web console (console/dist, embedded in the svc binary) includes the
+following npm packages, bundled into its script: each line names the
+package, the version bundled and its license as the package declares it
+(console/package-lock.json; packages used only to build or test it are not
+shipped and not listed).`
+
+// consolePackages lists the npm packages the console ships (those of
+// console/package-lock.json not marked dev) as "npm:<name> <version>
+// <license>".
+func consolePackages(dir string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "console", "package-lock.json"))
+	if err != nil {
+		return nil, err
+	}
+	var lock struct {
+		Packages map[string]struct {
+			Version string `json:"version"`
+			License string `json:"license"`
+			Dev     bool   `json:"dev"`
+		} `json:"packages"`
+	}
+	if err := json.Unmarshal(b, &lock); err != nil {
+		return nil, fmt.Errorf("console/package-lock.json: %w", err)
+	}
+	var out []string
+	for path, p := range lock.Packages {
+		name, ok := strings.CutPrefix(path, "node_modules/")
+		if !ok || p.Dev {
+			continue
+		}
+		lic := p.License
+		if lic == "" {
+			lic = "unknown"
+		}
+		out = append(out, "npm:"+name+" "+p.Version+" "+lic)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // hasGoFiles reports whether pkg is a package with non-test Go files.

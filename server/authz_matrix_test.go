@@ -418,10 +418,14 @@ func (m *matrix) builders() map[string]buildFn {
 		"GET /api/v1/groups/{groupID}/apps": func(t *testing.T, _, _ *principal) call {
 			return call{path: api + "/groups/" + h.group(t, nil) + "/apps"}
 		},
-		"GET /api/v1/capacity": fixed(api + "/capacity"),
-		"GET /healthz":         fixed("/healthz"),
-		"GET /readyz":          fixed("/readyz"),
-		"GET /metrics":         fixed("/metrics"),
+		"GET /api/v1/capacity":   fixed(api + "/capacity"),
+		"GET /healthz":           fixed("/healthz"),
+		"GET /account/{page...}": fixed("/account/password"),
+		"GET /apps/{page...}":    fixed("/apps/" + m.appID),
+		"GET /admin/{page...}":   fixed("/admin/"),
+		"GET /assets/{file...}":  fixed("/assets/index.js"),
+		"GET /readyz":            fixed("/readyz"),
+		"GET /metrics":           fixed("/metrics"),
 	}
 }
 

@@ -39,3 +39,21 @@ func (s *Server) getHandoff(c echo.Context) error {
 	h.Set("Referrer-Policy", "no-referrer")
 	return c.Redirect(http.StatusSeeOther, to)
 }
+
+type nextPageDTO struct {
+	Next string `json:"next" doc:"where the page may send the browser: a path of this console, or an app's address"`
+}
+
+// getNextPage says where a console page may send the browser next, as the
+// edge decides (a page that follows only this answer is no open redirect).
+func (s *Server) getNextPage(c echo.Context) error {
+	if s.d.Handoff == nil {
+		return errcode.New(errcode.NotFound, "this server serves no apps, so a page follows no next")
+	}
+	nexts := c.QueryParams()["next"]
+	if len(nexts) != 1 {
+		return errcode.Invalid("next", "give exactly one next")
+	}
+	to, err := s.d.Handoff.NextPage(c.Request(), nexts[0])
+	return jsonOr(c, http.StatusOK, nextPageDTO{Next: to}, err)
+}

@@ -165,7 +165,7 @@ func (s *Server) operation(g *schemaGen, r route) map[string]any {
 	for _, part := range strings.Split(r.path, "/") {
 		if strings.HasPrefix(part, "{") {
 			params = append(params, map[string]any{
-				"name": strings.Trim(part, "{}"), "in": "path", "required": true, "schema": map[string]any{"type": "string"},
+				"name": strings.TrimSuffix(strings.Trim(part, "{}"), "..."), "in": "path", "required": true, "schema": map[string]any{"type": "string"},
 			})
 		}
 	}

@@ -3,8 +3,8 @@
 // gives every answer a request id, a size-limited body and the error
 // envelope (and STORE_UNAVAILABLE while the node's store catches up),
 // Idempotency-Key replay, and thin handlers that bind a request, call a
-// service and return; and, until the console exists, its stand-in pages
-// for browsers (pages.go).
+// service and return. It routes the console's pages and files to the
+// console's handler (Deps.Console), which it does not look into.
 //
 // It must not hold business rules, build store commands, or talk to any
 // adapter: it reaches services through the small interfaces declared in this
@@ -132,6 +132,9 @@ type Deps struct {
 	// Handoff signs browsers in to apps on the apps' own origins (the
 	// edge); nil: the handoff endpoint answers NOT_FOUND.
 	Handoff handoffService
+	// Console serves the web console (package console) at its page paths
+	// and /assets/ on the main listener; nil: those paths answer NOT_FOUND.
+	Console http.Handler
 	// Restart asks the process to restart the server in place. It must
 	// return at once (the restart drains this server, the asking request
 	// included), and a call while a restart is pending must do nothing.
@@ -309,11 +312,14 @@ func (s *Server) register(r route) error {
 	return nil
 }
 
-// echoPath turns the specification's {name} parameters into echo's :name.
+// echoPath turns the specification's {name} parameters into echo's :name,
+// and a last {name...} (the rest of the path) into echo's *.
 func echoPath(p string) string {
 	parts := strings.Split(p, "/")
 	for i, part := range parts {
-		if strings.HasPrefix(part, "{") && strings.HasSuffix(part, "}") {
+		if strings.HasPrefix(part, "{") && strings.HasSuffix(part, "...}") && i == len(parts)-1 {
+			parts[i] = "*"
+		} else if strings.HasPrefix(part, "{") && strings.HasSuffix(part, "}") {
 			parts[i] = ":" + part[1:len(part)-1]
 		}
 	}

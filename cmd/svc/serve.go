@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/svchost/svc/console"
 	"github.com/svchost/svc/internal/config"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/idempotency"
@@ -378,6 +379,11 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		return nil, err
 	}
 
+	// The web console, embedded in the binary (console/dist).
+	consoleUI, err := console.New()
+	if err != nil {
+		return nil, err
+	}
 	rt.api, err = server.New(server.Deps{
 		Logger:         log,
 		Version:        version,
@@ -418,6 +424,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Front:          withNomadArtifacts(gen.artifacts, proxy.Front),
 		AppURLs:        appAddresses{proxy: proxy, ports: sched},
 		Handoff:        proxy,
+		Console:        consoleUI,
 		// The tool server at /mcp: its tools call the API in process.
 		MCP: func(apiHandler http.Handler) (http.Handler, error) {
 			return toolserver.Handler(operations(), version, apiHandler, log.With("component", "mcp"))

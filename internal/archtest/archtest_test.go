@@ -518,3 +518,40 @@ func TestNoticeListsEveryLinkedModule(t *testing.T) {
 		t.Errorf("NOTICE is out of date for %s; regenerate it with: go run scripts/notice.go > NOTICE\n\t%s", pattern, strings.Join(missing, "\n\t"))
 	}
 }
+
+// TestNoticeListsTheConsolesPackages: every npm package the console ships
+// (console/package-lock.json, not dev) is in NOTICE at its locked version.
+func TestNoticeListsTheConsolesPackages(t *testing.T) {
+	m := mainModule(t)
+	notice, err := os.ReadFile(filepath.Join(m.Dir, "NOTICE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(m.Dir, "console", "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lock struct {
+		Packages map[string]struct {
+			Version string `json:"version"`
+			Dev     bool   `json:"dev"`
+		} `json:"packages"`
+	}
+	if err := json.Unmarshal(b, &lock); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for path, p := range lock.Packages {
+		name, ok := strings.CutPrefix(path, "node_modules/")
+		if !ok || p.Dev {
+			continue
+		}
+		n++
+		if !strings.Contains(string(notice), "npm:"+name+" "+p.Version+" ") {
+			t.Errorf("NOTICE does not list npm:%s %s, which the console ships; regenerate it with: go run scripts/notice.go > NOTICE", name, p.Version)
+		}
+	}
+	if n == 0 {
+		t.Error("console/package-lock.json names no package the console ships; the test would check nothing")
+	}
+}

@@ -25,7 +25,11 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -154,8 +158,16 @@ type Tab struct {
 	t   testing.TB
 	ctx context.Context
 
-	mu   sync.Mutex
-	hops []Hop
+	mu       sync.Mutex
+	hops     []Hop
+	requests []Request
+	problems []string
+}
+
+// Request is one request the tab's pages made: its resource type
+// (Document, Script, Stylesheet, Image, Fetch, XHR, …) and URL.
+type Request struct {
+	Type, Method, URL string
 }
 
 // Hop is one response of a navigation: a redirect or the final answer.
@@ -176,18 +188,102 @@ func (b *Browser) Tab() *Tab {
 	return tab
 }
 
-// record keeps the document responses of navigations (redirects included).
+// record keeps the document responses of navigations (redirects
+// included), every request, and what the pages reported as a problem: an
+// exception nothing caught, a console.error, an error of the browser's log
+// other than a refused request's status (a 401 the page expects).
 func (tb *Tab) record(ev any) {
 	switch e := ev.(type) {
 	case *network.EventRequestWillBeSent:
 		if e.RedirectResponse != nil && e.Type == network.ResourceTypeDocument {
 			tb.add(e.RedirectResponse)
 		}
+		tb.mu.Lock()
+		tb.requests = append(tb.requests, Request{Type: string(e.Type), Method: e.Request.Method, URL: e.Request.URL})
+		tb.mu.Unlock()
+	case *runtime.EventExceptionThrown:
+		tb.problem("exception: " + e.ExceptionDetails.Text + describe(e.ExceptionDetails.Exception))
+	case *runtime.EventConsoleAPICalled:
+		if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeAssert {
+			var parts []string
+			for _, a := range e.Args {
+				parts = append(parts, describe(a))
+			}
+			tb.problem("console." + string(e.Type) + ": " + strings.Join(parts, " "))
+		}
+	case *log.EventEntryAdded:
+		if e.Entry.Level == log.EntryLevelError && !(e.Entry.Source == log.EntrySourceNetwork && strings.Contains(e.Entry.Text, "the server responded with a status of")) {
+			tb.problem("log (" + string(e.Entry.Source) + "): " + e.Entry.Text + " " + e.Entry.URL)
+		}
 	case *network.EventResponseReceived:
 		if e.Type == network.ResourceTypeDocument {
 			tb.add(e.Response)
 		}
 	}
+}
+
+func (tb *Tab) problem(p string) {
+	tb.mu.Lock()
+	tb.problems = append(tb.problems, p)
+	tb.mu.Unlock()
+}
+
+func describe(o *runtime.RemoteObject) string {
+	if o == nil {
+		return ""
+	}
+	if o.Description != "" {
+		return " " + o.Description
+	}
+	return " " + string(o.Value)
+}
+
+// Requests returns the requests the tab's pages made so far, in order.
+func (tb *Tab) Requests() []Request {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return append([]Request(nil), tb.requests...)
+}
+
+// Problems returns what the tab's pages reported so far as going wrong
+// (uncaught exceptions, console.error, errors of the browser's log such as
+// a Content-Security-Policy violation).
+func (tb *Tab) Problems() []string {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return append([]string(nil), tb.problems...)
+}
+
+// OnNewDocument runs js in every document the tab loads from now on,
+// before the page's own scripts (and outside its Content-Security-Policy).
+func (tb *Tab) OnNewDocument(js string) {
+	tb.t.Helper()
+	run(tb, func(ctx context.Context, t *chromedp.Target) (page.AddScriptToEvaluateOnNewDocumentResult, error) {
+		return cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: js})
+	})
+}
+
+// ColorScheme makes the tab's pages see prefers-color-scheme as scheme
+// ("light" or "dark").
+func (tb *Tab) ColorScheme(scheme string) {
+	tb.t.Helper()
+	run(tb, func(ctx context.Context, t *chromedp.Target) (cdp.Empty, error) {
+		return cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+		})
+	})
+}
+
+// Viewport sets the size of the tab's window in CSS pixels.
+func (tb *Tab) Viewport(width, height int64) {
+	tb.t.Helper()
+	run(tb, chromedp.EmulateViewport(width, height))
+}
+
+// Screenshot returns a PNG of the whole page, beyond the window too.
+func (tb *Tab) Screenshot() []byte {
+	tb.t.Helper()
+	return run(tb, chromedp.FullScreenshot(100))
 }
 
 func (tb *Tab) add(r *network.Response) {

@@ -1,0 +1,125 @@
+// The console's only way to the server: the public API under /api/v1, from
+// this page's own origin with the session cookie (same-origin requests
+// pass the server's cross-origin checks). Every refusal is an ApiError
+// carrying the API's envelope: code, message, remedy, request id.
+
+export const API = "/api/v1";
+
+export interface User {
+  id: string;
+  username: string;
+  display_name: string;
+  email?: string;
+  status: string;
+  must_change_password: boolean;
+  role_id: string | null;
+}
+
+export interface Me {
+  user: User | null;
+  verbs: string[];
+}
+
+export interface AppSummary {
+  id: string;
+  name: string;
+  slug: string;
+  state: string;
+  url: string | null;
+  icon_updated_at: string | null;
+}
+
+export interface Entry {
+  app: AppSummary;
+  favorite: boolean;
+  section_id: string | null;
+  passcode?: boolean;
+}
+
+export interface Section {
+  id: string;
+  name: string;
+  position: number;
+}
+
+export interface LauncherPage {
+  items: Entry[];
+  next_cursor?: string;
+  sections: Section[];
+}
+
+/** ApiError is a refusal of the API (or the network's failure). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly remedy: string = "",
+    readonly requestId: string = "",
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * errorFrom reads the API's error envelope from a refused answer's body;
+ * a body that is not one (a proxy's page) still gives an ApiError with
+ * the HTTP status.
+ */
+export function errorFrom(status: number, statusText: string, body: unknown): ApiError {
+  if (body && typeof body === "object") {
+    const e = body as Record<string, unknown>;
+    if (typeof e.code === "string" && typeof e.message === "string") {
+      return new ApiError(
+        status,
+        e.code,
+        e.message,
+        typeof e.remedy === "string" ? e.remedy : "",
+        typeof e.request_id === "string" ? e.request_id : "",
+      );
+    }
+  }
+  return new ApiError(status, "HTTP_" + status, statusText || "the server answered " + status);
+}
+
+/** call sends one request to the API and decodes its JSON answer. */
+export async function call<T = void>(method: string, path: string, body?: unknown): Promise<T> {
+  const init: RequestInit = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
+  if (body !== undefined) {
+    init.headers = { ...init.headers, "Content-Type": "application/json" };
+    init.body = JSON.stringify(body);
+  }
+  let res: Response;
+  try {
+    res = await fetch(API + path, init);
+  } catch (e) {
+    throw new ApiError(0, "NETWORK", "The server could not be reached.", "Check that svc is running, then try again.");
+  }
+  if (res.status === 204) {
+    return undefined as T;
+  }
+  let decoded: unknown = undefined;
+  try {
+    decoded = await res.json();
+  } catch {
+    /* not JSON */
+  }
+  if (!res.ok) {
+    throw errorFrom(res.status, res.statusText, decoded);
+  }
+  return decoded as T;
+}
+
+/** seg escapes one path segment. */
+export const seg = encodeURIComponent;
+
+/** allApps reads every page of the caller's launcher. */
+export async function allApps(): Promise<{ items: Entry[]; sections: Section[] }> {
+  let page = await call<LauncherPage>("GET", "/me/apps?limit=500");
+  const items = [...page.items];
+  while (page.next_cursor) {
+    page = await call<LauncherPage>("GET", "/me/apps?limit=500&cursor=" + seg(page.next_cursor));
+    items.push(...page.items);
+  }
+  return { items, sections: page.sections ?? [] };
+}

@@ -1,0 +1,188 @@
+// The console's building blocks: the two layouts (a card for the pages
+// before sign-in, the shell with its header for the rest), form fields,
+// and the one way errors are shown (the API's message, remedy and code, in
+// a live region so a screen reader says them).
+
+import type { ComponentChildren } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ApiError, type Me } from "./api";
+import { Link } from "./router";
+
+/** useTitle names the document after the page. */
+export function useTitle(title: string): void {
+  useEffect(() => {
+    document.title = title ? title + " · svc" : "svc";
+  }, [title]);
+}
+
+/** Card is the layout of the pages before sign-in. */
+export function Card(props: { title: string; lead?: ComponentChildren; children?: ComponentChildren }) {
+  useTitle(props.title);
+  return (
+    <div class="card-page">
+      <main class="card" id="main">
+        <p class="brand" aria-hidden="true">
+          svc
+        </p>
+        <h1>{props.title}</h1>
+        {props.lead && <p class="lead">{props.lead}</p>}
+        {props.children}
+      </main>
+    </div>
+  );
+}
+
+/** Shell is the layout of every page of a signed-in person. */
+export function Shell(props: { me: Me; title: string; current: "apps" | "admin" | "account"; onSignOut: () => void; children: ComponentChildren }) {
+  useTitle(props.title);
+  const u = props.me.user;
+  const admin = props.me.verbs.includes("install.view");
+  return (
+    <div class="shell">
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <Link href="/" class="brand">
+          svc
+        </Link>
+        <nav aria-label="Main">
+          <ul>
+            <li>
+              <Link href="/" aria-current={props.current === "apps" ? "page" : undefined}>
+                Apps
+              </Link>
+            </li>
+            {admin && (
+              <li>
+                <Link href="/admin/" aria-current={props.current === "admin" ? "page" : undefined}>
+                  Admin
+                </Link>
+              </li>
+            )}
+          </ul>
+        </nav>
+        <div class="person">
+          <Link href="/account/password" class="who" aria-current={props.current === "account" ? "page" : undefined} title="Change your password">
+            {u ? u.display_name || u.username : "token"}
+          </Link>
+          <button type="button" class="quiet" onClick={props.onSignOut}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <main id="main" class="content">
+        {props.children}
+      </main>
+    </div>
+  );
+}
+
+/** ErrorNote shows a refusal: what the API said, its remedy, its code. */
+export function ErrorNote(props: { error: unknown; id?: string }) {
+  const e = props.error;
+  return (
+    <div class="status" id={props.id} role="alert" aria-live="assertive">
+      {e instanceof ApiError ? (
+        <div class="error">
+          <p class="msg">{sentence(e.message)}</p>
+          {e.remedy && <p class="remedy">{sentence(e.remedy)}</p>}
+          <p class="code">
+            <code>{e.code}</code>
+            {e.requestId && <span> · request {e.requestId}</span>}
+          </p>
+        </div>
+      ) : e ? (
+        <div class="error">
+          <p class="msg">{String((e as Error).message || e)}</p>
+        </div>
+      ) : null}
+    </div>
+  );
+}
+
+/** Notice is a remark that is not an error (a next not followed). */
+export function Notice(props: { children: ComponentChildren }) {
+  return (
+    <p class="notice" role="status">
+      {props.children}
+    </p>
+  );
+}
+
+function sentence(s: string): string {
+  if (!s) return s;
+  const t = s.charAt(0).toUpperCase() + s.slice(1);
+  return /[.!?]$/.test(t) ? t : t + ".";
+}
+
+/** Field is a labelled input. */
+export function Field(props: {
+  label: string;
+  name: string;
+  type?: string;
+  autocomplete?: string;
+  value: string;
+  onInput: (v: string) => void;
+  hint?: string;
+  autofocus?: boolean;
+  required?: boolean;
+  minLength?: number;
+}) {
+  const ref = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (props.autofocus) ref.current?.focus();
+  }, []);
+  const id = "f-" + props.name;
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <input
+        ref={ref}
+        id={id}
+        name={props.name}
+        type={props.type ?? "text"}
+        autocomplete={props.autocomplete}
+        value={props.value}
+        required={props.required ?? true}
+        minLength={props.minLength}
+        aria-describedby={props.hint ? id + "-hint" : undefined}
+        onInput={(e) => props.onInput((e.currentTarget as HTMLInputElement).value)}
+      />
+      {props.hint && (
+        <p class="hint" id={id + "-hint"}>
+          {props.hint}
+        </p>
+      )}
+    </div>
+  );
+}
+
+/** useSubmit runs a form's action once at a time and keeps its error. */
+export function useSubmit(action: () => Promise<void>) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const onSubmit = async (e: Event) => {
+    e.preventDefault();
+    if (busy) return;
+    setBusy(true);
+    setError(null);
+    try {
+      await action();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, setError, onSubmit };
+}
+
+/** Submit is a form's button, saying when the form is at work. */
+export function Submit(props: { busy: boolean; children: ComponentChildren }) {
+  return (
+    <button type="submit" class="primary" disabled={props.busy} aria-busy={props.busy}>
+      {props.children}
+    </button>
+  );
+}
