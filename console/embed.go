@@ -163,24 +163,3 @@ func acceptsGzip(r *http.Request) bool {
 	}
 	return false
 }
-
-// TransferSize is what a browser downloads to show the console the first
-// time: index.html and every built file, gzipped as served, by kind
-// (html, js, css, other).
-func (h *Handler) TransferSize() map[string]int {
-	out := map[string]int{}
-	for p, f := range h.assets {
-		kind := strings.TrimPrefix(path.Ext(p), ".")
-		switch kind {
-		case "html", "js", "css":
-		default:
-			kind = "other"
-		}
-		n := len(f.body)
-		if f.gz != nil {
-			n = len(f.gz)
-		}
-		out[kind] += n
-	}
-	return out
-}
