@@ -123,3 +123,107 @@ export async function allApps(): Promise<{ items: Entry[]; sections: Section[] }
   }
   return { items, sections: page.sections ?? [] };
 }
+
+/** App is an app as GET /api/v1/apps/{appID} answers it. */
+export interface App {
+  id: string;
+  name: string;
+  slug: string;
+  state: string;
+  desired_state: string;
+  url: string | null;
+  pinned: { revision: number } | null;
+  created_at: string;
+}
+
+export interface Page<T> {
+  items: T[];
+  next_cursor?: string;
+}
+
+/** Problem is what keeps an app or a workload from serving. */
+export interface Problem {
+  code: string;
+  message: string;
+  remedy?: string;
+  deployment_id?: string;
+  workload?: string;
+}
+
+export interface WorkloadReport {
+  primary: boolean;
+  running: boolean;
+  restarts: number;
+  health: string;
+  exit_code: number | null;
+  address?: string;
+  problem?: Problem;
+}
+
+export interface Status {
+  state: string;
+  desired_state: string;
+  deployment_id: string | null;
+  revision: number | null;
+  workloads: Record<string, WorkloadReport> | null;
+  problem: Problem | null;
+}
+
+export interface Limits {
+  cpu_millis: number;
+  memory_bytes: number;
+  disk_bytes: number;
+}
+
+export interface WorkloadUsage extends Limits {
+  volumes: Record<string, number> | null;
+  limits: Limits;
+}
+
+export interface Usage {
+  supported: boolean;
+  host_cpu_millis: number;
+  host_memory_bytes: number;
+  workloads: Record<string, WorkloadUsage> | null;
+}
+
+export interface Deployment {
+  id: string;
+  app_id: string;
+  revision: number;
+  state: string;
+  trigger: string;
+  error_code: string | null;
+  error_message: string | null;
+  created_by: string;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  approvals_required: number;
+  approval_reasons: string[] | null;
+  approvals: { principal_id: string; at: string }[] | null;
+  rejected_reason: string | null;
+  redeploys: string | null;
+}
+
+/** all reads every page of a paged list. */
+export async function all<T>(path: string): Promise<T[]> {
+  const sep = path.includes("?") ? "&" : "?";
+  let page = await call<Page<T>>("GET", path + sep + "limit=200");
+  const items = [...page.items];
+  while (page.next_cursor) {
+    page = await call<Page<T>>("GET", path + sep + "limit=200&cursor=" + seg(page.next_cursor));
+    items.push(...page.items);
+  }
+  return items;
+}
+
+/** refusal reads the API's refusal of a GET (what an EventSource cannot show). */
+export async function refusal(path: string): Promise<unknown> {
+  try {
+    await call("GET", path);
+    return null;
+  } catch (e) {
+    return e;
+  }
+}

@@ -7,6 +7,8 @@
 import { render } from "preact";
 import { useCallback, useEffect, useState } from "preact/hooks";
 import { ApiError, call, type Me } from "./api";
+import { AppPages } from "./pages/app";
+import { AppList } from "./pages/apps";
 import { Launcher } from "./pages/launcher";
 import { Later, NotFound } from "./pages/later";
 import { Login } from "./pages/login";
@@ -101,12 +103,18 @@ function App() {
   }
   if (mustChange) return <Loading />;
   let title = "Apps";
-  let current: "apps" | "admin" | "account" = "apps";
+  let current: "launcher" | "apps" | "admin" | "account" = "launcher";
   let page;
+  const app = /^\/apps\/([^/]+)\/?(.*)$/.exec(path);
   if (path === "/") {
     page = <Launcher />;
-  } else if (path.startsWith("/apps/")) {
-    page = <Later title="App pages" what="An app's pages (overview, deploys, logs, sharing, …)" />;
+  } else if (path === "/apps" || path === "/apps/") {
+    current = "apps";
+    page = <AppList />;
+  } else if (app) {
+    current = "apps";
+    title = "";
+    page = <AppPages appID={decodeURIComponent(app[1])} rest={app[2].split("/").filter((p) => p !== "").map(decodeURIComponent)} />;
   } else if (path.startsWith("/admin/")) {
     title = "Admin";
     current = "admin";

@@ -1,0 +1,261 @@
+package e2e
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svchost/svc/internal/browsertest"
+)
+
+// The console's app pages (/apps, /apps/<app ID>/…) in a real Chromium
+// against the real binary. Run them with:
+//
+//	go test -count=1 -run 'TestConsoleApps' ./internal/e2e/
+
+// TestConsoleAppsPages, on a server in port mode with a deployed app (the
+// static sample) and a draft:
+//   - the app list (/apps) shows both with their state, the deployed one
+//     with its address; "New app" tells how to make one;
+//   - the overview shows the workload running and passing, the app's URL,
+//     and usage; Restart asks for confirmation and the API records the
+//     restart;
+//   - the deploys page shows the history; Deploy starts a deploy and the
+//     page shows its log lines while it runs (before its outcome), then the
+//     outcome succeeded, with every line the API's stream has;
+//   - a revision asking for an approval (deploy.approvals: 1) deployed from
+//     the page waits for approval; its asker's Approve shows the API's
+//     PERM_DENIED with its remedy; another administrator, in a second
+//     browser, approves it, and both pages see it succeed;
+//   - Roll back, confirmed, ships revision 1 again and succeeds;
+//   - the logs page reads the workload's output and follows it.
+//
+// All through, the console calls only /api/v1 on its own origin (the log
+// streams included, as EventSource) and reports no problem (no CSP
+// violation); axe-core finds no serious violation on each page, in the
+// light and dark themes; screenshots of each go to SVC_SCREENSHOTS.
+func TestConsoleAppsPages(t *testing.T) {
+	s := startWebServer(t, "port", "SVC_RUNTIME_ISOLATION=none")
+	notes := s.app(t, "notes")
+	draft := s.createApp(t, "Draft Thing")
+
+	tab := consoleTab(t, browse(t))
+	s.signInTab(t, tab, "admin", adminPassword)
+
+	// The app list.
+	tab.Go(s.console + "/apps")
+	row := func(id string) string { return `tr[data-app="` + id + `"]` }
+	waitFor(t, tab, "both apps listed", `document.querySelector('`+row(notes.id)+`') && document.querySelector('`+row(draft)+`')`)
+	var cells []string
+	tab.MustEval(`[...document.querySelectorAll('`+row(notes.id)+` td')].map((c) => c.innerText.trim())`, &cells)
+	if len(cells) != 4 || cells[0] != "notes" || cells[1] != notes.slug || cells[2] != "running" || cells[3] != notes.url {
+		t.Errorf("the list's row of notes: %q; want its name, slug, state running and address %s", cells, notes.url)
+	}
+	tab.MustEval(`[...document.querySelectorAll('`+row(draft)+` td')].map((c) => c.innerText.trim())`, &cells)
+	if len(cells) != 4 || cells[2] != "draft" || cells[3] != "none yet" {
+		t.Errorf("the list's row of the draft: %q", cells)
+	}
+	click(t, tab, `.toolbar button.primary`)
+	waitText(t, tab, "svc launch ./my-app")
+	accessible(t, tab, "the app list")
+	screenshots(t, tab, "apps-list")
+
+	// The overview.
+	click(t, tab, row(notes.id)+` a`)
+	waitURL(t, tab, "the app's overview", func(a string) bool { return a == s.console+"/apps/"+notes.id })
+	waitFor(t, tab, "the workload running and passing", `(() => { const r = document.querySelector('[data-table="workloads"] tbody tr'); return r && r.innerText.includes("running") && r.innerText.includes("passing"); })()`)
+	waitFor(t, tab, "the usage table", `document.querySelector('[data-table="usage"]')`)
+	var open string
+	tab.MustEval(`document.querySelector('a.open-link').getAttribute('href')`, &open)
+	if open != notes.url {
+		t.Errorf("the overview's open link goes to %q; want %s", open, notes.url)
+	}
+	waitFor(t, tab, "the title", `document.title === "notes · svc"`)
+	accessible(t, tab, "the overview")
+	screenshots(t, tab, "app-overview")
+	clickButton(t, tab, ".overview .actions", "Restart")
+	waitFor(t, tab, "the confirmation", `document.querySelector('dialog.confirm[open]')`)
+	accessible(t, tab, "the overview's confirmation")
+	screenshots(t, tab, "app-restart-confirm")
+	clickButton(t, tab, "dialog.confirm", "Restart notes")
+	waitFor(t, tab, "the dialog closed", `!document.querySelector('dialog.confirm')`)
+	waitForAPI(t, "the restart recorded in the audit log", func() bool { return s.audited(t, "app.restart", notes.id) })
+
+	// The deploys page: history, then a deploy whose log streams live.
+	click(t, tab, `nav.tabs a[href$="/deploys"]`)
+	waitFor(t, tab, "the history", `document.querySelectorAll('[data-table="deploys"] tbody tr').length === 1`)
+	// Record whether a log line is ever shown before the outcome is.
+	tab.MustEval(`(() => { window.__live = false; new MutationObserver(() => {
+  const d = document.querySelector('.deploy-detail');
+  if (d && d.querySelector('.log .ln') && d.querySelector('.outcome').dataset.outcome === "") window.__live = true;
+}).observe(document.body, {subtree: true, childList: true, attributes: true}); return true; })()`, nil)
+	click(t, tab, `.deploys form.inline-form button[type=submit]`)
+	depURL := waitURL(t, tab, "the new deploy's page", func(a string) bool { return strings.HasPrefix(a, s.console+"/apps/"+notes.id+"/deploys/dep_") })
+	depID := depURL[strings.LastIndex(depURL, "/")+1:]
+	waitFor(t, tab, "the deploy's outcome", `document.querySelector('.outcome').dataset.outcome === "succeeded"`)
+	var live bool
+	tab.MustEval(`window.__live`, &live)
+	if !live {
+		t.Errorf("no log line was shown before the deploy's outcome: the log did not stream")
+	}
+	lines, _ := s.follow(t, notes.id, depID)
+	var shown int
+	tab.MustEval(`document.querySelectorAll('.deploy-detail .log .ln').length`, &shown)
+	if shown != len(lines) || len(lines) == 0 {
+		t.Errorf("the page shows %d log lines; the API's stream has %d", shown, len(lines))
+	}
+	waitFor(t, tab, "two deploys in the history", `document.querySelectorAll('[data-table="deploys"] tbody tr').length === 2`)
+	accessible(t, tab, "the deploys page with a deploy's log")
+	screenshots(t, tab, "app-deploy-log")
+
+	// A revision asking for an approval.
+	var one struct {
+		Spec struct {
+			Spec specDoc `json:"spec"`
+		} `json:"spec"`
+	}
+	s.must(t, "GET", "/apps/"+notes.id+"/specs/1", nil, http.StatusOK, &one)
+	doc := one.Spec.Spec
+	doc["deploy"] = map[string]any{"approvals": 1}
+	rev2 := s.newRevision(t, notes.id, doc)
+	fill(t, tab, map[string]string{"revision": strconv.Itoa(rev2)}, "revision")
+	heldURL := waitURL(t, tab, "the held deploy's page", func(a string) bool {
+		return strings.HasPrefix(a, s.console+"/apps/"+notes.id+"/deploys/dep_") && a != depURL
+	})
+	waitText(t, tab, "This deploy waits for approval")
+	accessible(t, tab, "a deploy waiting for approval")
+	screenshots(t, tab, "app-deploy-held")
+	clickButton(t, tab, ".approval", "Approve")
+	waitFor(t, tab, "the asker's approval refused", `document.querySelector('.deploy-detail [role=alert] .code')`)
+	var refusal string
+	tab.MustEval(`document.querySelector('.deploy-detail [role=alert]').innerText`, &refusal)
+	if !strings.Contains(refusal, "PERM_DENIED") || !strings.Contains(refusal, "another person") {
+		t.Errorf("approving one's own deploy shows %q; want PERM_DENIED saying another person approves", refusal)
+	}
+	var bob struct {
+		User struct{ ID string } `json:"user"`
+	}
+	s.must(t, "POST", "/users", map[string]any{"username": "bob", "display_name": "Bob Approver", "password": "bob-password-4242-x"}, http.StatusCreated, &bob)
+	s.must(t, "PUT", "/users/"+bob.User.ID+"/role", map[string]string{"role_id": "role_admin"}, http.StatusOK, nil)
+	bobTab := consoleTab(t, browse(t))
+	s.signInTab(t, bobTab, "bob", "bob-password-4242-x")
+	bobTab.Go(heldURL)
+	waitText(t, bobTab, "This deploy waits for approval")
+	clickButton(t, bobTab, ".approval", "Approve")
+	waitFor(t, bobTab, "the approved deploy's outcome", `document.querySelector('.outcome').dataset.outcome === "succeeded"`)
+	waitFor(t, tab, "the asker's page sees it succeed", `document.querySelector('.outcome').dataset.outcome === "succeeded" && document.querySelector('.facts').innerText.includes("1 of 1")`)
+	noProblems(t, bobTab)
+	onlyAPI(t, bobTab, s.console)
+
+	// Roll back.
+	clickButton(t, tab, ".deploys .actions", "Roll back")
+	waitFor(t, tab, "the rollback's confirmation", `document.querySelector('dialog.confirm[open]')`)
+	accessible(t, tab, "the rollback's confirmation")
+	clickButton(t, tab, "dialog.confirm", "Roll back")
+	rbURL := waitURL(t, tab, "the rollback's page", func(a string) bool {
+		return strings.HasPrefix(a, s.console+"/apps/"+notes.id+"/deploys/dep_") && a != depURL && a != heldURL
+	})
+	waitFor(t, tab, "the rollback's outcome", `document.querySelector('.outcome').dataset.outcome === "succeeded"`)
+	var rb struct {
+		Deployment struct {
+			Revision  int
+			Redeploys *string
+		}
+	}
+	s.must(t, "GET", "/apps/"+notes.id+"/deployments/"+rbURL[strings.LastIndex(rbURL, "/")+1:], nil, http.StatusOK, &rb)
+	if rb.Deployment.Revision != 1 || rb.Deployment.Redeploys == nil || *rb.Deployment.Redeploys != depID {
+		t.Errorf("the rollback ships revision %d (redeploys set: %t); want revision 1 again, the deploy %s", rb.Deployment.Revision, rb.Deployment.Redeploys != nil, depID)
+	}
+	waitText(t, tab, "rollback of "+depID)
+	screenshots(t, tab, "app-deploy-rollback")
+
+	// The logs page.
+	click(t, tab, `nav.tabs a[href$="/logs"]`)
+	waitURL(t, tab, "the logs page", func(a string) bool { return a == s.console+"/apps/"+notes.id+"/logs" })
+	waitFor(t, tab, "the log read", `!document.querySelector('.log').innerText.includes("Reading the log")`)
+	clickButton(t, tab, ".logs .actions", "Follow")
+	waitText(t, tab, "Following: new lines appear as they are written.")
+	accessible(t, tab, "the logs page")
+	screenshots(t, tab, "app-logs")
+	clickButton(t, tab, ".logs .actions", "Stop following")
+
+	noProblems(t, tab)
+	onlyAPI(t, tab, s.console)
+	var streamed bool
+	for _, r := range tab.Requests() {
+		if r.Type == "EventSource" && strings.HasSuffix(r.URL, "/deployments/"+depID+"/logs") {
+			streamed = true
+		}
+	}
+	if !streamed {
+		t.Errorf("the deploy's log was not read as an EventSource")
+	}
+}
+
+// TestConsoleAppsPathMode: in path routing mode the console's app pages
+// (/apps/<app ID>/…, an ID with an underscore) and the app list (/apps)
+// are the console's, while /apps/<slug>/ still reaches the app.
+func TestConsoleAppsPathMode(t *testing.T) {
+	s := startWebServer(t, "path", "SVC_RUNTIME_ISOLATION=none")
+	notes := s.app(t, "notes")
+	if notes.url != s.console+"/apps/"+notes.slug+"/" {
+		t.Fatalf("in path mode the app's address is %s", notes.url)
+	}
+	tab := consoleTab(t, browse(t))
+	s.signInTab(t, tab, "admin", adminPassword)
+	hops := tab.Go(s.console + "/apps/" + notes.id + "/deploys")
+	if len(hops) != 1 || hops[0].Status != http.StatusOK {
+		t.Fatalf("the console's deploys page in path mode: %+v", hops)
+	}
+	waitFor(t, tab, "the deploys page", `document.querySelectorAll('[data-table="deploys"] tbody tr').length === 1`)
+	tab.Go(s.console + "/apps/" + notes.id)
+	waitFor(t, tab, "the overview", `(() => { const r = document.querySelector('[data-table="workloads"] tbody tr'); return r && r.innerText.includes("running"); })()`)
+	tab.Go(s.console + "/apps")
+	waitFor(t, tab, "the app list", `document.querySelector('tr[data-app="`+notes.id+`"]')`)
+	noProblems(t, tab)
+	onlyAPI(t, tab, s.console)
+
+	before := len(s.hostile.hits(notes.id, "/"))
+	tab.Go(notes.url + "page")
+	waitURL(t, tab, "the app's page", func(a string) bool { return a == notes.url+"page" })
+	if h := s.hostile.hits(notes.id, "/page"); len(h) == 0 || len(s.hostile.hits(notes.id, "/")) <= before {
+		t.Errorf("the app at /apps/%s/ was not reached: %+v", notes.slug, h)
+	}
+}
+
+// clickButton clicks the button inside the element matching scope whose
+// text is label.
+func clickButton(t *testing.T, tab *browsertest.Tab, scope, label string) {
+	t.Helper()
+	var ok bool
+	tab.MustEval(`(() => { const b = [...document.querySelectorAll(`+strconv.Quote(scope+" button")+`)].find((b) => b.innerText.trim() === `+strconv.Quote(label)+` && !b.disabled); if (!b) return false; b.click(); return true; })()`, &ok)
+	if !ok {
+		waitFor(t, tab, "the button "+label+" in "+scope, `[...document.querySelectorAll(`+strconv.Quote(scope+" button")+`)].some((b) => b.innerText.trim() === `+strconv.Quote(label)+` && !b.disabled)`)
+		clickButton(t, tab, scope, label)
+	}
+}
+
+// audited says whether the audit log has an entry of action on the app.
+func (s *webServer) audited(t *testing.T, action, appID string) bool {
+	t.Helper()
+	var list struct {
+		Items []struct{ Action string } `json:"items"`
+	}
+	s.must(t, "GET", "/audit?action="+action+"&app_id="+appID, nil, http.StatusOK, &list)
+	return len(list.Items) > 0
+}
+
+// waitForAPI waits until cond holds.
+func waitForAPI(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	timeout := scaled(30 * time.Second)
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not so after %s", what, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
