@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -38,8 +39,20 @@ import (
 // light and dark themes; screenshots of each go to SVC_SCREENSHOTS.
 func TestConsoleAppsPages(t *testing.T) {
 	s := startWebServer(t, "port", "SVC_RUNTIME_ISOLATION=none")
-	notes := s.app(t, "notes")
+	notes := s.appOf(t, "notes", samples[2]) // python-hello: a process with output of its own
 	draft := s.createApp(t, "Draft Thing")
+	var one struct {
+		Spec struct {
+			Spec specDoc `json:"spec"`
+		} `json:"spec"`
+	}
+	s.must(t, "GET", "/apps/"+notes.id+"/specs/1", nil, http.StatusOK, &one)
+	// A revision whose workload takes seconds to start listening: its
+	// deploy runs long enough for the page to show its log while it runs.
+	slow := clone(t, one.Spec.Spec)
+	run := slow["workloads"].(map[string]any)["web"].(map[string]any)["run"].(map[string]any)
+	run["command"] = append([]any{"sh", "-c", "echo warming up; sleep 3; exec \"$@\"", "sh"}, run["command"].([]any)...)
+	slowRev := s.newRevision(t, notes.id, slow)
 
 	tab := consoleTab(t, browse(t))
 	s.signInTab(t, tab, "admin", adminPassword)
@@ -86,19 +99,24 @@ func TestConsoleAppsPages(t *testing.T) {
 	// The deploys page: history, then a deploy whose log streams live.
 	click(t, tab, `nav.tabs a[href$="/deploys"]`)
 	waitFor(t, tab, "the history", `document.querySelectorAll('[data-table="deploys"] tbody tr').length === 1`)
-	// Record whether a log line is ever shown before the outcome is.
-	tab.MustEval(`(() => { window.__live = false; new MutationObserver(() => {
-  const d = document.querySelector('.deploy-detail');
-  if (d && d.querySelector('.log .ln') && d.querySelector('.outcome').dataset.outcome === "") window.__live = true;
-}).observe(document.body, {subtree: true, childList: true, attributes: true}); return true; })()`, nil)
-	click(t, tab, `.deploys form.inline-form button[type=submit]`)
+	// Record when the deploy's first log line is shown.
+	tab.MustEval(`(() => { window.__firstLine = 0; new MutationObserver(() => {
+  if (!window.__firstLine && document.querySelector('.deploy-detail .log .ln')) window.__firstLine = Date.now();
+}).observe(document.body, {subtree: true, childList: true}); return true; })()`, nil)
+	fill(t, tab, map[string]string{"revision": strconv.Itoa(slowRev)}, "revision")
 	depURL := waitURL(t, tab, "the new deploy's page", func(a string) bool { return strings.HasPrefix(a, s.console+"/apps/"+notes.id+"/deploys/dep_") })
 	depID := depURL[strings.LastIndex(depURL, "/")+1:]
 	waitFor(t, tab, "the deploy's outcome", `document.querySelector('.outcome').dataset.outcome === "succeeded"`)
-	var live bool
-	tab.MustEval(`window.__live`, &live)
-	if !live {
-		t.Errorf("no log line was shown before the deploy's outcome: the log did not stream")
+	var firstLine int64
+	tab.MustEval(`window.__firstLine`, &firstLine)
+	var dep struct {
+		Deployment struct {
+			FinishedAt time.Time `json:"finished_at"`
+		}
+	}
+	s.must(t, "GET", "/apps/"+notes.id+"/deployments/"+depID, nil, http.StatusOK, &dep)
+	if firstLine == 0 || !time.UnixMilli(firstLine).Before(dep.Deployment.FinishedAt) {
+		t.Errorf("the first log line was shown at %v, the deploy finished at %v: the log did not stream while the deploy ran", time.UnixMilli(firstLine), dep.Deployment.FinishedAt)
 	}
 	lines, _ := s.follow(t, notes.id, depID)
 	var shown int
@@ -111,12 +129,6 @@ func TestConsoleAppsPages(t *testing.T) {
 	screenshots(t, tab, "app-deploy-log")
 
 	// A revision asking for an approval.
-	var one struct {
-		Spec struct {
-			Spec specDoc `json:"spec"`
-		} `json:"spec"`
-	}
-	s.must(t, "GET", "/apps/"+notes.id+"/specs/1", nil, http.StatusOK, &one)
 	doc := one.Spec.Spec
 	doc["deploy"] = map[string]any{"approvals": 1}
 	rev2 := s.newRevision(t, notes.id, doc)
@@ -165,8 +177,8 @@ func TestConsoleAppsPages(t *testing.T) {
 		}
 	}
 	s.must(t, "GET", "/apps/"+notes.id+"/deployments/"+rbURL[strings.LastIndex(rbURL, "/")+1:], nil, http.StatusOK, &rb)
-	if rb.Deployment.Revision != 1 || rb.Deployment.Redeploys == nil || *rb.Deployment.Redeploys != depID {
-		t.Errorf("the rollback ships revision %d (redeploys set: %t); want revision 1 again, the deploy %s", rb.Deployment.Revision, rb.Deployment.Redeploys != nil, depID)
+	if rb.Deployment.Revision != slowRev || rb.Deployment.Redeploys == nil || *rb.Deployment.Redeploys != depID {
+		t.Errorf("the rollback ships revision %d (redeploys set: %t); want revision %d again, the deploy %s", rb.Deployment.Revision, rb.Deployment.Redeploys != nil, slowRev, depID)
 	}
 	waitText(t, tab, "rollback of "+depID)
 	screenshots(t, tab, "app-deploy-rollback")
@@ -177,6 +189,12 @@ func TestConsoleAppsPages(t *testing.T) {
 	waitFor(t, tab, "the log read", `!document.querySelector('.log').innerText.includes("Reading the log")`)
 	clickButton(t, tab, ".logs .actions", "Follow")
 	waitText(t, tab, "Following: new lines appear as they are written.")
+	// A request to the app writes a line, which the page shows as it comes.
+	marker := "/console-follow-" + randomHex(t)
+	if _, _, err := hit("GET", s.waitRunning(t, notes.id), marker); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, tab, "GET "+marker)
 	accessible(t, tab, "the logs page")
 	screenshots(t, tab, "app-logs")
 	clickButton(t, tab, ".logs .actions", "Stop following")
@@ -235,6 +253,18 @@ func clickButton(t *testing.T, tab *browsertest.Tab, scope, label string) {
 		waitFor(t, tab, "the button "+label+" in "+scope, `[...document.querySelectorAll(`+strconv.Quote(scope+" button")+`)].some((b) => b.innerText.trim() === `+strconv.Quote(label)+` && !b.disabled)`)
 		clickButton(t, tab, scope, label)
 	}
+}
+
+// clone copies a spec document.
+func clone(t *testing.T, doc specDoc) specDoc {
+	t.Helper()
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out specDoc
+	mustJSON(t, b, &out)
+	return out
 }
 
 // audited says whether the audit log has an entry of action on the app.

@@ -30,10 +30,10 @@ export function AppPages(props: { appID: string; rest: string[] }) {
       setError(e);
     }
   }, [appID]);
-  useEffect(() => {
-    setApp(null);
-    reload();
-  }, [reload]);
+  // Read again every few seconds: a deploy or the reconciler changes the
+  // app's state behind the page.
+  useEffect(() => setApp(null), [appID]);
+  usePoll(reload, 5000, [reload]);
   const tab = rest[0] ?? "";
   const label = tabs.find((t) => t.sub === tab)?.label;
   useTitle((app ? app.name : "App") + (tab && label ? " · " + label : ""));

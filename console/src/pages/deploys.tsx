@@ -37,6 +37,7 @@ export function Deploys(props: { appID: string; depID: string; onChanged: () => 
     try {
       const body = method === "deploy" ? (revision.trim() ? { revision: Number(revision.trim()) } : {}) : undefined;
       const d = await call<{ deployment: Deployment }>("POST", method === "deploy" ? base : base + "/rollback", body);
+      setRevision("");
       await load();
       navigate("/apps/" + appID + "/deploys/" + d.deployment.id);
       props.onChanged();
@@ -282,7 +283,7 @@ function Detail(props: { appID: string; depID: string; fromList?: Deployment; on
             )}
           </>
         ) : d ? (
-          "In progress…"
+          d.state === "waiting_approval" ? "Waiting for approval." : "In progress…"
         ) : (
           " "
         )}
