@@ -227,3 +227,56 @@ export async function refusal(path: string): Promise<unknown> {
     return e;
   }
 }
+
+/**
+ * stream reads a server-sent event stream with fetch (so that a refusal
+ * before the stream opens is the API's envelope, which an EventSource
+ * cannot read), calling onEvent for each event until the stream ends or
+ * signal aborts. It throws the refusal (an ApiError).
+ */
+export async function stream(path: string, signal: AbortSignal, onEvent: (event: string, data: string) => void): Promise<void> {
+  let res: Response;
+  try {
+    res = await fetch(API + path, { credentials: "same-origin", headers: { Accept: "text/event-stream" }, signal });
+  } catch (e) {
+    if (signal.aborted) return;
+    throw new ApiError(0, "NETWORK", "The server could not be reached.", "Check that svc is running, then try again.");
+  }
+  if (!res.ok || !res.body) {
+    let decoded: unknown = undefined;
+    try {
+      decoded = await res.json();
+    } catch {
+      /* not JSON */
+    }
+    throw errorFrom(res.status, res.statusText, decoded);
+  }
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  let event = "message";
+  let data: string[] = [];
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += value;
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl).replace(/\r$/, "");
+        buf = buf.slice(nl + 1);
+        if (line === "") {
+          if (data.length > 0) onEvent(event, data.join("\n"));
+          event = "message";
+          data = [];
+        } else if (line.startsWith("event:")) {
+          event = line.slice(6).trim();
+        } else if (line.startsWith("data:")) {
+          data.push(line.slice(5).replace(/^ /, ""));
+        }
+      }
+    }
+  } catch (e) {
+    if (signal.aborted) return;
+    throw new ApiError(0, "NETWORK", "The stream was cut off.", "Try again.");
+  }
+}

@@ -161,13 +161,24 @@ func TestConsoleAppsPages(t *testing.T) {
 	noProblems(t, bobTab)
 	onlyAPI(t, bobTab, s.console)
 
+	// Another deploy of it, rejected with a reason.
+	fill(t, tab, map[string]string{"revision": strconv.Itoa(rev2)}, "revision")
+	rejURL := waitURL(t, tab, "the second held deploy's page", func(a string) bool {
+		return strings.HasPrefix(a, s.console+"/apps/"+notes.id+"/deploys/dep_") && a != depURL && a != heldURL
+	})
+	waitText(t, tab, "This deploy waits for approval")
+	fill(t, tab, map[string]string{"reject_reason": "not today, the demo is at noon"}, "reject_reason")
+	waitFor(t, tab, "the rejected deploy", `document.querySelector('.outcome').dataset.outcome === "rejected"`)
+	waitText(t, tab, "Rejected: not today, the demo is at noon")
+	screenshots(t, tab, "app-deploy-rejected")
+
 	// Roll back.
 	clickButton(t, tab, ".deploys .actions", "Roll back")
 	waitFor(t, tab, "the rollback's confirmation", `document.querySelector('dialog.confirm[open]')`)
 	accessible(t, tab, "the rollback's confirmation")
 	clickButton(t, tab, "dialog.confirm", "Roll back")
 	rbURL := waitURL(t, tab, "the rollback's page", func(a string) bool {
-		return strings.HasPrefix(a, s.console+"/apps/"+notes.id+"/deploys/dep_") && a != depURL && a != heldURL
+		return strings.HasPrefix(a, s.console+"/apps/"+notes.id+"/deploys/dep_") && a != depURL && a != heldURL && a != rejURL
 	})
 	waitFor(t, tab, "the rollback's outcome", `document.querySelector('.outcome').dataset.outcome === "succeeded"`)
 	var rb struct {
@@ -198,6 +209,23 @@ func TestConsoleAppsPages(t *testing.T) {
 	accessible(t, tab, "the logs page")
 	screenshots(t, tab, "app-logs")
 	clickButton(t, tab, ".logs .actions", "Stop following")
+
+	// A draft has no output: the page shows the API's refusal (message,
+	// remedy, code), and so does following it (the stream's refusal, read
+	// from the same answer).
+	tab.Go(s.console + "/apps/" + draft + "/logs")
+	waitFor(t, tab, "the draft's logs refused", `document.querySelector('.logs [role=alert] .code')`)
+	var refused, followRefused string
+	tab.MustEval(`[...document.querySelectorAll('.logs [role=alert] .msg, .logs [role=alert] .remedy, .logs [role=alert] .code code')].map((e) => e.innerText).join(" | ")`, &refused)
+	clickButton(t, tab, ".logs .actions", "Follow")
+	waitText(t, tab, "Follow") // the follow ended at once
+	waitFor(t, tab, "the draft's follow refused", `document.querySelector('.logs [role=alert] .code') && document.querySelector('.logs .actions button[aria-pressed="false"]')`)
+	tab.MustEval(`[...document.querySelectorAll('.logs [role=alert] .msg, .logs [role=alert] .remedy, .logs [role=alert] .code code')].map((e) => e.innerText).join(" | ")`, &followRefused)
+	if !strings.HasSuffix(refused, " | STATE_INVALID") || followRefused != refused {
+		t.Errorf("the draft's logs page shows %q, and after Follow %q; want the API's refusal both times", refused, followRefused)
+	}
+	accessible(t, tab, "the logs page with a refusal")
+	screenshots(t, tab, "app-logs-refused")
 
 	noProblems(t, tab)
 	onlyAPI(t, tab, s.console)

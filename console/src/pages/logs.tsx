@@ -1,11 +1,11 @@
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
-import { API, ApiError, call, refusal, seg, type Status } from "../api";
+import { call, seg, stream, type Status } from "../api";
 import { ErrorNote } from "../ui";
 
 // The logs page, /apps/<app ID>/logs: a workload's last lines (GET
 // …/logs?tail=N&workload=W) and, on request, following them as they are
-// written (…&follow=true, server-sent events; the process runtime only:
-// elsewhere the API's refusal is shown).
+// written (…&follow=true, server-sent events read with fetch; the process
+// runtime only: elsewhere the API's refusal is shown).
 
 const tails = [100, 500, 2000];
 
@@ -40,37 +40,33 @@ export function Logs(props: { appID: string }) {
       setLines([]);
     }
   }, [base, tail, workload]);
+  // Read when the page opens and when the workload or the length changes
+  // (neither can while following); what a follow showed stays when it ends.
   useEffect(() => {
-    if (!follow) read();
-  }, [read, follow]);
+    read();
+  }, [read]);
 
   useEffect(() => {
     if (!follow) return;
     setEnded("");
     setError(null);
-    const path = query("&follow=true");
-    const es = new EventSource(API + path);
-    let opened = 0;
-    es.onopen = () => {
-      if (opened++ === 0) setLines([]);
-    };
-    es.addEventListener("log", (e) => {
-      const v = JSON.parse((e as MessageEvent).data) as { line: string };
-      setLines((ls) => [...(ls ?? []), v.line]);
-    });
-    es.addEventListener("end", (e) => {
-      const v = JSON.parse((e as MessageEvent).data) as { reason: string };
-      setEnded(v.reason);
-      es.close();
-      setFollow(false);
-    });
-    es.onerror = () => {
-      if (es.readyState === EventSource.CLOSED) {
-        refusal(path).then((r) => setError(r ?? new ApiError(0, "NETWORK", "Following the log was cut off.", "Follow it again.")));
-        setFollow(false);
+    const ctl = new AbortController();
+    let first = true;
+    stream(query("&follow=true"), ctl.signal, (event, data) => {
+      if (event === "log") {
+        const v = JSON.parse(data) as { line: string };
+        const reset = first; // the stream begins with the last tail lines
+        first = false;
+        setLines((ls) => (reset ? [v.line] : [...(ls ?? []), v.line]));
+      } else if (event === "end") {
+        setEnded((JSON.parse(data) as { reason: string }).reason);
       }
-    };
-    return () => es.close();
+    })
+      .catch(setError)
+      .finally(() => {
+        if (!ctl.signal.aborted) setFollow(false);
+      });
+    return () => ctl.abort();
   }, [follow, base, tail, workload]);
 
   useEffect(() => {
