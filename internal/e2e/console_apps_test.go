@@ -17,24 +17,29 @@ import (
 //	go test -count=1 -run 'TestConsoleApps' ./internal/e2e/
 
 // TestConsoleAppsPages, on a server in port mode with a deployed app (the
-// static sample) and a draft:
+// Python sample) and a draft:
 //   - the app list (/apps) shows both with their state, the deployed one
 //     with its address; "New app" tells how to make one;
 //   - the overview shows the workload running and passing, the app's URL,
-//     and usage; Restart asks for confirmation and the API records the
-//     restart;
-//   - the deploys page shows the history; Deploy starts a deploy and the
-//     page shows its log lines while it runs (before its outcome), then the
+//     and usage, without shifting its layout as they arrive; Restart asks
+//     for confirmation and the API records the restart;
+//   - the deploys page shows the history; Deploy (of a revision whose
+//     workload takes seconds to start) shows the deploy's first log line
+//     before the deploy finished (by the server's finished_at), then the
 //     outcome succeeded, with every line the API's stream has;
 //   - a revision asking for an approval (deploy.approvals: 1) deployed from
 //     the page waits for approval; its asker's Approve shows the API's
-//     PERM_DENIED with its remedy; another administrator, in a second
-//     browser, approves it, and both pages see it succeed;
-//   - Roll back, confirmed, ships revision 1 again and succeeds;
-//   - the logs page reads the workload's output and follows it.
+//     PERM_DENIED; another administrator, in a second browser, approves it,
+//     and both pages see it succeed; a second such deploy is rejected with
+//     a reason, which the page shows;
+//   - Roll back, confirmed, ships the release before the current one again
+//     (redeploys: that deploy) and succeeds;
+//   - the logs page reads the workload's output and, following it, shows
+//     the line a request to the app writes; for a draft it shows the API's
+//     refusal (message, remedy, code), and following shows the same.
 //
-// All through, the console calls only /api/v1 on its own origin (the log
-// streams included, as EventSource) and reports no problem (no CSP
+// All through, the console calls only /api/v1 on its own origin (the
+// deploy's log as an EventSource) and reports no problem (no CSP
 // violation); axe-core finds no serious violation on each page, in the
 // light and dark themes; screenshots of each go to SVC_SCREENSHOTS.
 func TestConsoleAppsPages(t *testing.T) {
@@ -55,6 +60,7 @@ func TestConsoleAppsPages(t *testing.T) {
 	slowRev := s.newRevision(t, notes.id, slow)
 
 	tab := consoleTab(t, browse(t))
+	watchLayoutShift(tab)
 	s.signInTab(t, tab, "admin", adminPassword)
 
 	// The app list.
@@ -76,10 +82,12 @@ func TestConsoleAppsPages(t *testing.T) {
 	screenshots(t, tab, "apps-list")
 
 	// The overview.
+	tab.MustEval(`window.__cls = 0`, nil)
 	click(t, tab, row(notes.id)+` a`)
 	waitURL(t, tab, "the app's overview", func(a string) bool { return a == s.console+"/apps/"+notes.id })
 	waitFor(t, tab, "the workload running and passing", `(() => { const r = document.querySelector('[data-table="workloads"] tbody tr'); return r && r.innerText.includes("running") && r.innerText.includes("passing"); })()`)
 	waitFor(t, tab, "the usage table", `document.querySelector('[data-table="usage"]')`)
+	noLayoutShift(t, tab, "the overview")
 	var open string
 	tab.MustEval(`document.querySelector('a.open-link').getAttribute('href')`, &open)
 	if open != notes.url {
@@ -97,8 +105,10 @@ func TestConsoleAppsPages(t *testing.T) {
 	waitForAPI(t, "the restart recorded in the audit log", func() bool { return s.audited(t, "app.restart", notes.id) })
 
 	// The deploys page: history, then a deploy whose log streams live.
+	tab.MustEval(`window.__cls = 0`, nil)
 	click(t, tab, `nav.tabs a[href$="/deploys"]`)
 	waitFor(t, tab, "the history", `document.querySelectorAll('[data-table="deploys"] tbody tr').length === 1`)
+	noLayoutShift(t, tab, "the deploys page")
 	// Record when the deploy's first log line is shown.
 	tab.MustEval(`(() => { window.__firstLine = 0; new MutationObserver(() => {
   if (!window.__firstLine && document.querySelector('.deploy-detail .log .ln')) window.__firstLine = Date.now();
@@ -242,10 +252,15 @@ func TestConsoleAppsPages(t *testing.T) {
 
 // TestConsoleAppsPathMode: in path routing mode the console's app pages
 // (/apps/<app ID>/…, an ID with an underscore) and the app list (/apps)
-// are the console's, while /apps/<slug>/ still reaches the app.
+// are the console's (before, the edge took every /apps/… and sent the
+// browser to sign in to an app that does not exist), while /apps/<slug>/
+// still reaches the app. Also: a member who manages no app sees the app
+// list's empty state; after a failed deploy the overview shows the
+// status's problem (code and message, and remedy when it has one) and links
+// to the failed deploy, whose page shows its log and outcome.
 func TestConsoleAppsPathMode(t *testing.T) {
 	s := startWebServer(t, "path", "SVC_RUNTIME_ISOLATION=none")
-	notes := s.app(t, "notes")
+	notes := s.appOf(t, "notes", samples[2])
 	if notes.url != s.console+"/apps/"+notes.slug+"/" {
 		t.Fatalf("in path mode the app's address is %s", notes.url)
 	}
@@ -262,6 +277,59 @@ func TestConsoleAppsPathMode(t *testing.T) {
 	waitFor(t, tab, "the app list", `document.querySelector('tr[data-app="`+notes.id+`"]')`)
 	noProblems(t, tab)
 	onlyAPI(t, tab, s.console)
+
+	// A member who manages no app sees the list's empty state.
+	var mia struct {
+		User struct{ ID string } `json:"user"`
+	}
+	s.must(t, "POST", "/users", map[string]any{"username": "mia", "display_name": "Mia Member", "password": "mia-password-5150-x"}, http.StatusCreated, &mia)
+	miaTab := consoleTab(t, browse(t))
+	s.signInTab(t, miaTab, "mia", "mia-password-5150-x")
+	miaTab.Go(s.console + "/apps")
+	waitText(t, miaTab, "No apps to manage yet")
+	waitText(t, miaTab, "svc launch ./my-app")
+	accessible(t, miaTab, "the empty app list")
+	screenshots(t, miaTab, "apps-empty")
+	noProblems(t, miaTab)
+
+	// A deploy that fails: the overview shows the problem, with its code
+	// and remedy, as GET …/status has it.
+	var one struct {
+		Spec struct {
+			Spec specDoc `json:"spec"`
+		} `json:"spec"`
+	}
+	s.must(t, "GET", "/apps/"+notes.id+"/specs/1", nil, http.StatusOK, &one)
+	broken := one.Spec.Spec
+	broken["workloads"].(map[string]any)["web"].(map[string]any)["run"].(map[string]any)["command"] = []string{"sh", "-c", "echo this build is broken; exit 3"}
+	d := s.deploy(t, notes.id, s.newRevision(t, notes.id, broken))
+	if _, end := s.follow(t, notes.id, d.ID); end.State != "failed" {
+		t.Fatalf("the broken revision's deploy ended %s", end.State)
+	}
+	var st struct {
+		Problem *struct{ Code, Message, Remedy string } `json:"problem"`
+	}
+	s.must(t, "GET", "/apps/"+notes.id+"/status", nil, http.StatusOK, &st)
+	if st.Problem == nil {
+		t.Fatalf("after a failed deploy the status has no problem")
+	}
+	tab.Go(s.console + "/apps/" + notes.id)
+	waitFor(t, tab, "the problem shown", `document.querySelector('.overview .problem .code')`)
+	var shown []string
+	tab.MustEval(`[...document.querySelectorAll('.overview .problem p')].map((p) => p.innerText)`, &shown)
+	if len(shown) < 2 || shown[len(shown)-1] != st.Problem.Code || !strings.Contains(strings.ToLower(shown[0]), strings.ToLower(strings.TrimSuffix(st.Problem.Message, "."))) {
+		t.Errorf("the overview shows the problem as %q; the status has %+v", shown, *st.Problem)
+	}
+	if st.Problem.Remedy != "" && (len(shown) != 3 || !strings.Contains(strings.ToLower(shown[1]), strings.ToLower(strings.TrimSuffix(st.Problem.Remedy, ".")))) {
+		t.Errorf("the overview shows %q without the problem's remedy %q", shown, st.Problem.Remedy)
+	}
+	click(t, tab, `.overview a[href$="/deploys/`+d.ID+`"]`)
+	waitFor(t, tab, "the failed deploy's outcome", `document.querySelector('.outcome').dataset.outcome === "failed"`)
+	waitText(t, tab, "this build is broken")
+	tab.Go(s.console + "/apps/" + notes.id)
+	waitFor(t, tab, "the problem shown again", `document.querySelector('.overview .problem .code')`)
+	accessible(t, tab, "the overview with a problem")
+	screenshots(t, tab, "app-overview-problem")
 
 	before := len(s.hostile.hits(notes.id, "/"))
 	tab.Go(notes.url + "page")
@@ -280,6 +348,27 @@ func clickButton(t *testing.T, tab *browsertest.Tab, scope, label string) {
 	if !ok {
 		waitFor(t, tab, "the button "+label+" in "+scope, `[...document.querySelectorAll(`+strconv.Quote(scope+" button")+`)].some((b) => b.innerText.trim() === `+strconv.Quote(label)+` && !b.disabled)`)
 		clickButton(t, tab, scope, label)
+	}
+}
+
+// watchLayoutShift makes the tab's pages add up their layout shifts
+// (those not caused by the person's input) in window.__cls.
+func watchLayoutShift(tab *browsertest.Tab) {
+	tab.OnNewDocument(`window.__cls = 0; new PerformanceObserver((l) => { for (const e of l.getEntries()) if (!e.hadRecentInput) window.__cls += e.value; }).observe({type: "layout-shift", buffered: true});`)
+}
+
+// noLayoutShift fails the test when the page moved as its data arrived
+// since window.__cls was last reset: a cumulative layout shift of 0.02 or
+// more (0.1 is the web's "good" bound; the console aims for none).
+func noLayoutShift(t *testing.T, tab *browsertest.Tab, page string) {
+	t.Helper()
+	// Let the last frames be painted and their shifts reported.
+	tab.MustEval(`new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => r(true), 100))))`, nil)
+	var cls float64
+	tab.MustEval(`window.__cls`, &cls)
+	t.Logf("cumulative layout shift of %s: %.4f", page, cls)
+	if cls >= 0.02 {
+		t.Errorf("%s shifted its layout as data arrived: cumulative layout shift %.4f", page, cls)
 	}
 }
 

@@ -150,6 +150,12 @@ function Overview(props: { app: App | null; appID: string; onChanged: () => Prom
       <section aria-labelledby="status-h" class="block">
         <h2 id="status-h">Status</h2>
         {status?.problem && <ProblemNote problem={status.problem} />}
+        {status?.problem?.deployment_id && (
+          <p class="small">
+            Read <Link href={"/apps/" + appID + "/deploys/" + status.problem.deployment_id}>the failed deploy’s log</Link>; the release before it may
+            still serve.
+          </p>
+        )}
         {status === null ? (
           <p class="placeholder" aria-busy="true">
             Reading the status…
