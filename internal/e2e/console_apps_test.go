@@ -36,7 +36,10 @@ import (
 //     (redeploys: that deploy) and succeeds;
 //   - the logs page reads the workload's output and, following it, shows
 //     the line a request to the app writes; for a draft it shows the API's
-//     refusal (message, remedy, code), and following shows the same.
+//     refusal (message, remedy, code), and following shows the same; the
+//     draft's deploys page says there are none yet, and Deploy shows the
+//     API's refusal;
+//   - Stop and Start, each confirmed, and the page follows the app's state.
 //
 // All through, the console calls only /api/v1 on its own origin (the
 // deploy's log as an EventSource) and reports no problem (no CSP
@@ -236,6 +239,29 @@ func TestConsoleAppsPages(t *testing.T) {
 	}
 	accessible(t, tab, "the logs page with a refusal")
 	screenshots(t, tab, "app-logs-refused")
+
+	// The draft's deploys page: no deploys yet, and Deploy shows the API's
+	// refusal (nothing to deploy).
+	click(t, tab, `nav.tabs a[href$="/deploys"]`)
+	waitText(t, tab, "No deploys yet")
+	click(t, tab, `.deploys form.inline-form button[type=submit]`)
+	waitFor(t, tab, "the draft's deploy refused", `document.querySelector('.deploys [role=alert] .code')`)
+	accessible(t, tab, "the deploys page, empty, with a refusal")
+	screenshots(t, tab, "app-deploys-empty")
+
+	// Stop and start, each confirmed: the page follows the app's state.
+	tab.Go(s.console + "/apps/" + notes.id)
+	waitFor(t, tab, "the overview", `document.querySelector('[data-table="workloads"]')`)
+	clickButton(t, tab, ".overview .actions", "Stop")
+	clickButton(t, tab, "dialog.confirm", "Stop notes")
+	waitFor(t, tab, "the app stopped", `document.querySelector('.app-facts').innerText.includes("stopped") && !document.querySelector('[data-table="workloads"] tbody tr .pill-ok')`)
+	screenshots(t, tab, "app-overview-stopped")
+	clickButton(t, tab, ".overview .actions", "Start")
+	clickButton(t, tab, "dialog.confirm", "Start notes")
+	waitFor(t, tab, "the app running again", `document.querySelector('.app-facts').innerText.includes("running") && document.querySelector('[data-table="workloads"] tbody tr').innerText.includes("passing")`)
+	if !s.audited(t, "app.stop", notes.id) || !s.audited(t, "app.start", notes.id) {
+		t.Errorf("the audit log lacks the stop or the start")
+	}
 
 	noProblems(t, tab)
 	onlyAPI(t, tab, s.console)

@@ -86,7 +86,7 @@ export function Deploys(props: { appID: string; depID: string; onChanged: () => 
           </p>
         ) : items.length === 0 ? (
           <div class="empty-state small">
-            <p>No deploys yet. Deploy the pinned revision with the Deploy button above; a new app is given one when detection’s proposal is accepted.</p>
+            <p>No deploys yet. Deploy the pinned revision with the Deploy button above. A new app has a revision to deploy once detection’s proposal is accepted (svc launch does that for you).</p>
           </div>
         ) : (
           <table class="list" data-table="deploys">
