@@ -7,17 +7,21 @@
 import { render } from "preact";
 import { useCallback, useEffect, useState } from "preact/hooks";
 import { ApiError, call, type Me } from "./api";
-import { AppPages } from "./pages/app";
-import { AppList } from "./pages/apps";
 import { Launcher } from "./pages/launcher";
 import { Later, NotFound } from "./pages/later";
 import { Login } from "./pages/login";
 import { Passcode } from "./pages/passcode";
 import { Password } from "./pages/password";
 import { Setup } from "./pages/setup";
+import { lazy } from "./lazy";
 import { navigate, useLocation } from "./router";
 import { Card, ErrorNote, Shell } from "./ui";
 import "./style.css";
+
+// The app pages are a chunk of their own, loaded when first shown: the
+// launcher and sign-in do not carry them.
+const AppList = lazy(() => import("./pages/apps").then((m) => m.AppList));
+const AppPages = lazy(() => import("./pages/app").then((m) => m.AppPages));
 
 function isPublic(path: string): boolean {
   return path === "/login" || path === "/setup" || /^\/passcode\/[^/]+$/.test(path);
