@@ -12,7 +12,9 @@
 // Listeners opens one listener per host port in the table; Proxy.Front
 // puts the edge ahead of the API on the main listener (subdomain and path
 // modes; in port mode it only keeps the console off a separate apps
-// domain).
+// domain). In path mode /apps/<slug>/ is the app's and /apps/<app ID>/…
+// the console's (ConsoleAppPage: an ID has an underscore, a slug never
+// does).
 //
 // Every request is authorized: the caller (svc's bearer token, else the
 // app's own cookie) needs a data-plane grant on the app (to its account, a

@@ -16,10 +16,23 @@ import (
 // appsPrefix begins every app's path in path mode.
 const appsPrefix = "/apps/"
 
+// ConsoleAppPage reports whether a path under /apps/ is one of the
+// console's app pages, /apps/<app ID>/…, rather than an app's address in
+// path mode, /apps/<slug>/…: an app ID always has an underscore (app_…)
+// and a slug never has one, so the two never meet.
+func ConsoleAppPage(path string) bool {
+	rest, ok := strings.CutPrefix(path, appsPrefix)
+	if !ok {
+		return false
+	}
+	first, _, _ := strings.Cut(rest, "/")
+	return strings.Contains(first, "_")
+}
+
 // Front puts the edge ahead of the API on the main listener. In subdomain
 // mode a request for <slug>.<apps domain> (any case, any port) goes to the
-// edge; in path mode a request whose path begins with /apps/ does;
-// everything else (the JWKS included) goes to api, except, with a separate
+// edge; in path mode a request whose path begins with /apps/ does, but
+// the console's app pages (/apps/<app ID>/…, ConsoleAppPage); everything else (the JWKS included) goes to api, except, with a separate
 // apps domain, a request for the apps domain itself: the console is never
 // served there (its scripts would share the apps' site).
 func (p *Proxy) Front(api http.Handler) http.Handler {
@@ -32,7 +45,7 @@ func (p *Proxy) Front(api http.Handler) http.Handler {
 				return
 			}
 		case ModePath:
-			if strings.HasPrefix(r.URL.Path, appsPrefix) {
+			if strings.HasPrefix(r.URL.Path, appsPrefix) && !ConsoleAppPage(r.URL.Path) {
 				p.servePath(w, r)
 				return
 			}

@@ -108,6 +108,29 @@ func TestPathRouting(t *testing.T) {
 	for _, path := range []string{"/", "/api/v1/apps", "/apps", "/login", "/.well-known/jwks.json"} {
 		isAPI(t, srv+path, bearer(alice.token))
 	}
+	// The console's app pages, /apps/<app ID>/… (an ID has an underscore, a
+	// slug never does), are the API's (the console's) whoever asks.
+	for _, path := range []string{"/apps/" + app.id, "/apps/" + app.id + "/", "/apps/" + app.id + "/deploys", "/apps/app_x/logs?follow=1"} {
+		isAPI(t, srv+path)
+	}
+}
+
+func TestConsoleAppPage(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/apps/app_01HZ":         true,
+		"/apps/app_01HZ/":        true,
+		"/apps/app_01HZ/deploys": true,
+		"/apps/notes/app_x":      false,
+		"/apps/notes/":           false,
+		"/apps/":                 false,
+		"/apps":                  false,
+		"/app_x":                 false,
+		"/admin/app_x":           false,
+	} {
+		if got := ConsoleAppPage(path); got != want {
+			t.Errorf("ConsoleAppPage(%q) = %v, want %v", path, got, want)
+		}
+	}
 }
 
 // TestPortModeLeavesTheMainListenerToTheAPI: in port mode Front adds

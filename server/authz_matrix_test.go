@@ -421,6 +421,7 @@ func (m *matrix) builders() map[string]buildFn {
 		"GET /api/v1/capacity":   fixed(api + "/capacity"),
 		"GET /healthz":           fixed("/healthz"),
 		"GET /account/{page...}": fixed("/account/password"),
+		"GET /apps":              fixed("/apps"),
 		"GET /apps/{page...}":    fixed("/apps/" + m.appID),
 		"GET /admin/{page...}":   fixed("/admin/"),
 		"GET /assets/{file...}":  fixed("/assets/index.js"),

@@ -123,3 +123,160 @@ export async function allApps(): Promise<{ items: Entry[]; sections: Section[] }
   }
   return { items, sections: page.sections ?? [] };
 }
+
+/** App is an app as GET /api/v1/apps/{appID} answers it. */
+export interface App {
+  id: string;
+  name: string;
+  slug: string;
+  state: string;
+  desired_state: string;
+  url: string | null;
+  pinned: { revision: number } | null;
+  created_at: string;
+}
+
+export interface Page<T> {
+  items: T[];
+  next_cursor?: string;
+}
+
+/** Problem is what keeps an app or a workload from serving. */
+export interface Problem {
+  code: string;
+  message: string;
+  remedy?: string;
+  deployment_id?: string;
+  workload?: string;
+}
+
+export interface WorkloadReport {
+  primary: boolean;
+  running: boolean;
+  restarts: number;
+  health: string;
+  exit_code: number | null;
+  address?: string;
+  problem?: Problem;
+}
+
+export interface Status {
+  state: string;
+  desired_state: string;
+  deployment_id: string | null;
+  revision: number | null;
+  workloads: Record<string, WorkloadReport> | null;
+  problem: Problem | null;
+}
+
+export interface Limits {
+  cpu_millis: number;
+  memory_bytes: number;
+  disk_bytes: number;
+}
+
+export interface WorkloadUsage extends Limits {
+  volumes: Record<string, number> | null;
+  limits: Limits;
+}
+
+export interface Usage {
+  supported: boolean;
+  host_cpu_millis: number;
+  host_memory_bytes: number;
+  workloads: Record<string, WorkloadUsage> | null;
+}
+
+export interface Deployment {
+  id: string;
+  app_id: string;
+  revision: number;
+  state: string;
+  trigger: string;
+  error_code: string | null;
+  error_message: string | null;
+  created_by: string;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  approvals_required: number;
+  approval_reasons: string[] | null;
+  approvals: { principal_id: string; at: string }[] | null;
+  rejected_reason: string | null;
+  redeploys: string | null;
+}
+
+/** all reads every page of a paged list. */
+export async function all<T>(path: string): Promise<T[]> {
+  const sep = path.includes("?") ? "&" : "?";
+  let page = await call<Page<T>>("GET", path + sep + "limit=200");
+  const items = [...page.items];
+  while (page.next_cursor) {
+    page = await call<Page<T>>("GET", path + sep + "limit=200&cursor=" + seg(page.next_cursor));
+    items.push(...page.items);
+  }
+  return items;
+}
+
+/** refusal reads the API's refusal of a GET (what an EventSource cannot show). */
+export async function refusal(path: string): Promise<unknown> {
+  try {
+    await call("GET", path);
+    return null;
+  } catch (e) {
+    return e;
+  }
+}
+
+/**
+ * stream reads a server-sent event stream with fetch (so that a refusal
+ * before the stream opens is the API's envelope, which an EventSource
+ * cannot read), calling onEvent for each event until the stream ends or
+ * signal aborts. It throws the refusal (an ApiError).
+ */
+export async function stream(path: string, signal: AbortSignal, onEvent: (event: string, data: string) => void): Promise<void> {
+  let res: Response;
+  try {
+    res = await fetch(API + path, { credentials: "same-origin", headers: { Accept: "text/event-stream" }, signal });
+  } catch (e) {
+    if (signal.aborted) return;
+    throw new ApiError(0, "NETWORK", "The server could not be reached.", "Check that svc is running, then try again.");
+  }
+  if (!res.ok || !res.body) {
+    let decoded: unknown = undefined;
+    try {
+      decoded = await res.json();
+    } catch {
+      /* not JSON */
+    }
+    throw errorFrom(res.status, res.statusText, decoded);
+  }
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  let event = "message";
+  let data: string[] = [];
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += value;
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl).replace(/\r$/, "");
+        buf = buf.slice(nl + 1);
+        if (line === "") {
+          if (data.length > 0) onEvent(event, data.join("\n"));
+          event = "message";
+          data = [];
+        } else if (line.startsWith("event:")) {
+          event = line.slice(6).trim();
+        } else if (line.startsWith("data:")) {
+          data.push(line.slice(5).replace(/^ /, ""));
+        }
+      }
+    }
+  } catch (e) {
+    if (signal.aborted) return;
+    throw new ApiError(0, "NETWORK", "The stream was cut off.", "Try again.");
+  }
+}

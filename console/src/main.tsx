@@ -13,9 +13,15 @@ import { Login } from "./pages/login";
 import { Passcode } from "./pages/passcode";
 import { Password } from "./pages/password";
 import { Setup } from "./pages/setup";
+import { lazy } from "./lazy";
 import { navigate, useLocation } from "./router";
 import { Card, ErrorNote, Shell } from "./ui";
 import "./style.css";
+
+// The app pages are a chunk of their own, loaded when first shown: the
+// launcher and sign-in do not carry them.
+const AppList = lazy(() => import("./pages/apps").then((m) => m.AppList));
+const AppPages = lazy(() => import("./pages/app").then((m) => m.AppPages));
 
 function isPublic(path: string): boolean {
   return path === "/login" || path === "/setup" || /^\/passcode\/[^/]+$/.test(path);
@@ -101,12 +107,18 @@ function App() {
   }
   if (mustChange) return <Loading />;
   let title = "Apps";
-  let current: "apps" | "admin" | "account" = "apps";
+  let current: "launcher" | "apps" | "admin" | "account" = "launcher";
   let page;
+  const app = /^\/apps\/([^/]+)\/?(.*)$/.exec(path);
   if (path === "/") {
     page = <Launcher />;
-  } else if (path.startsWith("/apps/")) {
-    page = <Later title="App pages" what="An app's pages (overview, deploys, logs, sharing, …)" />;
+  } else if (path === "/apps" || path === "/apps/") {
+    current = "apps";
+    page = <AppList />;
+  } else if (app) {
+    current = "apps";
+    title = "";
+    page = <AppPages appID={decodeURIComponent(app[1])} rest={app[2].split("/").filter((p) => p !== "").map(decodeURIComponent)} />;
   } else if (path.startsWith("/admin/")) {
     title = "Admin";
     current = "admin";

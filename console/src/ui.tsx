@@ -9,10 +9,10 @@ import { ApiError, type Me } from "./api";
 import { Link } from "./router";
 
 /** useTitle names the document after the page. */
-export function useTitle(title: string): void {
+export function useTitle(title: string, on = true): void {
   useEffect(() => {
-    document.title = title ? title + " · svc" : "svc";
-  }, [title]);
+    if (on) document.title = title ? title + " · svc" : "svc";
+  }, [title, on]);
 }
 
 /** Card is the layout of the pages before sign-in. */
@@ -33,8 +33,9 @@ export function Card(props: { title: string; lead?: ComponentChildren; children?
 }
 
 /** Shell is the layout of every page of a signed-in person. */
-export function Shell(props: { me: Me; title: string; current: "apps" | "admin" | "account"; onSignOut: () => void; children: ComponentChildren }) {
-  useTitle(props.title);
+export function Shell(props: { me: Me; title: string; current: "launcher" | "apps" | "admin" | "account"; onSignOut: () => void; children: ComponentChildren }) {
+  // A page that names itself (an app's) leaves the title empty here.
+  useTitle(props.title, props.title !== "");
   const u = props.me.user;
   const admin = props.me.verbs.includes("install.view");
   return (
@@ -49,7 +50,12 @@ export function Shell(props: { me: Me; title: string; current: "apps" | "admin" 
         <nav aria-label="Main">
           <ul>
             <li>
-              <Link href="/" aria-current={props.current === "apps" ? "page" : undefined}>
+              <Link href="/" aria-current={props.current === "launcher" ? "page" : undefined}>
+                Launcher
+              </Link>
+            </li>
+            <li>
+              <Link href="/apps" aria-current={props.current === "apps" ? "page" : undefined}>
                 Apps
               </Link>
             </li>
@@ -185,4 +191,75 @@ export function Submit(props: { busy: boolean; children: ComponentChildren }) {
       {props.children}
     </button>
   );
+}
+
+/**
+ * Confirm asks before an action that changes a running app: a modal
+ * dialog (focus moves into it and returns; Escape cancels) naming what
+ * will happen, with the action's button and Cancel.
+ */
+export function Confirm(props: { title: string; children: ComponentChildren; action: string; danger?: boolean; onConfirm: () => void; onCancel: () => void }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (d && !d.open) d.showModal();
+    return () => d?.close();
+  }, []);
+  return (
+    <dialog ref={ref} class="confirm" aria-labelledby="confirm-title" onCancel={(e) => (e.preventDefault(), props.onCancel())}>
+      <h2 id="confirm-title">{props.title}</h2>
+      <div class="confirm-body">{props.children}</div>
+      <div class="confirm-actions">
+        <button type="button" class={props.danger ? "danger" : "primary"} onClick={props.onConfirm}>
+          {props.action}
+        </button>
+        <button type="button" onClick={props.onCancel} autofocus>
+          Cancel
+        </button>
+      </div>
+    </dialog>
+  );
+}
+
+/** ProblemNote shows what keeps an app or a workload from serving. */
+export function ProblemNote(props: { problem: { code: string; message: string; remedy?: string } }) {
+  const p = props.problem;
+  return (
+    <div class="error problem">
+      <p class="msg">{sentence(p.message)}</p>
+      {p.remedy && <p class="remedy">{sentence(p.remedy)}</p>}
+      <p class="code">
+        <code>{p.code}</code>
+      </p>
+    </div>
+  );
+}
+
+/** usePoll runs load now and every ms milliseconds while the page shows. */
+export function usePoll(load: () => Promise<void>, ms: number, deps: unknown[]): void {
+  useEffect(() => {
+    let live = true;
+    let timer = 0;
+    const tick = async () => {
+      try {
+        await load();
+      } catch {
+        /* load shows its own errors */
+      } finally {
+        if (live) timer = window.setTimeout(tick, ms);
+      }
+    };
+    tick();
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, deps);
+}
+
+/** when says when an instant was, in the reader's locale, to the second. */
+export function when(iso: string | null | undefined): string {
+  if (!iso) return "—";
+  const d = new Date(iso);
+  return isNaN(d.getTime()) ? iso : d.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
 }
