@@ -359,9 +359,7 @@ func operationCommand(op api.Operation) *cobra.Command {
 				call.Path[p] = id
 			}
 		}
-		if err := queryOf(cmd, op, call.Query); err != nil {
-			return err
-		}
+		queryOf(cmd, op, call.Query)
 		if len(fields) > 0 {
 			if call.Body, err = bodyOf(cmd, fields, bodyFile); err != nil {
 				return err
@@ -409,7 +407,7 @@ func operationCommand(op api.Operation) *cobra.Command {
 }
 
 // queryOf puts the query flags that were set into q.
-func queryOf(cmd *cobra.Command, op api.Operation, q url.Values) error {
+func queryOf(cmd *cobra.Command, op api.Operation, q url.Values) {
 	names := []string{"limit", "cursor", "before"}
 	for _, p := range op.Query {
 		names = append(names, p.Name)
@@ -425,7 +423,6 @@ func queryOf(cmd *cobra.Command, op api.Operation, q url.Values) error {
 		}
 		q.Set(name, fl.Value.String())
 	}
-	return nil
 }
 
 // bodyOf builds the JSON body: --body's object, then every body flag set.
