@@ -69,6 +69,27 @@ func (c *Client) Apps(ctx context.Context, cursor string, limit int) (Page[App],
 	return answer[Page[App]](ctx, c, request{method: http.MethodGet, path: "/api/v1/apps", query: pageQuery(cursor, limit)})
 }
 
+// AppBySlug finds the ID of the app whose slug is slug among the apps the
+// caller may list (every page of GET /api/v1/apps); found is false when
+// none has it. The API names apps by ID only; slugs never hold an
+// underscore, IDs always do.
+func (c *Client) AppBySlug(ctx context.Context, slug string) (id string, found bool, err error) {
+	for cursor := ""; ; {
+		page, _, err := c.Apps(ctx, cursor, 500)
+		if err != nil {
+			return "", false, err
+		}
+		for _, a := range page.Items {
+			if a.Slug == slug {
+				return a.ID, true, nil
+			}
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			return "", false, nil
+		}
+	}
+}
+
 // App returns one app by its ID.
 func (c *Client) App(ctx context.Context, appID string) (AppAnswer, json.RawMessage, error) {
 	return answer[AppAnswer](ctx, c, request{method: http.MethodGet, path: appPath(appID)})

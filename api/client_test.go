@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -74,5 +75,27 @@ func TestTokenIsSent(t *testing.T) {
 	s, err := c.Setup(context.Background())
 	if err != nil || s.SetupRequired || got != "Bearer tok_secret" {
 		t.Errorf("Setup = %+v, %v; Authorization %q", s, err, got)
+	}
+}
+
+// TestAppBySlug reads every page of the apps list for the slug.
+func TestAppBySlug(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("cursor") == "" {
+			io.WriteString(w, `{"items":[{"id":"app_1","slug":"one"}],"next_cursor":"c2"}`)
+			return
+		}
+		io.WriteString(w, `{"items":[{"id":"app_2","slug":"two"}],"next_cursor":""}`)
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for slug, want := range map[string]string{"one": "app_1", "two": "app_2", "none": ""} {
+		id, found, err := c.AppBySlug(context.Background(), slug)
+		if err != nil || id != want || found != (want != "") {
+			t.Errorf("AppBySlug(%s) = %q, %v, %v; want %q", slug, id, found, err, want)
+		}
 	}
 }

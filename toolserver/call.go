@@ -211,7 +211,7 @@ func withNotFoundRemedy(err error) error {
 // NOT_FOUND.
 func withApp[T any](ctx context.Context, client *api.Client, c call, fn func(call) (T, error)) (T, error) {
 	if ref, ok := c.path["appID"]; ok && !strings.Contains(ref, "_") {
-		id, found, err := appBySlug(ctx, client, ref)
+		id, found, err := client.AppBySlug(ctx, ref)
 		if err != nil {
 			var zero T
 			return zero, err
@@ -222,24 +222,6 @@ func withApp[T any](ctx context.Context, client *api.Client, c call, fn func(cal
 		}
 	}
 	return fn(c)
-}
-
-// appBySlug finds the ID of the app whose slug is slug.
-func appBySlug(ctx context.Context, client *api.Client, slug string) (string, bool, error) {
-	for cursor := ""; ; {
-		page, _, err := client.Apps(ctx, cursor, 500)
-		if err != nil {
-			return "", false, err
-		}
-		for _, a := range page.Items {
-			if a.Slug == slug {
-				return a.ID, true, nil
-			}
-		}
-		if cursor = page.NextCursor; cursor == "" {
-			return "", false, nil
-		}
-	}
 }
 
 // refusalOf is the tool error of an API call that failed: the API's code,

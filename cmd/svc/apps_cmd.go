@@ -154,19 +154,12 @@ func appID(ctx context.Context, c *api.Client, ref string) (string, error) {
 	if strings.Contains(ref, "_") {
 		return ref, nil
 	}
-	for cursor := ""; ; {
-		page, _, err := c.Apps(ctx, cursor, 500)
-		if err != nil {
-			return "", err
-		}
-		if i := slices.IndexFunc(page.Items, func(a api.App) bool { return a.Slug == ref }); i >= 0 {
-			return page.Items[i].ID, nil
-		}
-		if cursor = page.NextCursor; cursor == "" {
-			return "", &api.Error{Status: 404, Code: "NOT_FOUND", Message: fmt.Sprintf("no app has the slug %q among the apps you can administer", ref),
-				Remedy: "svc apps list shows their slugs and IDs"}
-		}
+	id, found, err := c.AppBySlug(ctx, ref)
+	if err == nil && !found {
+		err = &api.Error{Status: 404, Code: "NOT_FOUND", Message: fmt.Sprintf("no app has the slug %q among the apps you can administer", ref),
+			Remedy: "svc apps list shows their slugs and IDs"}
 	}
+	return id, err
 }
 
 func printApp(p printer, a api.App) error {

@@ -60,24 +60,7 @@ func deploy(cmd *cobra.Command, p printer, c *api.Client, a api.App, revision ui
 	if !follow {
 		return nil
 	}
-	pr := newProgress(cmd, p)
-	defer pr.done()
-	phase := "queued"
-	pr.step("Deploying " + a.Slug + ": " + phase)
-	end, err := c.FollowDeployment(ctx, a.ID, d.ID, func(l *api.LogLine, _ *api.DeployEnd, raw json.RawMessage) error {
-		if p.json {
-			return p.raw(raw)
-		}
-		if l == nil {
-			return nil
-		}
-		if next := deployPhase(phase, *l); next != phase {
-			phase = next
-			pr.step("Deploying " + a.Slug + ": " + phase)
-		}
-		return pr.print(func() error { return p.line("%-6s | %s", l.Stream, l.Line) })
-	})
-	pr.done()
+	end, err := followDeploy(cmd, p, c, a.ID, a.Slug, d.ID)
 	if err != nil {
 		return err
 	}
@@ -90,4 +73,28 @@ func deploy(cmd *cobra.Command, p printer, c *api.Client, a api.App, revision ui
 	}
 	_ = p.line("Deployment %s %s", d.ID, p.state(end.State))
 	return &exitError{code: 1, err: fmt.Errorf("deployment %s %s: %s", d.ID, end.State, why)}
+}
+
+// followDeploy shows a deployment's log as it is written (the API's event
+// data unchanged with --output json) with its phase on the progress line,
+// and returns how it ended. svc deploy, svc launch and svc deployments
+// logs share it.
+func followDeploy(cmd *cobra.Command, p printer, c *api.Client, appID, slug, depID string) (api.DeployEnd, error) {
+	pr := newProgress(cmd, p)
+	defer pr.done()
+	phase := "queued"
+	pr.step("Deploying " + slug + ": " + phase)
+	return c.FollowDeployment(cmd.Context(), appID, depID, func(l *api.LogLine, _ *api.DeployEnd, raw json.RawMessage) error {
+		if p.json {
+			return p.raw(raw)
+		}
+		if l == nil {
+			return nil
+		}
+		if next := deployPhase(phase, *l); next != phase {
+			phase = next
+			pr.step("Deploying " + slug + ": " + phase)
+		}
+		return pr.print(func() error { return p.line("%-6s | %s", l.Stream, l.Line) })
+	})
 }

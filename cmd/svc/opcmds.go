@@ -552,15 +552,7 @@ func writeImage(cmd *cobra.Command, file string, b []byte) error {
 // answers an event stream) until its end.
 func followOperation(cmd *cobra.Command, f *clientFlags, c *api.Client, call api.Call) error {
 	p := f.printer(cmd)
-	end, err := c.FollowDeployment(cmd.Context(), call.Path["appID"], call.Path["depID"], func(l *api.LogLine, _ *api.DeployEnd, raw json.RawMessage) error {
-		if p.json {
-			return p.raw(raw)
-		}
-		if l != nil {
-			return p.line("%-6s | %s", l.Stream, l.Line)
-		}
-		return nil
-	})
+	end, err := followDeploy(cmd, p, c, call.Path["appID"], call.Path["appID"], call.Path["depID"])
 	if err != nil {
 		return refusal(cmd.ErrOrStderr(), err)
 	}
