@@ -1172,15 +1172,17 @@ func TestTheOnlyWorkloadIsPrimaryWithoutSayingSo(t *testing.T) {
 	if d := f.ended(t, appID, f.deploy(t, appID).ID); d.State != scheduler.DepSucceeded {
 		t.Fatalf("deploy: %+v", d)
 	}
+	// Routes read the runtime's live status, which the reconciler may be
+	// looking at too: wait for the route rather than read it once.
 	var route scheduler.RouteInfo
-	for _, ri := range f.sch.Routes(context.Background()) {
-		if ri.AppID == appID {
-			route = ri
+	eventually(t, "the only workload routed", func() bool {
+		for _, ri := range f.sch.Routes(context.Background()) {
+			if ri.AppID == appID {
+				route = ri
+			}
 		}
-	}
-	if route.Upstream != "127.0.0.1:1" {
-		t.Errorf("route = %+v, want the only workload's address", route)
-	}
+		return route.Upstream == "127.0.0.1:1"
+	})
 	st, err := f.sch.Status(context.Background(), appID)
 	if err != nil || !st.Workloads["web"].Primary {
 		t.Errorf("status = %+v, %v; want web primary", st, err)
