@@ -8,7 +8,7 @@ import { render } from "preact";
 import { useCallback, useEffect, useState } from "preact/hooks";
 import { ApiError, call, type Me } from "./api";
 import { Launcher } from "./pages/launcher";
-import { Later, NotFound } from "./pages/later";
+import { NotFound } from "./pages/notfound";
 import { Login } from "./pages/login";
 import { Passcode } from "./pages/passcode";
 import { Password } from "./pages/password";
@@ -22,6 +22,9 @@ import "./style.css";
 // launcher and sign-in do not carry them.
 const AppList = lazy(() => import("./pages/apps").then((m) => m.AppList));
 const AppPages = lazy(() => import("./pages/app").then((m) => m.AppPages));
+const NewApp = lazy(() => import("./pages/newapp").then((m) => m.NewApp));
+const AdminPages = lazy(() => import("./pages/admin").then((m) => m.AdminPages));
+const OwnTokens = lazy(() => import("./pages/tokens").then((m) => m.OwnTokens));
 
 function isPublic(path: string): boolean {
   return path === "/login" || path === "/setup" || /^\/passcode\/[^/]+$/.test(path);
@@ -119,10 +122,18 @@ function App() {
     current = "apps";
     title = "";
     page = <AppPages appID={decodeURIComponent(app[1])} rest={app[2].split("/").filter((p) => p !== "").map(decodeURIComponent)} />;
-  } else if (path.startsWith("/admin/")) {
-    title = "Admin";
+  } else if (path === "/new") {
+    title = "New app";
+    current = "apps";
+    page = <NewApp />;
+  } else if (path === "/account/tokens") {
+    title = "Your tokens";
+    current = "account";
+    page = <OwnTokens />;
+  } else if (path === "/admin" || path.startsWith("/admin/")) {
+    title = "";
     current = "admin";
-    page = <Later title="Administration" what="The installation's pages (accounts, groups, roles, policy, audit, …)" />;
+    page = <AdminPages me={me} rest={path.slice("/admin".length).split("/").filter((p) => p !== "").map(decodeURIComponent)} />;
   } else {
     title = "Not found";
     page = <NotFound />;

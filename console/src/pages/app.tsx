@@ -1,20 +1,47 @@
-import { Fragment, type ComponentChildren } from "preact";
+import { Fragment, type ComponentChildren, type FunctionComponent } from "preact";
 import { useCallback, useEffect, useState } from "preact/hooks";
 import { call, seg, type App, type Status, type Usage, type WorkloadUsage } from "../api";
 import { Link } from "../router";
 import { Confirm, ErrorNote, ProblemNote, usePoll, useTitle } from "../ui";
 import { StateBadge } from "./apps";
 import { Deploys } from "./deploys";
+import { Detection } from "./detection";
 import { Logs } from "./logs";
+import { Plan } from "./plan";
+import { Secrets } from "./secrets";
+import { Settings } from "./settings";
+import { Sharing } from "./sharing";
+import { Slots } from "./slots";
+import { Specs } from "./specs";
+import { Terminal } from "./terminal";
+import { Volumes } from "./volumes";
 
 // An app's pages, /apps/<app ID>/…: a header (name, slug, state, address)
-// and tabs for the overview, deploys and logs. The app is read once
+// and a tab per page. The app is read every few seconds
 // (GET /api/v1/apps/{appID}) and again after an action changes it.
 
-const tabs = [
+/** AppPageProps is what every app page is given: the app (null until
+ * read), the path after its tab, and a call to read the app again. */
+export interface AppPageProps {
+  appID: string;
+  app: App | null;
+  rest: string[];
+  onChanged: () => Promise<void>;
+}
+
+const tabs: { sub: string; label: string; page?: FunctionComponent<AppPageProps> }[] = [
   { sub: "", label: "Overview" },
   { sub: "deploys", label: "Deploys" },
   { sub: "logs", label: "Logs" },
+  { sub: "spec", label: "Spec", page: Specs },
+  { sub: "plan", label: "Plan", page: Plan },
+  { sub: "detection", label: "Detection", page: Detection },
+  { sub: "secrets", label: "Secrets", page: Secrets },
+  { sub: "slots", label: "Slots", page: Slots },
+  { sub: "volumes", label: "Volumes", page: Volumes },
+  { sub: "sharing", label: "Sharing", page: Sharing },
+  { sub: "terminal", label: "Terminal", page: Terminal },
+  { sub: "settings", label: "Settings", page: Settings },
 ];
 
 export function AppPages(props: { appID: string; rest: string[] }) {
@@ -35,12 +62,17 @@ export function AppPages(props: { appID: string; rest: string[] }) {
   useEffect(() => setApp(null), [appID]);
   usePoll(reload, 5000, [reload]);
   const tab = rest[0] ?? "";
-  const label = tabs.find((t) => t.sub === tab)?.label;
+  const found = tabs.find((t) => t.sub === tab);
+  const label = found?.label;
   useTitle((app ? app.name : "App") + (tab && label ? " · " + label : ""));
   let page: ComponentChildren;
   if (tab === "") page = <Overview app={app} appID={appID} onChanged={reload} />;
   else if (tab === "deploys") page = <Deploys appID={appID} depID={rest[1] ?? ""} onChanged={reload} />;
   else if (tab === "logs") page = <Logs appID={appID} />;
+  else if (found?.page) {
+    const P = found.page;
+    page = <P appID={appID} app={app} rest={rest.slice(1)} onChanged={reload} />;
+  }
   else page = <p class="lead">This app has no page “{tab}”.</p>;
   return (
     <div class="app-page">
