@@ -40,7 +40,11 @@ import (
 //   - the volumes page lists the pinned revision's volume (size, not
 //     mounted); declaring one (2 GiB at /uploads) says which revision it
 //     wrote, neither pinned nor deployed, and the API has that revision
-//     with the volume and the primary workload's mount, the pin unchanged.
+//     with the volume and the primary workload's mount, the pin unchanged;
+//   - with 22 revisions the list shows 20, and the rest on asking;
+//   - an account with the viewer role on the app sees the pages, and
+//     saving a revision, pinning and declaring a volume each show the
+//     API's PERM_ refusal; the API's pin and latest revision are unchanged.
 //
 // All through, the console calls only /api/v1 on its own origin and
 // reports no problem; axe-core finds no serious violation on each page in
@@ -311,8 +315,65 @@ func TestConsoleSpecPages(t *testing.T) {
 	accessible(t, tab, "the volumes page after a declaration")
 	screenshots(t, tab, "volumes-declared")
 
+	// The list is paged: 20 revisions, then the older ones on asking.
+	for n := newRev + 1; n <= 22; n++ {
+		s.newRevision(t, site.id, two)
+	}
+	tab.Go(base)
+	waitFor(t, tab, "the first page of revisions", `document.querySelectorAll('[data-table="revisions"] tbody tr').length === 20`)
+	clickButton(t, tab, ".specs", "Show older revisions")
+	waitFor(t, tab, "every revision", `document.querySelectorAll('[data-table="revisions"] tbody tr').length === 22`)
+	var order []string
+	tab.MustEval(`[...document.querySelectorAll('[data-table="revisions"] tbody tr')].map((r) => r.dataset.revision)`, &order)
+	if order[0] != "22" || order[21] != "1" || order[19] != "3" {
+		t.Errorf("the revisions, paged: %q; want 22 down to 1", order)
+	}
+	var older int
+	tab.MustEval(`[...document.querySelectorAll('.specs button')].filter((b) => b.innerText.includes("Show older")).length`, &older)
+	if older != 0 {
+		t.Errorf("Show older revisions is still offered with every revision shown")
+	}
 	noProblems(t, tab)
 	onlyAPI(t, tab, s.console)
+
+	// Someone who may view the app but not change its spec sees the
+	// pages and, on each change, the API's refusal; nothing changes.
+	viewer, _ := s.member(t, "vera")
+	s.must(t, "POST", "/apps/"+site.id+"/grants", map[string]any{"plane": "control", "principal_kind": "user", "principal_id": viewer, "role_id": "role_viewer"}, http.StatusCreated, nil)
+	vtab := consoleTab(t, browse(t))
+	s.signInTab(t, vtab, "vera", "vera-password-93d1")
+	vtab.Go(base + "/new")
+	waitFor(t, vtab, "the viewer's editor", `document.querySelector('#spec-yaml').value.includes("workloads:")`)
+	clickButton(t, vtab, ".spec-edit .actions", "Save as a new revision")
+	refusedTo := func(what, scope string) {
+		t.Helper()
+		waitFor(t, vtab, what+" refused", `document.querySelector('`+scope+` [role=alert] .code')`)
+		var code string
+		vtab.MustEval(`document.querySelector('`+scope+` [role=alert] .code code').innerText`, &code)
+		if !strings.HasPrefix(code, "PERM_") {
+			t.Errorf("%s by a viewer shows %q; want the API's PERM_ refusal", what, code)
+		}
+	}
+	refusedTo("saving a revision", ".spec-edit")
+	vtab.Go(base + "/22")
+	waitFor(t, vtab, "revision 22", `document.querySelector('pre[data-yaml]')`)
+	clickButton(t, vtab, ".spec-view .actions", "Pin")
+	clickButton(t, vtab, "dialog.confirm", "Pin revision 22")
+	refusedTo("pinning", ".spec-view")
+	accessible(t, vtab, "a refused pin")
+	vtab.Go(s.console + "/apps/" + site.id + "/volumes")
+	waitFor(t, vtab, "the viewer's volumes", `document.querySelector('#volume-workload option[value="web"]')`)
+	fill(t, vtab, map[string]string{"volume_name": "more", "volume_size": "5", "volume_path": "/more"}, "volume_name", "volume_size", "volume_path")
+	refusedTo("declaring a volume", ".volume-form")
+	var latest struct {
+		Items []struct{ Revision int } `json:"items"`
+	}
+	s.must(t, "GET", "/apps/"+site.id+"/specs?limit=1", nil, http.StatusOK, &latest)
+	if p := s.pinned(t, site.id); p != 3 || len(latest.Items) != 1 || latest.Items[0].Revision != 22 {
+		t.Errorf("after the viewer's tries: pinned %d, latest %+v; want 3 and 22 unchanged", p, latest.Items)
+	}
+	noProblems(t, vtab)
+	onlyAPI(t, vtab, s.console)
 }
 
 // typeYAML replaces the spec editor's text, as input events.
