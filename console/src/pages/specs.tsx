@@ -260,6 +260,11 @@ function RevisionPage(props: { appID: string; base: string; rev: number; onChang
           <Link href={"/apps/" + appID + "/plan?revision=" + rev} class="button">
             Plan
           </Link>
+          {view?.pinned && (
+            <Link href={"/apps/" + appID + "/deploys"} class="button">
+              Deploy…
+            </Link>
+          )}
           {pinned && pinned !== rev && (
             <Link href={base + "/" + pinned + "/diff/" + rev} class="button">
               Compare with pinned {pinned}
