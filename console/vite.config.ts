@@ -24,7 +24,12 @@ export default defineConfig({
     rollupOptions: {
       output: {
         entryFileNames: "assets/[name]-[hash].js",
-        chunkFileNames: "assets/[name]-[hash].js",
+        // A library's chunk is named after the library, not its entry file
+        // (yaml's is browser/index.js).
+        chunkFileNames: (c) => {
+          const lib = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(c.facadeModuleId ?? "");
+          return "assets/" + (lib ? lib[1].replace(/[@/]/g, "") : "[name]") + "-[hash].js";
+        },
         assetFileNames: "assets/[name]-[hash][extname]",
       },
     },
