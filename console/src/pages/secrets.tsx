@@ -61,16 +61,17 @@ export function Secrets(props: AppPageProps) {
   const form = useSubmit(async () => {
     const k = key.trim();
     setSaved("");
+    let r: { secret: SecretView };
     try {
-      const r = await call<{ secret: SecretView }>("PUT", base + "/" + seg(k), { value });
-      setSaved(existing ? k + " rotated to version " + r.secret.version + "." : k + " set (version " + r.secret.version + ").");
-      setKey("");
-      if (read?.key === k) setRead(null);
-      await load();
+      r = await call<{ secret: SecretView }>("PUT", base + "/" + seg(k), { value });
     } finally {
       // The value is sent once and never kept or shown again, refused or not.
       setValue("");
     }
+    setSaved(existing ? k + " rotated to version " + r.secret.version + "." : k + " set (version " + r.secret.version + ").");
+    setKey("");
+    if (read?.key === k) setRead(null);
+    await load();
   });
 
   const rotate = (k: string) => {
@@ -153,7 +154,7 @@ export function Secrets(props: AppPageProps) {
                     <button type="button" class="small" onClick={() => rotate(s.key)} aria-label={"Rotate " + s.key}>
                       Rotate
                     </button>
-                    <button type="button" class="small" onClick={() => setReading(s.key)} aria-label={"Read the value of " + s.key}>
+                    <button type="button" class="small" onClick={() => setReading(s.key)} aria-label={"Read value of " + s.key}>
                       Read value
                     </button>
                     <button type="button" class="small" onClick={() => setDeleting(s.key)} aria-label={"Delete " + s.key}>

@@ -158,7 +158,7 @@ export function Sharing(props: AppPageProps) {
   };
 
   const removeButton = (g: Grant) => (
-    <button type="button" class="small" onClick={() => setRemoving(g)} aria-label={g.plane === "data" ? "Stop sharing with " + nameOf(g) : "Remove " + nameOf(g) + "'s role"}>
+    <button type="button" class="small" onClick={() => setRemoving(g)} aria-label={"Remove " + nameOf(g) + (g.plane === "data" ? "'s access" : "'s role")}>
       Remove
     </button>
   );

@@ -207,14 +207,15 @@ function FillForm(props: { base: string; slot: SlotView; adapters: AdapterView[]
       else for (const r of rows) if (r.name.trim() && r.value !== "") value[r.name.trim()] = r.value;
       body = { value };
     }
+    let r: { slot: SlotView };
     try {
-      const r = await call<{ slot: SlotView }>("PUT", props.base + "/" + seg(slot.key), body);
-      await props.onFilled(r.slot);
+      r = await call<{ slot: SlotView }>("PUT", props.base + "/" + seg(slot.key), body);
     } finally {
-      // Secret values are sent once and not kept.
+      // Secret values are sent once and not kept, refused or not.
       setURL("");
       setRows((rs) => rs.map((r) => (r.secret ? { ...r, value: "" } : r)));
     }
+    await props.onFilled(r.slot);
   });
   const setRow = (i: number, patch: Partial<Row>) => setRows((rs) => rs.map((r, j) => (j === i ? { ...r, ...patch } : r)));
 
