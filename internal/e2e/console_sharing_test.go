@@ -56,6 +56,9 @@ func (s *webServer) grants(t *testing.T, appID string) grantsView {
 //     (passcode: true), and a third, anonymous browser sent by the app to
 //     /passcode/<id> reaches the app after entering it; removing the
 //     passcode shows the API's refusal under passcode_only;
+//   - an account holding the viewer role on the app sees its grants, and
+//     instead of the form the API's refusal (PERM_…), with nothing to
+//     remove;
 //   - removing the grant to everyone and then the account's grant, each
 //     confirmed, removes them in the API, and the app's tile leaves the
 //     account's launcher.
@@ -185,6 +188,30 @@ func TestConsoleSharing(t *testing.T) {
 	if g := s.grants(t, notes.id); !hasPasscode(g) {
 		t.Errorf("the refused removal removed the passcode")
 	}
+
+	// A viewer of the app sees its grants but is shown, instead of the
+	// form, the API's refusal to share it; no grant can be removed.
+	var vic struct {
+		User struct{ ID string } `json:"user"`
+	}
+	s.must(t, "POST", "/users", map[string]any{"username": "vic", "display_name": "Vic Viewer", "password": "vic-password-6160-x"}, http.StatusCreated, &vic)
+	s.must(t, "POST", "/apps/"+notes.id+"/grants", map[string]any{"plane": "control", "principal_kind": "user", "principal_id": vic.User.ID, "role_id": "role_viewer"}, http.StatusCreated, nil)
+	vicTab := consoleTab(t, browse(t))
+	s.signInTab(t, vicTab, "vic", "vic-password-6160-x")
+	vicTab.Go(s.console + "/apps/" + notes.id + "/sharing")
+	waitFor(t, vicTab, "the viewer's refusal to share", `document.querySelector('.share [role=alert] .code') && document.querySelector('[data-table="access"]')`)
+	var vicSees struct {
+		Code    string
+		Form    bool
+		Removes int
+	}
+	vicTab.MustEval(`({code: document.querySelector('.share [role=alert] .code code').innerText, form: !!document.querySelector('.share form'), removes: document.querySelectorAll('.row-actions button').length})`, &vicSees)
+	if !strings.HasPrefix(vicSees.Code, "PERM_") || vicSees.Form || vicSees.Removes != 0 {
+		t.Errorf("a viewer's sharing page: %+v; want the API's PERM_ refusal, no form and no Remove", vicSees)
+	}
+	accessible(t, vicTab, "the sharing page of a viewer")
+	screenshots(t, vicTab, "app-sharing-viewer")
+	noProblems(t, vicTab)
 
 	// Remove the grant to everyone, then mia's: her tile goes.
 	removeGrant(t, tab, "access", "anonymous")

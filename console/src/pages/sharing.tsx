@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
-import { all, call, seg } from "../api";
+import { all, ApiError, call, seg } from "../api";
 import { Confirm, ErrorNote, Submit, useSubmit, when } from "../ui";
 import type { AppPageProps } from "./app";
 import { Listed, ListTable } from "./lists";
@@ -93,6 +93,9 @@ export function Sharing(props: AppPageProps) {
   const [names, setNames] = useState<Record<string, string>>({});
   const [removing, setRemoving] = useState<Grant | null>(null);
   const [status, setStatus] = useState("");
+  // Whether the caller may share the app (app.grants.manage), as the API
+  // answers the principal search: a refusal is shown instead of the form.
+  const [shareRefused, setShareRefused] = useState<unknown>(null);
 
   const learn = useCallback((m: Matches) => {
     setNames((n) => {
@@ -117,7 +120,15 @@ export function Sharing(props: AppPageProps) {
     // What names the page can learn: whom it may share with (the first of
     // each kind), the app roles, the service tokens. Each is optional: a
     // refusal leaves IDs shown as IDs and the built-in roles offered.
-    call<Matches>("GET", base + "/principals?q=").then(learn, () => undefined);
+    setShareRefused(null);
+    // The caller is named as such (a viewer cannot look names up).
+    call<{ user: { id: string; username: string } | null }>("GET", "/me").then(
+      (m) => m.user && setNames((n) => ({ ...n, [m.user!.id]: n[m.user!.id] ?? "You (" + m.user!.username + ")" })),
+      () => undefined,
+    );
+    call<Matches>("GET", base + "/principals?q=").then(learn, (e) => {
+      if (e instanceof ApiError && e.status === 403) setShareRefused(e);
+    });
     all<Role>("/roles?scope=app").then(
       (rs) => {
         if (rs.length > 0) {
@@ -157,7 +168,8 @@ export function Sharing(props: AppPageProps) {
     act(() => call("DELETE", base + "/grants/" + seg(g.id)), nameOf(g) + " no longer " + (g.plane === "data" ? "opens" : "administers") + " the app.");
   };
 
-  const removeButton = (g: Grant) => (
+  const removeButton = (g: Grant) =>
+    !shareRefused && (
     <button type="button" class="small" onClick={() => setRemoving(g)} aria-label={"Remove " + nameOf(g) + (g.plane === "data" ? "'s access" : "'s role")}>
       Remove
     </button>
@@ -167,18 +179,26 @@ export function Sharing(props: AppPageProps) {
 
   return (
     <div class="sharing">
-      <ShareForm
-        appID={appID}
-        roles={roles}
-        rolesListed={rolesListed}
-        tokens={tokens}
-        hasEveryone={!!everyone}
-        onFound={learn}
-        onShared={async (msg) => {
-          setStatus(msg);
-          await load();
-        }}
-      />
+      {shareRefused ? (
+        <section class="block panel share" aria-labelledby="share-h">
+          <h2 id="share-h">Share the app</h2>
+          <p>You can see who has this app, but not share it or change its grants: that needs app.grants.manage on it.</p>
+          <ErrorNote error={shareRefused} />
+        </section>
+      ) : (
+        <ShareForm
+          appID={appID}
+          roles={roles}
+          rolesListed={rolesListed}
+          tokens={tokens}
+          hasEveryone={!!everyone}
+          onFound={learn}
+          onShared={async (msg) => {
+            setStatus(msg);
+            await load();
+          }}
+        />
+      )}
       <ErrorNote error={error} />
       <p class="status" role="status" aria-live="polite">
         {status}
@@ -201,7 +221,7 @@ export function Sharing(props: AppPageProps) {
             </ListTable>
           )}
         </Listed>
-        {everyone && <PasscodeEditor key={everyone.id + String(everyone.passcode)} grant={everyone} base={base} onChanged={async (msg) => (setStatus(msg), await load())} />}
+        {everyone && !shareRefused && <PasscodeEditor key={everyone.id + String(everyone.passcode)} grant={everyone} base={base} onChanged={async (msg) => (setStatus(msg), await load())} />}
       </section>
 
       <section class="block" aria-labelledby="management-h">
@@ -221,7 +241,7 @@ export function Sharing(props: AppPageProps) {
                     <label class="visually-hidden" for={"role-" + g.id}>
                       Role of {nameOf(g)}
                     </label>
-                    <select id={"role-" + g.id} name="grant_role" value={g.role_id ?? ""} onChange={(e) => changeRole(g, (e.currentTarget as HTMLSelectElement).value)}>
+                    <select id={"role-" + g.id} name="grant_role" value={g.role_id ?? ""} disabled={!!shareRefused} onChange={(e) => changeRole(g, (e.currentTarget as HTMLSelectElement).value)}>
                       {roleOptions(roles, g.role_id)}
                     </select>
                   </td>
@@ -367,6 +387,7 @@ function ShareForm(props: {
     }
     setPrincipal(null);
     setTokenID("");
+    setWith("principal");
     setResetKey((k) => k + 1);
     await props.onShared("Shared with " + who + ".");
   });
