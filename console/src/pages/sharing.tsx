@@ -88,7 +88,8 @@ export function Sharing(props: AppPageProps) {
   const [grants, setGrants] = useState<AppGrants | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [roles, setRoles] = useState<Role[]>(builtinRoles);
-  const [rolesListed, setRolesListed] = useState(false);
+  // null until known: whether the installation's roles could be listed.
+  const [rolesListed, setRolesListed] = useState<boolean | null>(null);
   const [tokens, setTokens] = useState<TokenView[] | null>(null);
   const [names, setNames] = useState<Record<string, string>>({});
   const [removing, setRemoving] = useState<Grant | null>(null);
@@ -131,12 +132,10 @@ export function Sharing(props: AppPageProps) {
     });
     all<Role>("/roles?scope=app").then(
       (rs) => {
-        if (rs.length > 0) {
-          setRoles(rs);
-          setRolesListed(true);
-        }
+        if (rs.length > 0) setRoles(rs);
+        setRolesListed(true);
       },
-      () => undefined,
+      () => setRolesListed(false),
     );
     all<TokenView>("/tokens/service").then(setTokens, () => setTokens(null));
   }, [load]);
@@ -342,7 +341,7 @@ type With = "principal" | "token" | "everyone";
 function ShareForm(props: {
   appID: string;
   roles: Role[];
-  rolesListed: boolean;
+  rolesListed: boolean | null;
   tokens: TokenView[] | null;
   hasEveryone: boolean;
   onFound: (m: Matches) => void;
@@ -470,7 +469,7 @@ function ShareForm(props: {
             <select id="share-role" name="share_role" value={roleID} disabled={plane !== "control"} onChange={(e) => setRoleID((e.currentTarget as HTMLSelectElement).value)}>
               {roleOptions(props.roles, null)}
             </select>
-            {!props.rolesListed && <span class="hint">The built-in app roles (listing custom roles needs install.view).</span>}
+            {props.rolesListed === false && <span class="hint">The built-in app roles (listing custom roles needs install.view).</span>}
           </fieldset>
         )}
         <ErrorNote error={form.error} id="share-error" />
