@@ -318,11 +318,13 @@ function AdapterCard(props: { a: View; kind?: Kind; canManage: boolean; onChange
         </dl>
       )}
       <ErrorNote error={error} />
-      {props.canManage && !editing && !a.deleted && (
+      {props.canManage && !editing && !a.deleted && (settings.length > 0 || creds.length > 0 || !a.builtin) && (
         <div class="actions">
-          <button type="button" class="small" onClick={() => setEditing(true)} aria-label={"Edit " + a.adapter_id}>
-            Edit
-          </button>
+          {(settings.length > 0 || creds.length > 0) && (
+            <button type="button" class="small" onClick={() => setEditing(true)} aria-label={"Edit " + a.adapter_id}>
+              Edit
+            </button>
+          )}
           {!a.builtin && (
             <button type="button" class="small" onClick={() => setRemoving(true)} aria-label={"Remove " + a.adapter_id}>
               Remove
@@ -415,10 +417,10 @@ function ConfigForm(props: { kind?: Kind; settings: Setting[]; creds: Setting[];
             value={vals[s.name]}
             placeholder={s.default ? "default: " + s.default : s.example ? "e.g. " + s.example : ""}
             aria-describedby={prefix + s.name + "-hint"}
-            onInput={(e) => setVals({ ...vals, [s.name]: (e.currentTarget as HTMLInputElement).value })}
+            onInput={(e) => { const v = (e.currentTarget as HTMLInputElement).value; setVals((o) => ({ ...o, [s.name]: v })); }}
           />
           <p class="hint" id={prefix + s.name + "-hint"}>
-            {s.description}
+            {sentence(s.description)}
             {s.default ? " Empty for the default, " + s.default + "." : ""}
           </p>
         </div>
@@ -441,14 +443,14 @@ function ConfigForm(props: { kind?: Kind; settings: Setting[]; creds: Setting[];
               disabled={!!drop[s.name]}
               placeholder={isSet ? "set: leave empty to keep it" : "not set"}
               aria-describedby={prefix + "cred-" + s.name + "-hint"}
-              onInput={(e) => setCreds({ ...creds, [s.name]: (e.currentTarget as HTMLInputElement).value })}
+              onInput={(e) => { const v = (e.currentTarget as HTMLInputElement).value; setCreds((o) => ({ ...o, [s.name]: v })); }}
             />
             <p class="hint" id={prefix + "cred-" + s.name + "-hint"}>
-              {s.description}. Write-only: {isSet ? "it is set; its value is never shown. Type a new one to replace it." : "not set yet."}
+              {sentence(s.description)} Write-only: {isSet ? "it is set; its value is never shown. Type a new one to replace it." : "not set yet."}
             </p>
             {isSet && (
               <label class="check">
-                <input type="checkbox" name={"remove_" + s.name} checked={!!drop[s.name]} onChange={(e) => setDrop({ ...drop, [s.name]: (e.currentTarget as HTMLInputElement).checked })} /> Remove {s.name}
+                <input type="checkbox" name={"remove_" + s.name} checked={!!drop[s.name]} onChange={(e) => { const v = (e.currentTarget as HTMLInputElement).checked; setDrop((o) => ({ ...o, [s.name]: v })); }} /> Remove {s.name}
               </label>
             )}
           </div>
@@ -465,6 +467,11 @@ function ConfigForm(props: { kind?: Kind; settings: Setting[]; creds: Setting[];
       </div>
     </form>
   );
+}
+
+/** sentence ends a description with a full stop. */
+function sentence(s: string): string {
+  return !s || /[.!?]$/.test(s) ? s : s + ".";
 }
 
 function AddForm(props: { id: string; kinds: Kind[]; existing: View[]; onDone: (v: View) => Promise<void>; onCancel: () => void }) {

@@ -95,8 +95,12 @@ export function Audit(props: AdminPageProps) {
   const { search } = useLocation();
   const q = new URLSearchParams(search);
   const apiQuery = query(q);
-  const [page, setPage] = useState<AuditPage | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  // Each answer is kept with the query it answers: until the address's
+  // query is answered, the page shows placeholders, never another query's
+  // entries.
+  const [answer, setAnswer] = useState<{ q: string; page: AuditPage | null; error: unknown } | null>(null);
+  const page = answer?.q === apiQuery ? answer.page : null;
+  const error = answer?.q === apiQuery ? answer.error : null;
   const [names, setNames] = useState<Record<string, string>>({});
   const [form, setForm] = useState<Record<string, string>>({});
 
@@ -110,11 +114,9 @@ export function Audit(props: AdminPageProps) {
 
   useEffect(() => {
     let live = true;
-    setPage(null);
-    setError(null);
     call<AuditPage>("GET", "/audit" + apiQuery)
-      .then((p) => live && setPage(p))
-      .catch((e) => live && setError(e));
+      .then((p) => live && setAnswer({ q: apiQuery, page: p, error: null }))
+      .catch((e) => live && setAnswer({ q: apiQuery, page: null, error: e }));
     return () => {
       live = false;
     };
@@ -144,7 +146,7 @@ export function Audit(props: AdminPageProps) {
     navigate("/admin/audit" + query(n));
   };
   const active = filters.filter((f) => q.get(f.name));
-  const set = (name: string, v: string) => setForm({ ...form, [name]: v });
+  const set = (name: string, v: string) => setForm((f) => ({ ...f, [name]: v }));
 
   return (
     <div class="host audit">
@@ -222,6 +224,7 @@ export function Audit(props: AdminPageProps) {
           Older entries, before <code>{q.get("before")}</code>. <Link href={with_(q, "before", null)}>Back to the newest</Link>
         </p>
       )}
+      <div class="audit-results" data-loaded={answer?.q === apiQuery ? apiQuery || "?" : ""}>
       {page === null ? (
         !error && (
           <table class="list" aria-busy="true">
@@ -259,6 +262,7 @@ export function Audit(props: AdminPageProps) {
           </tbody>
         </table>
       )}
+      </div>
       {page?.next_before && (
         <nav class="pager" aria-label="Pages">
           <Link href={older(q, page.next_before)} class="button" data-older="true">
@@ -274,7 +278,9 @@ function Row(props: { e: Entry; q: URLSearchParams; names: Record<string, string
   const { e, q, names } = props;
   const failed = /_failed$|\.fail(ed)?$/.test(e.action);
   const details = e.details && Object.keys(e.details).length > 0 ? e.details : null;
+  const [open, setOpen] = useState(false);
   return (
+    <Fragment>
     <tr data-entry={e.id}>
       <td class="when">
         <time dateTime={e.time}>{when(e.time)}</time>
@@ -322,8 +328,14 @@ function Row(props: { e: Entry; q: URLSearchParams; names: Record<string, string
       </td>
       <td>{failed ? <span class="pill pill-bad">failed</span> : <span class="pill pill-ok">done</span>}</td>
       <td>
-        <details>
-          <summary>{details ? Object.keys(details).length + (Object.keys(details).length === 1 ? " detail" : " details") : "request"}</summary>
+        <button type="button" class="small quiet toggle" aria-expanded={open} aria-controls={"detail-" + e.id} onClick={() => setOpen(!open)}>
+          {open ? "Hide" : "Show"} {details ? Object.keys(details).length + (Object.keys(details).length === 1 ? " detail" : " details") : "request"}
+        </button>
+      </td>
+    </tr>
+    {open && (
+      <tr class="detail-row" id={"detail-" + e.id}>
+        <td colSpan={6}>
           <dl class="facts small">
             <dt>Entry</dt>
             <dd>
@@ -343,8 +355,9 @@ function Row(props: { e: Entry; q: URLSearchParams; names: Record<string, string
                 </Fragment>
               ))}
           </dl>
-        </details>
-      </td>
-    </tr>
+        </td>
+      </tr>
+    )}
+    </Fragment>
   );
 }

@@ -1,5 +1,5 @@
 import { useCallback, useState } from "preact/hooks";
-import { all, call, seg, type App, type Usage } from "../../api";
+import { all, ApiError, call, seg, type App, type Usage } from "../../api";
 import { Link } from "../../router";
 import { ErrorNote, usePoll } from "../../ui";
 import type { AdminPageProps } from "../admin";
@@ -82,6 +82,7 @@ export function Capacity(_props: AdminPageProps) {
         {rows === null ? (
           <table class="list" aria-busy="true">
             <caption class="visually-hidden">Reading apps…</caption>
+            <AppHead />
             <tbody>
               {Array.from({ length: 3 }, (_, i) => (
                 <tr key={i} class="skeleton-row" aria-hidden="true">
@@ -97,16 +98,7 @@ export function Capacity(_props: AdminPageProps) {
         ) : (
           <table class="list" data-table="capacity-apps">
             <caption class="visually-hidden">What each app holds and uses</caption>
-            <thead>
-              <tr>
-                <th scope="col">App</th>
-                <th scope="col">State</th>
-                <th scope="col">Workloads</th>
-                <th scope="col">CPU held</th>
-                <th scope="col">Memory held</th>
-                <th scope="col">Using now</th>
-              </tr>
-            </thead>
+            <AppHead />
             <tbody>
               {rows.map((r) => (
                 <AppLine key={r.app.id} row={r} />
@@ -119,11 +111,26 @@ export function Capacity(_props: AdminPageProps) {
   );
 }
 
+function AppHead() {
+  return (
+    <thead>
+      <tr>
+        <th scope="col">App</th>
+        <th scope="col">State</th>
+        <th scope="col">Workloads</th>
+        <th scope="col">CPU held</th>
+        <th scope="col">Memory held</th>
+        <th scope="col">Using now</th>
+      </tr>
+    </thead>
+  );
+}
+
 function HostMeter(props: { id: string; label: string; used?: number; of?: number; free?: number; fmt: (n: number) => string; none?: string; note?: string }) {
   const known = props.used !== undefined && props.of !== undefined;
   const p = known ? pct(props.used!, props.of!) : 0;
   return (
-    <div class="host-meter panel" data-meter={props.id}>
+    <div class="host-meter panel" data-meter={props.id} data-used={props.used} data-of={props.of}>
       <h3>{props.label}</h3>
       <p class="figure">
         {!known ? "…" : props.of! > 0 ? props.fmt(props.used!) + " of " + props.fmt(props.of!) : props.id === "ports" ? props.none : props.fmt(props.used!) + " committed; the host's total is not known"}
@@ -153,7 +160,9 @@ function AppLine(props: { row: AppRow }) {
       <td data-held="cpu">{usage && ws.length > 0 ? (heldCPU > 0 ? cores(heldCPU) : "no limit") : "—"}</td>
       <td data-held="memory">{usage && ws.length > 0 ? (heldMem > 0 ? bytes(heldMem) : "no limit") : "—"}</td>
       <td>
-        {error ? (
+        {error instanceof ApiError && error.code === "STATE_INVALID" ? (
+          <span class="muted small">nothing runs</span>
+        ) : error ? (
           <span class="muted small">{(error as Error).message}</span>
         ) : !usage ? (
           "—"

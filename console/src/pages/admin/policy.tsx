@@ -198,7 +198,7 @@ export function Policy(props: AdminPageProps) {
         <form onSubmit={onSubmit} aria-describedby="policy-preview-h">
           <div class="settings-grid">
             {catalogue.map((s) => (
-              <Setting key={s.name} s={s} fixed={cur.fixed.includes(s.name) ? fixed[s.name] ?? { name: s.name, value: cur.policy[s.name], origin: "" } : undefined} readOnly={!canEdit} value={draft[s.name] ?? ""} changed={changed.includes(s.name)} onInput={(v) => setDraft({ ...draft, [s.name]: v })} />
+              <Setting key={s.name} s={s} fixed={cur.fixed.includes(s.name) ? fixed[s.name] ?? { name: s.name, value: cur.policy[s.name], origin: "" } : undefined} readOnly={!canEdit} value={draft[s.name] ?? ""} changed={changed.includes(s.name)} onInput={(v) => setDraft((d) => ({ ...d, [s.name]: v }))} />
             ))}
             {extra.map((n) => (
               <div class="setting" key={n} data-setting={n}>
