@@ -65,7 +65,11 @@ type auditItem struct {
 //     and shows exactly the entries GET /api/v1/audit answers for the
 //     address's query — fewer than unfiltered, each matching the filter —
 //     and so does a reload of that address; "Older entries" pages with
-//     before= as the API does.
+//     before= as the API does;
+//   - an auditor (install.view and install.audit.read, not the manage
+//     verbs) is offered no change: the policy read-only, saying which verb
+//     changing it needs, with no preview or Save; adapters without a
+//     button; the audit log readable.
 //
 // All through, the console calls only /api/v1 on its own origin and reports
 // no problem; axe-core finds no serious violation on each page, in the
@@ -471,6 +475,39 @@ func TestConsoleAdminHost(t *testing.T) {
 
 	noProblems(t, tab)
 	onlyAPI(t, tab, s.console)
+
+	// An auditor (install.view, install.audit.read) reads the pages but is
+	// offered no change: the policy is read-only, saying why, with no
+	// preview or Save; adapters have no Add, Edit, Remove or Restart.
+	s.must(t, "PUT", "/users/"+bobID+"/role", map[string]string{"role_id": "role_auditor"}, http.StatusOK, nil)
+	bobTab := consoleTab(t, browse(t))
+	s.signInTab(t, bobTab, "bob", "bob-password-93d1")
+	bobTab.Go(s.console + "/admin/policy")
+	waitText(t, bobTab, "install.policy.manage")
+	var offered struct {
+		Editable int `json:"editable"`
+		Buttons  int `json:"buttons"`
+	}
+	bobTab.MustEval(`({editable: [...document.querySelectorAll(".settings-grid input, .settings-grid select, .settings-grid textarea")].filter((c) => !c.readOnly && !c.disabled).length,
+  buttons: document.querySelectorAll(".policy button").length})`, &offered)
+	if offered.Editable != 0 || offered.Buttons != 0 {
+		t.Errorf("the auditor's policy page offers %d editable settings and %d buttons; want none", offered.Editable, offered.Buttons)
+	}
+	accessible(t, bobTab, "the policy page, read-only")
+	screenshots(t, bobTab, "admin-policy-readonly")
+	bobTab.Go(s.console + "/admin/adapters")
+	waitFor(t, bobTab, "the adapters, read-only", `document.querySelector('[data-adapter="`+adapterID+`"]')`)
+	waitText(t, bobTab, "install.adapters.manage")
+	bobTab.MustEval(`({editable: 0, buttons: document.querySelectorAll(".adapters button").length})`, &offered)
+	if offered.Buttons != 0 {
+		t.Errorf("the auditor's adapters page offers %d buttons; want none", offered.Buttons)
+	}
+	bobTab.Go(s.console + "/admin/audit?action=session.")
+	if shown := s.auditShown(t, bobTab); len(shown) == 0 {
+		t.Errorf("the auditor's audit page shows no sign-in")
+	}
+	noProblems(t, bobTab)
+	onlyAPI(t, bobTab, s.console)
 }
 
 // setFilters sets the audit page's filter fields (a time as RFC 3339, put

@@ -417,7 +417,10 @@ function ConfigForm(props: { kind?: Kind; settings: Setting[]; creds: Setting[];
             value={vals[s.name]}
             placeholder={s.default ? "default: " + s.default : s.example ? "e.g. " + s.example : ""}
             aria-describedby={prefix + s.name + "-hint"}
-            onInput={(e) => { const v = (e.currentTarget as HTMLInputElement).value; setVals((o) => ({ ...o, [s.name]: v })); }}
+            onInput={(e) => {
+              const v = (e.currentTarget as HTMLInputElement).value;
+              setVals((o) => ({ ...o, [s.name]: v }));
+            }}
           />
           <p class="hint" id={prefix + s.name + "-hint"}>
             {sentence(s.description)}
@@ -443,14 +446,26 @@ function ConfigForm(props: { kind?: Kind; settings: Setting[]; creds: Setting[];
               disabled={!!drop[s.name]}
               placeholder={isSet ? "set: leave empty to keep it" : "not set"}
               aria-describedby={prefix + "cred-" + s.name + "-hint"}
-              onInput={(e) => { const v = (e.currentTarget as HTMLInputElement).value; setCreds((o) => ({ ...o, [s.name]: v })); }}
+              onInput={(e) => {
+                const v = (e.currentTarget as HTMLInputElement).value;
+                setCreds((o) => ({ ...o, [s.name]: v }));
+              }}
             />
             <p class="hint" id={prefix + "cred-" + s.name + "-hint"}>
               {sentence(s.description)} Write-only: {isSet ? "it is set; its value is never shown. Type a new one to replace it." : "not set yet."}
             </p>
             {isSet && (
               <label class="check">
-                <input type="checkbox" name={"remove_" + s.name} checked={!!drop[s.name]} onChange={(e) => { const v = (e.currentTarget as HTMLInputElement).checked; setDrop((o) => ({ ...o, [s.name]: v })); }} /> Remove {s.name}
+                <input
+                  type="checkbox"
+                  name={"remove_" + s.name}
+                  checked={!!drop[s.name]}
+                  onChange={(e) => {
+                    const v = (e.currentTarget as HTMLInputElement).checked;
+                    setDrop((o) => ({ ...o, [s.name]: v }));
+                  }}
+                />{" "}
+                Remove {s.name}
               </label>
             )}
           </div>

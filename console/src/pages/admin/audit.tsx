@@ -225,43 +225,35 @@ export function Audit(props: AdminPageProps) {
         </p>
       )}
       <div class="audit-results" data-loaded={answer?.q === apiQuery ? apiQuery || "?" : ""}>
-      {page === null ? (
-        !error && (
-          <table class="list" aria-busy="true">
-            <caption class="visually-hidden">Reading the audit log…</caption>
+        {page === null ? (
+          !error && (
+            <table class="list" aria-busy="true">
+              <caption class="visually-hidden">Reading the audit log…</caption>
+              <AuditHead />
+              <tbody>
+                {Array.from({ length: 6 }, (_, i) => (
+                  <tr key={i} class="skeleton-row" aria-hidden="true">
+                    <td colSpan={6} />
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )
+        ) : page.items.length === 0 ? (
+          <div class="empty-state small">
+            <p>{active.length > 0 ? "No entry matches these filters. Widen the time range, or remove a filter above." : q.get("before") ? "No older entries." : "No entries yet: every change made on this installation is recorded here."}</p>
+          </div>
+        ) : (
+          <table class="list audit-list" data-table="audit" data-query={apiQuery}>
+            <caption class="visually-hidden">Audit entries, newest first</caption>
+<AuditHead />
             <tbody>
-              {Array.from({ length: 6 }, (_, i) => (
-                <tr key={i} class="skeleton-row" aria-hidden="true">
-                  <td colSpan={6} />
-                </tr>
+              {page.items.map((e) => (
+                <Row key={e.id} e={e} q={q} names={names} />
               ))}
             </tbody>
           </table>
-        )
-      ) : page.items.length === 0 ? (
-        <div class="empty-state small">
-          <p>{active.length > 0 ? "No entry matches these filters. Widen the time range, or remove a filter above." : q.get("before") ? "No older entries." : "No entries yet: every change made on this installation is recorded here."}</p>
-        </div>
-      ) : (
-        <table class="list audit-list" data-table="audit" data-query={apiQuery}>
-          <caption class="visually-hidden">Audit entries, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">Who</th>
-              <th scope="col">Action</th>
-              <th scope="col">Target</th>
-              <th scope="col">Outcome</th>
-              <th scope="col">Details</th>
-            </tr>
-          </thead>
-          <tbody>
-            {page.items.map((e) => (
-              <Row key={e.id} e={e} q={q} names={names} />
-            ))}
-          </tbody>
-        </table>
-      )}
+        )}
       </div>
       {page?.next_before && (
         <nav class="pager" aria-label="Pages">
@@ -274,6 +266,21 @@ export function Audit(props: AdminPageProps) {
   );
 }
 
+function AuditHead() {
+  return (
+    <thead>
+      <tr>
+        <th scope="col">When</th>
+        <th scope="col">Who</th>
+        <th scope="col">Action</th>
+        <th scope="col">Target</th>
+        <th scope="col">Outcome</th>
+        <th scope="col">Details</th>
+      </tr>
+    </thead>
+  );
+}
+
 function Row(props: { e: Entry; q: URLSearchParams; names: Record<string, string> }) {
   const { e, q, names } = props;
   const failed = /_failed$|\.fail(ed)?$/.test(e.action);
@@ -281,83 +288,83 @@ function Row(props: { e: Entry; q: URLSearchParams; names: Record<string, string
   const [open, setOpen] = useState(false);
   return (
     <Fragment>
-    <tr data-entry={e.id}>
-      <td class="when">
-        <time dateTime={e.time}>{when(e.time)}</time>
-      </td>
-      <td>
-        <span class="pill pill-plain">{e.principal_kind}</span>{" "}
-        {e.principal_id ? (
-          <Link href={with_(q, "principal_id", e.principal_id)} title="Only entries by this principal">
-            {names[e.principal_id] ?? <code>{e.principal_id}</code>}
+      <tr data-entry={e.id}>
+        <td class="when">
+          <time dateTime={e.time}>{when(e.time)}</time>
+        </td>
+        <td>
+          <span class="pill pill-plain">{e.principal_kind}</span>{" "}
+          {e.principal_id ? (
+            <Link href={with_(q, "principal_id", e.principal_id)} title="Only entries by this principal">
+              {names[e.principal_id] ?? <code>{e.principal_id}</code>}
+            </Link>
+          ) : (
+            <span class="muted">—</span>
+          )}
+        </td>
+        <td class="action">
+          <Link href={with_(q, "action", e.action)} title="Only entries of this action">
+            <code>{e.action}</code>
           </Link>
-        ) : (
-          <span class="muted">—</span>
-        )}
-      </td>
-      <td>
-        <Link href={with_(q, "action", e.action)} title="Only entries of this action">
-          <code>{e.action}</code>
-        </Link>
-      </td>
-      <td>
-        {e.target_kind || e.target_id ? (
-          <>
-            {e.target_kind && <span class="muted">{e.target_kind} </span>}
-            {e.target_id && (
-              <Link href={with_(q, "target_id", e.target_id)} title="Only entries on this target">
-                {names[e.target_id] ?? <code>{e.target_id}</code>}
-              </Link>
-            )}
-          </>
-        ) : (
-          <span class="muted">—</span>
-        )}
-        {e.app_id && e.app_id !== e.target_id && (
-          <span class="small">
-            {" "}
-            in <Link href={"/apps/" + e.app_id}>{names[e.app_id] ?? e.app_id}</Link>
-          </span>
-        )}
-        {e.app_id && e.app_id === e.target_id && (
-          <span class="small">
-            {" "}
-            (<Link href={"/apps/" + e.app_id}>open</Link>)
-          </span>
-        )}
-      </td>
-      <td>{failed ? <span class="pill pill-bad">failed</span> : <span class="pill pill-ok">done</span>}</td>
-      <td>
-        <button type="button" class="small quiet toggle" aria-expanded={open} aria-controls={"detail-" + e.id} onClick={() => setOpen(!open)}>
-          {open ? "Hide" : "Show"} {details ? Object.keys(details).length + (Object.keys(details).length === 1 ? " detail" : " details") : "request"}
-        </button>
-      </td>
-    </tr>
-    {open && (
-      <tr class="detail-row" id={"detail-" + e.id}>
-        <td colSpan={6}>
-          <dl class="facts small">
-            <dt>Entry</dt>
-            <dd>
-              <code>{e.id}</code>
-            </dd>
-            <dt>Request</dt>
-            <dd>
-              <code>{e.request_id || "—"}</code>
-            </dd>
-            {details &&
-              Object.entries(details).map(([k, v]) => (
-                <Fragment key={k}>
-                  <dt>{k}</dt>
-                  <dd>
-                    <code>{typeof v === "string" ? v : JSON.stringify(v)}</code>
-                  </dd>
-                </Fragment>
-              ))}
-          </dl>
+        </td>
+        <td>
+          {e.target_kind || e.target_id ? (
+            <>
+              {e.target_kind && <span class="muted">{e.target_kind} </span>}
+              {e.target_id && (
+                <Link href={with_(q, "target_id", e.target_id)} title="Only entries on this target">
+                  {names[e.target_id] ?? <code>{e.target_id}</code>}
+                </Link>
+              )}
+            </>
+          ) : (
+            <span class="muted">—</span>
+          )}
+          {e.app_id && e.app_id !== e.target_id && (
+            <span class="small">
+              {" "}
+              in <Link href={"/apps/" + e.app_id}>{names[e.app_id] ?? e.app_id}</Link>
+            </span>
+          )}
+          {e.app_id && e.app_id === e.target_id && (
+            <span class="small">
+              {" "}
+              (<Link href={"/apps/" + e.app_id}>open</Link>)
+            </span>
+          )}
+        </td>
+        <td>{failed ? <span class="pill pill-bad">failed</span> : <span class="pill pill-ok">done</span>}</td>
+        <td>
+          <button type="button" class="small quiet toggle" aria-expanded={open} aria-controls={"detail-" + e.id} onClick={() => setOpen(!open)}>
+            {open ? "Hide" : "Show"} {details ? Object.keys(details).length + (Object.keys(details).length === 1 ? " detail" : " details") : "request"}
+          </button>
         </td>
       </tr>
-    )}
+      {open && (
+        <tr class="detail-row" id={"detail-" + e.id}>
+          <td colSpan={6}>
+            <dl class="facts small">
+              <dt>Entry</dt>
+              <dd>
+                <code>{e.id}</code>
+              </dd>
+              <dt>Request</dt>
+              <dd>
+                <code>{e.request_id || "—"}</code>
+              </dd>
+              {details &&
+                Object.entries(details).map(([k, v]) => (
+                  <Fragment key={k}>
+                    <dt>{k}</dt>
+                    <dd>
+                      <code>{typeof v === "string" ? v : JSON.stringify(v)}</code>
+                    </dd>
+                  </Fragment>
+                ))}
+            </dl>
+          </td>
+        </tr>
+      )}
     </Fragment>
   );
 }

@@ -93,7 +93,7 @@ export function Capacity(_props: AdminPageProps) {
           </table>
         ) : rows.length === 0 ? (
           <div class="empty-state small">
-            <p>No apps yet, so nothing is held. Apps made with svc launch or on the Apps page are listed here with what they hold.</p>
+            <p>No apps to show. The apps you administer are listed here with what they hold; apps are made with svc launch or on the Apps page.</p>
           </div>
         ) : (
           <table class="list" data-table="capacity-apps">
