@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,8 @@ type auditItem struct {
 //     has and apps commit (CPU, memory, host ports), and the table has a
 //     row for every app GET /api/v1/apps lists;
 //   - host policy: the fixed setting is read-only, shows its value and says
-//     it was fixed by SVC_POLICY_INSECURE_GRACE_HOURS; public_sharing set to
+//     it was fixed by SVC_POLICY_INSECURE_GRACE_HOURS; min_security_score
+//     500 previews as the API's refusal naming it; public_sharing set to
 //     passcode_only previews, before anything is saved (the API's policy is
 //     unchanged), exactly the apps POST /api/v1/policy/preview names for
 //     that policy (the app shared with everyone, linked to its page); Save
@@ -218,6 +220,16 @@ func TestConsoleAdminHost(t *testing.T) {
 	if shownCount != len(pol.Policy) || !slices.Equal(pol.Fixed, []string{"insecure_grace_hours"}) {
 		t.Errorf("the policy page shows %d settings; the API has %d (fixed %v)", shownCount, len(pol.Policy), pol.Fixed)
 	}
+	// A value out of range: the preview shows the API's refusal, naming it.
+	setValue(t, tab, `input[name="min_security_score"]`, "500")
+	waitFor(t, tab, "the preview refusing 500", `document.querySelector('.preview [role=alert] .code')`)
+	var refusal string
+	tab.MustEval(`document.querySelector('.preview [role=alert]').innerText`, &refusal)
+	if !strings.Contains(refusal, "VALID_INVALID") || !strings.Contains(refusal, "min_security_score") {
+		t.Errorf("min_security_score 500 previews as %q; want the API's VALID_INVALID naming the setting", refusal)
+	}
+	setValue(t, tab, `input[name="min_security_score"]`, "0")
+	waitText(t, tab, "No change yet.")
 	tab.MustEval(`(() => { const e = document.querySelector('select[name="public_sharing"]'); e.value = "passcode_only"; e.dispatchEvent(new Event("change", {bubbles: true})); return true; })()`, nil)
 	waitFor(t, tab, "the preview of the change", `document.querySelector('.preview').dataset.preview === "1"`)
 	var previewed []string
@@ -536,6 +548,17 @@ func setFilters(t *testing.T, tab *browsertest.Tab, fields map[string]string) {
 })()`, &ok)
 	if !ok {
 		t.Fatalf("set the audit filters %v: a field is missing", fields)
+	}
+}
+
+// setValue types value into the field selector names, as an input event.
+func setValue(t *testing.T, tab *browsertest.Tab, selector, value string) {
+	t.Helper()
+	var ok bool
+	tab.MustEval(`(() => { const e = document.querySelector(`+strconv.Quote(selector)+`); if (!e) return false; e.value = `+strconv.Quote(value)+`;
+  e.dispatchEvent(new Event("input", {bubbles: true})); return true; })()`, &ok)
+	if !ok {
+		t.Fatalf("no field %s at %s", selector, tab.URL())
 	}
 }
 

@@ -195,7 +195,7 @@ export function Policy(props: AdminPageProps) {
           Reading the policy…
         </p>
       ) : (
-        <form onSubmit={onSubmit} aria-describedby="policy-preview-h">
+        <form onSubmit={onSubmit} aria-label="Host policy settings">
           <div class="settings-grid">
             {catalogue.map((s) => (
               <Setting key={s.name} s={s} fixed={cur.fixed.includes(s.name) ? fixed[s.name] ?? { name: s.name, value: cur.policy[s.name], origin: "" } : undefined} readOnly={!canEdit} value={draft[s.name] ?? ""} changed={changed.includes(s.name)} onInput={(v) => setDraft((d) => ({ ...d, [s.name]: v }))} />
