@@ -307,7 +307,7 @@ function Setting(props: { s: (typeof catalogue)[number]; fixed?: FixedEntry | { 
       );
       break;
     case "list":
-      control = <textarea id={id} name={s.name} rows={Math.max(2, Math.min(6, props.value.split("\n").length + 1))} value={props.value} readOnly={disabled} aria-describedby={hint} placeholder={disabled ? "" : "one " + s.kind.item + " a line"} onInput={onInput} />;
+      control = <textarea id={id} name={s.name} rows={Math.max(2, Math.min(6, props.value.split("\n").length + 1))} value={props.value} readOnly={disabled} aria-describedby={hint} placeholder={disabled ? "empty" : "one " + s.kind.item + " a line"} onInput={onInput} />;
       break;
     default:
       control = <input id={id} name={s.name} inputMode="numeric" value={props.value} readOnly={disabled} aria-describedby={hint} onInput={onInput} />;
