@@ -63,11 +63,12 @@ type auditItem struct {
 //     waiting for a restart, the API agreeing;
 //   - the audit log: each filter (action prefix, principal_id,
 //     principal_kind, app_id, target_kind, target_id, involving, since,
-//     until, limit), set through the page's form, is kept in the address
-//     and shows exactly the entries GET /api/v1/audit answers for the
-//     address's query — fewer than unfiltered, each matching the filter —
-//     and so does a reload of that address; "Older entries" pages with
-//     before= as the API does;
+//     until, and two together), set through the page's form, is kept in
+//     the address and shows exactly the entries GET /api/v1/audit answers
+//     for the address's query — fewer than unfiltered, each matching the
+//     filter — and so does a reload of that address, its form showing the
+//     filter again; with limit=2 in the address, "Older entries" pages with
+//     before= as the API does, and the older page survives a reload;
 //   - an auditor (install.view and install.audit.read, not the manage
 //     verbs) is offered no change: the policy read-only, saying which verb
 //     changing it needs, with no preview or Save; adapters without a
