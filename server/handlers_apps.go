@@ -60,6 +60,9 @@ type repositoryRequest struct {
 
 type appAnswer struct {
 	App apps.App `json:"app"`
+	// Verbs are the caller's verbs on the app, host policy applied: what a
+	// client may offer them. Only GET /apps/{appID} says them.
+	Verbs []authz.Verb `json:"verbs,omitempty"`
 }
 
 func (s *Server) postApp(c echo.Context) error {
@@ -100,7 +103,8 @@ func (s *Server) getApp(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, appAnswer{App: s.withURL(c, a)})
+	held := authz.AppVerbs(authOf(c).facts, authOf(c).Principal, a.ID, authOf(c).floor)
+	return c.JSON(http.StatusOK, appAnswer{App: s.withURL(c, a), Verbs: held.Verbs()})
 }
 
 func (s *Server) deleteApp(c echo.Context) error {

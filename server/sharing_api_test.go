@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,8 +87,23 @@ func TestSharingAPI(t *testing.T) {
 	}
 	wantError(t, "the same grant again", h.send("POST", api+"/apps/"+app+"/grants", jsonOf(map[string]string{"plane": "control", "principal_kind": "user", "principal_id": bob.userID, "role_id": "role_owner"})),
 		http.StatusConflict, errcode.StateInvalid)
-	// Bob can now view the app, and not open it.
-	wantStatus(t, "bob views the app", h.send("GET", api+"/apps/"+app, "", bob.bearer()...), http.StatusOK)
+	// Bob can now view the app, and not open it; the app's answer says
+	// which verbs each caller holds on it, for a client to offer.
+	a = h.send("GET", api+"/apps/"+app, "", bob.bearer()...)
+	wantStatus(t, "bob views the app", a, http.StatusOK)
+	if v := decodeAs[appAnswer](t, a).Verbs; !slices.Equal(v, []authz.Verb{authz.AppView, authz.AppLogsRead}) {
+		t.Errorf("bob's verbs on the app = %v, want the viewer role's app.view and app.logs.read", v)
+	}
+	a = h.send("GET", api+"/apps/"+app, "")
+	if v := decodeAs[appAnswer](t, a).Verbs; !slices.Contains(v, authz.AppExec) || !slices.Contains(v, authz.AppGrantsMgmt) || !slices.Contains(v, authz.AppSecretsR) {
+		t.Errorf("the owner's verbs on the app = %v", v)
+	}
+	wantStatus(t, "exec off by policy", h.send("PUT", api+"/policy", `{"policy":{"disabled_verbs":["app.exec"]}}`), http.StatusOK)
+	a = h.send("GET", api+"/apps/"+app, "")
+	if v := decodeAs[appAnswer](t, a).Verbs; slices.Contains(v, authz.AppExec) || !slices.Contains(v, authz.AppDeploy) {
+		t.Errorf("the owner's verbs with exec off by policy = %v", v)
+	}
+	wantStatus(t, "exec on again", h.send("PUT", api+"/policy", `{"policy":{"disabled_verbs":[]}}`), http.StatusOK)
 
 	a = h.send("POST", api+"/apps/"+app+"/grants", `{"plane":"data","principal_kind":"anonymous","passcode":"open-sesame"}`)
 	wantStatus(t, "share with everyone", a, http.StatusCreated)

@@ -25,6 +25,9 @@ import { Volumes } from "./volumes";
 export interface AppPageProps {
   appID: string;
   app: App | null;
+  /** verbs are the person's verbs on the app, host policy applied (null
+   * until read): what to offer them. The API still decides. */
+  verbs: string[] | null;
   rest: string[];
   onChanged: () => Promise<void>;
 }
@@ -47,11 +50,13 @@ const tabs: { sub: string; label: string; page?: FunctionComponent<AppPageProps>
 export function AppPages(props: { appID: string; rest: string[] }) {
   const { appID, rest } = props;
   const [app, setApp] = useState<App | null>(null);
+  const [verbs, setVerbs] = useState<string[] | null>(null);
   const [error, setError] = useState<unknown>(null);
   const reload = useCallback(async () => {
     try {
-      const a = await call<{ app: App }>("GET", "/apps/" + seg(appID));
+      const a = await call<{ app: App; verbs?: string[] }>("GET", "/apps/" + seg(appID));
       setApp(a.app);
+      setVerbs(a.verbs ?? []);
       setError(null);
     } catch (e) {
       setError(e);
@@ -59,7 +64,10 @@ export function AppPages(props: { appID: string; rest: string[] }) {
   }, [appID]);
   // Read again every few seconds: a deploy or the reconciler changes the
   // app's state behind the page.
-  useEffect(() => setApp(null), [appID]);
+  useEffect(() => {
+    setApp(null);
+    setVerbs(null);
+  }, [appID]);
   usePoll(reload, 5000, [reload]);
   const tab = rest[0] ?? "";
   const found = tabs.find((t) => t.sub === tab);
@@ -71,7 +79,7 @@ export function AppPages(props: { appID: string; rest: string[] }) {
   else if (tab === "logs") page = <Logs appID={appID} />;
   else if (found?.page) {
     const P = found.page;
-    page = <P appID={appID} app={app} rest={rest.slice(1)} onChanged={reload} />;
+    page = <P appID={appID} app={app} verbs={verbs} rest={rest.slice(1)} onChanged={reload} />;
   }
   else page = <p class="lead">This app has no page “{tab}”.</p>;
   return (
