@@ -351,6 +351,15 @@ func (tb *Tab) MustEval(js string, out any) {
 	}
 }
 
+// SetFiles sets the files of the file input the CSS selector matches, as
+// a person choosing them in the file chooser would (DOM.setFileInputFiles,
+// which fires the input's input and change events): paths are files on
+// this machine.
+func (tb *Tab) SetFiles(selector string, paths ...string) {
+	tb.t.Helper()
+	run(tb, chromedp.SetUploadFiles(chromedp.CSS(selector), paths))
+}
+
 // Cookies returns the cookies the browser would send to each of urls (to
 // the tab's document when none is given).
 func (tb *Tab) Cookies(urls ...string) []*network.Cookie {

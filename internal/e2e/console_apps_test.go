@@ -19,7 +19,7 @@ import (
 // TestConsoleAppsPages, on a server in port mode with a deployed app (the
 // Python sample) and a draft:
 //   - the app list (/apps) shows both with their state, the deployed one
-//     with its address; "New app" tells how to make one;
+//     with its address; "New app" leads to /new, and the CLI's way is named;
 //   - the overview shows the workload running and passing, the app's URL,
 //     and usage, without shifting its layout as they arrive; Restart asks
 //     for confirmation and the API records the restart;
@@ -79,7 +79,7 @@ func TestConsoleAppsPages(t *testing.T) {
 	if len(cells) != 4 || cells[2] != "draft" || cells[3] != "none yet" {
 		t.Errorf("the list's row of the draft: %q", cells)
 	}
-	click(t, tab, `.toolbar button.primary`)
+	waitFor(t, tab, "New app leading to /new", `document.querySelector('.toolbar a.primary[href="/new"]')`)
 	waitText(t, tab, "svc launch ./my-app")
 	accessible(t, tab, "the app list")
 	screenshots(t, tab, "apps-list")
