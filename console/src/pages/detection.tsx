@@ -385,6 +385,22 @@ function secretNames(d: SpecDoc, qs: Question[]): string[] {
   return [...names].sort();
 }
 
+/**
+ * secretTargets are where a secret's value goes at accept: the workloads
+ * whose environment refers to it, so that the document keeps the
+ * proposal's shape; every workload ("") when the document's own
+ * environment refers to it, or nothing does.
+ */
+function secretTargets(d: SpecDoc, name: string): string[] {
+  const refers = (env?: Record<string, EnvDoc>) => Object.values(env ?? {}).some((v) => typeof v === "object" && "secret" in v && v.secret === name);
+  if (refers(d.env)) return [""];
+  const ws = Object.entries(d.workloads ?? {})
+    .filter(([, w]) => refers(w.env))
+    .map(([n]) => n)
+    .sort();
+  return ws.length > 0 ? ws : [""];
+}
+
 /** Questions answers what detection could not find (never a secret). */
 function Questions(props: { appID: string; rec: DetectionRecord; asked: Question[]; onRecord: (r: DetectionRecord) => void }) {
   const { asked, rec } = props;
@@ -422,7 +438,7 @@ function Questions(props: { appID: string; rec: DetectionRecord; asked: Question
           {asked.map((q) => {
             const id = "q-" + q.key.replace(/[^A-Za-z0-9_-]/g, "-");
             const v = values[q.key] ?? "";
-            const set = (x: string) => setValues({ ...values, [q.key]: x });
+            const set = (x: string) => setValues((vs) => ({ ...vs, [q.key]: x }));
             return (
               <div class="field" key={q.key}>
                 <label for={id}>{q.prompt}</label>
@@ -473,7 +489,9 @@ function Accept(props: { appID: string; app: AppWithSource | null; doc: SpecDoc;
   const configured = !!props.app?.pinned;
 
   const values = () => [
-    ...props.secrets.filter((k) => secretValues[k]).map((k) => ({ key: k, value: secretValues[k], secret: true })),
+    ...props.secrets
+      .filter((k) => secretValues[k])
+      .flatMap((k) => secretTargets(props.doc, k).map((w) => ({ key: k, value: secretValues[k], secret: true, workload: w || undefined }))),
     ...rows.filter((r) => r.key.trim()).map((r) => ({ key: r.key.trim(), value: r.value, secret: r.secret || undefined, workload: r.workload || undefined })),
   ];
   const accept = async (confirm: boolean) => {
@@ -520,7 +538,7 @@ function Accept(props: { appID: string; app: AppWithSource | null; doc: SpecDoc;
       setBusy(false);
     }
   };
-  const setRow = (i: number, r: Partial<ValueRow>) => setRows(rows.map((x, j) => (j === i ? { ...x, ...r } : x)));
+  const setRow = (i: number, r: Partial<ValueRow>) => setRows((rs) => rs.map((x, j) => (j === i ? { ...x, ...r } : x)));
 
   if (accepted !== null) {
     return (
@@ -570,7 +588,10 @@ function Accept(props: { appID: string; app: AppWithSource | null; doc: SpecDoc;
                   type="password"
                   autocomplete="new-password"
                   value={secretValues[k] ?? ""}
-                  onInput={(e) => setSecretValues({ ...secretValues, [k]: (e.currentTarget as HTMLInputElement).value })}
+                  onInput={(e) => {
+                    const v = (e.currentTarget as HTMLInputElement).value;
+                    setSecretValues((sv) => ({ ...sv, [k]: v }));
+                  }}
                 />
               </div>
             ))}
@@ -611,12 +632,12 @@ function Accept(props: { appID: string; app: AppWithSource | null; doc: SpecDoc;
               <label class="check">
                 <input type="checkbox" name={"value-secret-" + i} checked={r.secret} onChange={(e) => setRow(i, { secret: (e.currentTarget as HTMLInputElement).checked })} /> Secret
               </label>
-              <button type="button" class="quiet small" onClick={() => setRows(rows.filter((_, j) => j !== i))} aria-label={"Remove value " + (i + 1)}>
+              <button type="button" class="quiet small" onClick={() => setRows((rs) => rs.filter((_, j) => j !== i))} aria-label={"Remove value " + (i + 1)}>
                 Remove
               </button>
             </div>
           ))}
-          <button type="button" class="small" onClick={() => setRows([...rows, { key: "", value: "", secret: false, workload: "" }])}>
+          <button type="button" class="small" onClick={() => setRows((rs) => [...rs, { key: "", value: "", secret: false, workload: "" }])}>
             Add a value
           </button>
         </fieldset>
@@ -631,7 +652,9 @@ function Accept(props: { appID: string; app: AppWithSource | null; doc: SpecDoc;
             Accepting writes a new pinned revision in place of revision {props.app?.pinned?.revision}. What changes{diff.effect ? " (a deploy would " + effectText(diff.effect) + ")" : ""}, before
             the values you set:
           </p>
-          <DiffTable diff={diff} />
+          <div class="diff-wrap">
+            <DiffTable diff={diff} />
+          </div>
         </Confirm>
       )}
     </section>
