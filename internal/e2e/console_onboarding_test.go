@@ -54,7 +54,8 @@ import (
 //     subdirectory): a repository URL the API refuses shows at its field;
 //     then the page creates it, the detection page waits for the clone and
 //     shows the proposal and the Dockerfile runner-up, and accepting pins
-//     it.
+//     it; a new archive uploaded on that page is waited for and detected;
+//     a repository whose ref does not exist shows its failed clone.
 //
 // All through, the console calls only /api/v1 (the uploads as XHR),
 // reports no problem, and axe-core finds no serious violation on /new and
@@ -418,6 +419,36 @@ func TestConsoleOnboarding(t *testing.T) {
 		t.Errorf("the repository app's pinned revision: %d", pinned.App.Pinned.Revision)
 	}
 
+	// A new source uploaded on the detection page: the page waits for its
+	// detection (go-hello: no Dockerfile, so no runner-up).
+	helloPath := filepath.Join(t.TempDir(), "go-hello.tgz")
+	if err := os.WriteFile(helloPath, sampleArchive(t, "go-hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	click(t, tab, `details.new-source summary`)
+	tab.SetFiles("#f-archive", helloPath)
+	waitFor(t, tab, "the new archive chosen", `document.querySelector('#archive-chosen').dataset.file === "go-hello.tgz"`)
+	click(t, tab, `details.new-source button[type=submit]`)
+	waitFor(t, tab, "the new source's proposal", `document.body.innerText.includes("uploaded archive") && document.querySelector('[data-detector="go"] [data-table="proposal"]') && !document.querySelector('ul.runners')`)
+	s.must(t, "GET", "/apps/"+gitID, nil, http.StatusOK, &gitApp)
+	if gitApp.App.Source == nil || gitApp.App.Source.Kind != "archive" {
+		t.Errorf("after an upload on the detection page the app's source is %+v", gitApp.App.Source)
+	}
+
+	// A repository whose ref does not exist: the clone fails behind the
+	// answer, and the detection page says so.
+	tab.Go(s.console + "/new")
+	waitFor(t, tab, "the form", `document.querySelector('input[name="kind"][value="repository"]')`)
+	click(t, tab, `input[name="kind"][value="repository"]`)
+	waitFor(t, tab, "the repository fields", `document.querySelector('input[name="repository"]')`)
+	fill(t, tab, map[string]string{"name": "Bad Ref", "repository": repo, "ref": "no-such-branch"}, "name", "repository", "ref")
+	waitURL(t, tab, "the bad ref's detection page", func(a string) bool {
+		return strings.HasSuffix(a, "/detection?from=repository") && !strings.Contains(a, gitID)
+	})
+	waitFor(t, tab, "the failed clone shown", `document.body.innerText.includes("Detection failed") && document.body.innerText.includes("no-such-branch")`)
+	accessible(t, tab, "the detection page of a failed clone")
+	screenshots(t, tab, "detection-failed")
+
 	noProblems(t, tab)
 	noProblems(t, appTab)
 	onlyAPI(t, tab, s.console)
@@ -427,8 +458,8 @@ func TestConsoleOnboarding(t *testing.T) {
 			xhrUploads++
 		}
 	}
-	if xhrUploads != 2 {
-		t.Errorf("the page uploaded %d archives with XMLHttpRequest; want 2", xhrUploads)
+	if xhrUploads != 3 {
+		t.Errorf("the page uploaded %d archives with XMLHttpRequest; want 3", xhrUploads)
 	}
 }
 

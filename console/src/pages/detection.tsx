@@ -47,19 +47,13 @@ export function Detection(props: AppPageProps) {
   useEffect(() => {
     let live = true;
     let timer = 0;
-    const settled = (r: DetectionRecord) => {
-      if (want.checkout) return r.checkout_id === want.checkout && (r.status === "done" || r.status === "failed");
-      if (r.status === "done" || r.status === "failed") return true;
-      // Pending with no source to detect: nothing will come by waiting.
-      return r.status === "pending" && !want.repository && appRef.current !== null && !appRef.current.source;
-    };
     const step = async () => {
       try {
         const r = await call<DetectionRecord>("GET", path);
         if (!live) return;
         setRec(r);
         setError(null);
-        if (!settled(r)) timer = window.setTimeout(step, 600);
+        if (detecting(r, want, appRef.current)) timer = window.setTimeout(step, 600);
       } catch (e) {
         if (!live) return;
         setError(e);
@@ -73,8 +67,15 @@ export function Detection(props: AppPageProps) {
     };
   }, [path, want]);
 
-  const waiting = rec === null || (want.checkout ? rec.checkout_id !== want.checkout || rec.status === "running" || rec.status === "pending" : rec.status === "running" || (rec.status === "pending" && (want.repository || app === null || !!app.source)));
+  const waiting = rec === null || detecting(rec, want, app);
   const noSource = rec !== null && rec.status === "pending" && !waiting;
+
+  // After an upload here: read the app again (its source names the new
+  // checkout), then wait for detection of that checkout.
+  const uploaded = async (checkout: string) => {
+    await props.onChanged();
+    setWant({ checkout, repository: false });
+  };
 
   const [busy, setBusy] = useState(false);
   const rerun = async () => {
@@ -108,15 +109,19 @@ export function Detection(props: AppPageProps) {
           </p>
         </section>
       ) : noSource ? (
-        <NoSource appID={appID} onUploaded={(checkout) => setWant({ checkout, repository: false })} />
+        <NoSource appID={appID} onUploaded={uploaded} />
       ) : rec!.status === "failed" ? (
         <section class="block" aria-labelledby="failed-h">
           <h2 id="failed-h">Detection failed</h2>
           <div class="error problem">
-            <p class="msg">{rec!.error || "Detection failed."}</p>
-            <p class="remedy">Fix the source and upload it again, or write a spec by hand on the Spec page.</p>
+            <p class="msg">{capital(rec!.error || "detection failed")}.</p>
+            <p class="remedy">
+              {rec!.error?.startsWith("fetching the source failed")
+                ? "Check the repository, ref and subdirectory (change them on the app’s Settings page), or upload an archive below."
+                : "Fix the source and upload it again below, or write a spec by hand on the Spec page."}
+            </p>
           </div>
-          <NoSource appID={appID} onUploaded={(checkout) => setWant({ checkout, repository: false })} again />
+          <NoSource appID={appID} onUploaded={uploaded} again />
         </section>
       ) : !rec!.winner ? (
         <section class="block" aria-labelledby="none-h">
@@ -127,7 +132,7 @@ export function Detection(props: AppPageProps) {
               a spec by hand on the <Link href={"/apps/" + appID + "/spec"}>Spec</Link> page, or upload another archive.
             </p>
           </div>
-          <NoSource appID={appID} onUploaded={(checkout) => setWant({ checkout, repository: false })} again />
+          <NoSource appID={appID} onUploaded={uploaded} again />
         </section>
       ) : (
         <Found
@@ -137,10 +142,29 @@ export function Detection(props: AppPageProps) {
           rec={rec!}
           onRecord={setRec}
           onAccepted={props.onChanged}
+          onUploaded={uploaded}
         />
       )}
     </div>
   );
+}
+
+/**
+ * detecting says whether detection is still to come: it runs; or the page
+ * waits for detection of an upload's checkout (unless a later source
+ * replaced it), or of a repository being cloned; or the app has a source
+ * not detected yet. A pending record of an app without a source is not:
+ * nothing comes by waiting.
+ */
+function detecting(r: DetectionRecord, want: { checkout: string; repository: boolean }, app: AppWithSource | null): boolean {
+  if (r.status === "running") return true;
+  const done = r.status === "done" || r.status === "failed";
+  if (want.checkout) {
+    const replaced = !!app?.source?.checkout_id && app.source.checkout_id !== want.checkout;
+    return !replaced && !(done && r.checkout_id === want.checkout);
+  }
+  if (done) return false;
+  return want.repository || app === null || !!app.source;
 }
 
 /** NoSource takes an archive as the app's source, here. */
@@ -188,6 +212,7 @@ function Found(props: {
   rec: DetectionRecord;
   onRecord: (r: DetectionRecord) => void;
   onAccepted: () => Promise<void>;
+  onUploaded: (checkout: string) => void;
 }) {
   const { appID, rec } = props;
   const w = rec.winner!;
@@ -241,6 +266,10 @@ function Found(props: {
           </ul>
         )}
       </section>
+      <details class="block new-source">
+        <summary>Upload a new source</summary>
+        <NoSource appID={appID} onUploaded={props.onUploaded} again />
+      </details>
     </>
   );
 }
@@ -659,6 +688,10 @@ function Accept(props: { appID: string; app: AppWithSource | null; doc: SpecDoc;
       )}
     </section>
   );
+}
+
+function capital(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1).replace(/[.]$/, "");
 }
 
 function effectText(e: string): string {
