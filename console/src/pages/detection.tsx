@@ -47,13 +47,16 @@ export function Detection(props: AppPageProps) {
   useEffect(() => {
     let live = true;
     let timer = 0;
+    let n = 0;
     const step = async () => {
       try {
         const r = await call<DetectionRecord>("GET", path);
         if (!live) return;
         setRec(r);
         setError(null);
-        if (detecting(r, want, appRef.current)) timer = window.setTimeout(step, 600);
+        // Often at first (detection takes moments, a clone seconds), then
+        // every few seconds.
+        if (detecting(r, want, appRef.current)) timer = window.setTimeout(step, n++ < 100 ? 600 : 3000);
       } catch (e) {
         if (!live) return;
         setError(e);
