@@ -120,7 +120,7 @@ export function Detection(props: AppPageProps) {
             <p class="msg">{capital(rec!.error || "detection failed")}.</p>
             <p class="remedy">
               {rec!.error?.startsWith("fetching the source failed")
-                ? "Check the repository, ref and subdirectory (change them on the app’s Settings page), or upload an archive below."
+                ? "Check the repository, its ref and subdirectory, or upload an archive below."
                 : "Fix the source and upload it again below, or write a spec by hand on the Spec page."}
             </p>
           </div>
