@@ -1,8 +1,9 @@
 // Package browsertest drives a real headless Chromium from Go tests, through
 // the DevTools protocol (github.com/chromedp/chromedp, a test-only
 // dependency). A test starts one browser with a fresh profile, opens tabs,
-// navigates, runs scripts in the page (awaiting their promises) and reads
-// the cookie jar and the redirect chains the browser followed.
+// navigates, runs scripts in the page (awaiting their promises), chooses
+// files for a file input, and reads the cookie jar and the redirect chains
+// the browser followed.
 //
 // The binary is SVC_CHROMIUM_BIN, else /usr/bin/chromium, else chromium or
 // chromium-browser on PATH. Without one, tests skip and say so; with
@@ -349,6 +350,15 @@ func (tb *Tab) MustEval(js string, out any) {
 	if err := tb.Eval(js, out); err != nil {
 		tb.t.Fatalf("script failed: %v\n%s", err, js)
 	}
+}
+
+// SetFiles sets the files of the file input the CSS selector matches, as
+// a person choosing them in the file chooser would (DOM.setFileInputFiles,
+// which fires the input's input and change events): paths are files on
+// this machine.
+func (tb *Tab) SetFiles(selector string, paths ...string) {
+	tb.t.Helper()
+	run(tb, chromedp.SetUploadFiles(chromedp.CSS(selector), paths))
 }
 
 // Cookies returns the cookies the browser would send to each of urls (to

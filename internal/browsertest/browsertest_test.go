@@ -2,6 +2,8 @@ package browsertest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -54,5 +56,24 @@ func TestABrowserRunsScripts(t *testing.T) {
 	}
 	if err := tab.Eval(`(() => { throw new Error("boom") })()`, nil); err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Errorf("a throwing script: %v", err)
+	}
+}
+
+// TestSetFilesChoosesAFile: SetFiles gives a file input a file of this
+// machine, whose change event the page hears and whose content it reads.
+func TestSetFilesChoosesAFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "chosen.txt")
+	if err := os.WriteFile(p, []byte("the file's own words"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab := Start(t, Options{}).Tab()
+	tab.Go("data:text/html,<input type=file id=f>")
+	tab.MustEval(`(() => { window.__read = new Promise((r) => document.getElementById("f").addEventListener("change", (e) => {
+  const f = e.target.files[0]; f.text().then((text) => r(f.name + ": " + text)); })); return true; })()`, nil)
+	tab.SetFiles("#f", p)
+	var got string
+	tab.MustEval(`window.__read`, &got)
+	if got != "chosen.txt: the file's own words" {
+		t.Errorf("the page read %q from the chosen file", got)
 	}
 }

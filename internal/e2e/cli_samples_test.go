@@ -93,34 +93,7 @@ func TestCLILaunchSamples(t *testing.T) {
 		// svc launch --repo: the server clones the repository (served
 		// by git's own HTTP backend) and detects it; launch waits for
 		// that, accepts and deploys.
-		work, served := filepath.Join(t.TempDir(), "work"), t.TempDir()
-		if err := os.CopyFS(work, os.DirFS(filepath.Join(root, "samples", "go-hello"))); err != nil {
-			t.Fatal(err)
-		}
-		bare := filepath.Join(served, "hello.git")
-		for _, args := range [][]string{{"-C", work, "init", "-q", "-b", "main"}, {"-C", work, "add", "."},
-			{"-C", work, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "first"},
-			{"clone", "-q", "--bare", work, bare}} {
-			if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-				t.Fatalf("git %v: %v: %s", args, err, out)
-			}
-		}
-		// svc never clones from loopback: serve on an address of the
-		// host's network, which policy must name when it is private.
-		ip := networkAddr(t)
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		git, err := exec.LookPath("git")
-		if err != nil {
-			t.Fatal(err)
-		}
-		backend := &cgi.Handler{Path: git, Args: []string{"http-backend"}, Env: []string{"GIT_PROJECT_ROOT=" + served, "GIT_HTTP_EXPORT_ALL=1"}}
-		gitHTTP := &httptest.Server{Listener: ln, Config: &http.Server{Handler: backend}}
-		gitHTTP.Start()
-		t.Cleanup(gitHTTP.Close)
-		repo := gitHTTP.URL + "/hello.git"
+		repo, ip := serveGitRepo(t, filepath.Join(root, "samples", "go-hello"), "")
 		if ip.IsPrivate() {
 			c.ok(t, "policy", "set", "--policy", `{"source_allowlist":["`+ip.String()+`"]}`)
 		}
@@ -173,4 +146,39 @@ func networkAddr(t *testing.T) netip.Addr {
 	}
 	t.Skip("this machine has no IPv4 address but loopback: svc clones only from addresses of a network")
 	return netip.Addr{}
+}
+
+// serveGitRepo serves, with git's own HTTP backend on an address of this
+// host's network (svc never clones from loopback; host policy must name the
+// address when it is private), a repository named hello.git with one
+// commit on main holding dir's tree under sub ("" for its root). It returns
+// the repository's URL and the address.
+func serveGitRepo(t *testing.T, dir, sub string) (string, netip.Addr) {
+	t.Helper()
+	work, served := filepath.Join(t.TempDir(), "work"), t.TempDir()
+	if err := os.CopyFS(filepath.Join(work, sub), os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	bare := filepath.Join(served, "hello.git")
+	for _, args := range [][]string{{"-C", work, "init", "-q", "-b", "main"}, {"-C", work, "add", "."},
+		{"-C", work, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "first"},
+		{"clone", "-q", "--bare", work, bare}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	ip := networkAddr(t)
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := &cgi.Handler{Path: git, Args: []string{"http-backend"}, Env: []string{"GIT_PROJECT_ROOT=" + served, "GIT_HTTP_EXPORT_ALL=1"}}
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: backend}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL + "/hello.git", ip
 }

@@ -19,7 +19,7 @@ import (
 // TestConsoleAppsPages, on a server in port mode with a deployed app (the
 // Python sample) and a draft:
 //   - the app list (/apps) shows both with their state, the deployed one
-//     with its address; "New app" tells how to make one;
+//     with its address; "New app" leads to /new, and the CLI's way is named;
 //   - the overview shows the workload running and passing, the app's URL,
 //     and usage, without shifting its layout as they arrive; Restart asks
 //     for confirmation and the API records the restart;
@@ -79,7 +79,7 @@ func TestConsoleAppsPages(t *testing.T) {
 	if len(cells) != 4 || cells[2] != "draft" || cells[3] != "none yet" {
 		t.Errorf("the list's row of the draft: %q", cells)
 	}
-	click(t, tab, `.toolbar button.primary`)
+	waitFor(t, tab, "New app leading to /new", `document.querySelector('.toolbar a.primary[href="/new"]')`)
 	waitText(t, tab, "svc launch ./my-app")
 	accessible(t, tab, "the app list")
 	screenshots(t, tab, "apps-list")
@@ -112,31 +112,9 @@ func TestConsoleAppsPages(t *testing.T) {
 	click(t, tab, `nav.tabs a[href$="/deploys"]`)
 	waitFor(t, tab, "the history", `document.querySelectorAll('[data-table="deploys"] tbody tr').length === 1`)
 	noLayoutShift(t, tab, "the deploys page")
-	// Record when the deploy's first log line is shown.
-	tab.MustEval(`(() => { window.__firstLine = 0; new MutationObserver(() => {
-  if (!window.__firstLine && document.querySelector('.deploy-detail .log .ln')) window.__firstLine = Date.now();
-}).observe(document.body, {subtree: true, childList: true}); return true; })()`, nil)
-	fill(t, tab, map[string]string{"revision": strconv.Itoa(slowRev)}, "revision")
-	depURL := waitURL(t, tab, "the new deploy's page", func(a string) bool { return strings.HasPrefix(a, s.console+"/apps/"+notes.id+"/deploys/dep_") })
-	depID := depURL[strings.LastIndex(depURL, "/")+1:]
-	waitFor(t, tab, "the deploy's outcome", `document.querySelector('.outcome').dataset.outcome === "succeeded"`)
-	var firstLine int64
-	tab.MustEval(`window.__firstLine`, &firstLine)
-	var dep struct {
-		Deployment struct {
-			FinishedAt time.Time `json:"finished_at"`
-		}
-	}
-	s.must(t, "GET", "/apps/"+notes.id+"/deployments/"+depID, nil, http.StatusOK, &dep)
-	if firstLine == 0 || !time.UnixMilli(firstLine).Before(dep.Deployment.FinishedAt) {
-		t.Errorf("the first log line was shown at %v, the deploy finished at %v: the log did not stream while the deploy ran", time.UnixMilli(firstLine), dep.Deployment.FinishedAt)
-	}
-	lines, _ := s.follow(t, notes.id, depID)
-	var shown int
-	tab.MustEval(`document.querySelectorAll('.deploy-detail .log .ln').length`, &shown)
-	if shown != len(lines) || len(lines) == 0 {
-		t.Errorf("the page shows %d log lines; the API's stream has %d", shown, len(lines))
-	}
+	depURL, depID := s.deployStreamed(t, tab, notes.id, func() {
+		fill(t, tab, map[string]string{"revision": strconv.Itoa(slowRev)}, "revision")
+	})
 	waitFor(t, tab, "two deploys in the history", `document.querySelectorAll('[data-table="deploys"] tbody tr').length === 2`)
 	accessible(t, tab, "the deploys page with a deploy's log")
 	screenshots(t, tab, "app-deploy-log")

@@ -1,17 +1,16 @@
 import { useEffect, useState } from "preact/hooks";
-import { all, API, type App } from "../api";
+import { all, type App } from "../api";
 import { Link } from "../router";
 import { ErrorNote, useTitle } from "../ui";
 
 // The app list at /apps: the apps the person administers (GET
 // /api/v1/apps), each with its state and address and a link to its pages;
-// "New app" says how apps are made (svc launch, or the API).
+// "New app" leads to the new-app page (/new); the CLI's way is named too.
 
 export function AppList() {
   useTitle("Apps");
   const [items, setItems] = useState<App[] | null>(null);
   const [error, setError] = useState<unknown>(null);
-  const [showNew, setShowNew] = useState(false);
   useEffect(() => {
     all<App>("/apps")
       .then((v) => setItems(v.sort((a, b) => a.name.localeCompare(b.name))))
@@ -21,15 +20,13 @@ export function AppList() {
     <div class="app-list">
       <div class="toolbar">
         <h1>Apps</h1>
-        <button type="button" class="primary" aria-expanded={showNew} aria-controls="new-app" onClick={() => setShowNew(!showNew)}>
+        <Link href="/new" class="button primary">
           New app
-        </button>
+        </Link>
       </div>
-      {showNew && (
-        <div id="new-app" class="panel">
-          <NewApp />
-        </div>
-      )}
+      <p class="muted small cli-hint">
+        Or from a terminal: <code>svc launch ./my-app</code>
+      </p>
       <ErrorNote error={error} />
       {items === null ? (
         <table class="list" aria-busy="true">
@@ -81,16 +78,17 @@ export function AppList() {
   );
 }
 
+/** NewApp says how to make an app: the new-app page, or the CLI. */
 function NewApp() {
   return (
     <>
-      <p>Launch an app from a directory of source with the command-line client; it uploads the source, detects how to run it and deploys it:</p>
-      <pre>
-        <code>svc launch ./my-app</code>
-      </pre>
       <p>
-        Or through the API: <code>POST /api/v1/apps</code>, then upload the source (<code>POST /api/v1/apps/&#123;appID&#125;/source</code>) and
-        accept detection's proposal. The reference is at <a href={API + "/reference"}>/api/v1/reference</a>.
+        <Link href="/new" class="button primary">
+          Create an app
+        </Link>
+      </p>
+      <p class="small">
+        From a git repository or an uploaded archive. Or from a terminal, which uploads, accepts and deploys in one go: <code>svc launch ./my-app</code>
       </p>
     </>
   );
