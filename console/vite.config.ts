@@ -19,7 +19,7 @@ export default defineConfig({
     modulePreload: { polyfill: false },
     // Never inline an asset as a data: URL in CSS or JS.
     assetsInlineLimit: 0,
-    cssCodeSplit: false,
+    cssCodeSplit: true,
     reportCompressedSize: false,
     rollupOptions: {
       output: {
