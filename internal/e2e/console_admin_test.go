@@ -34,8 +34,11 @@ import (
 //     browser's session is refused (the console sends it to /login), and
 //     signing in again is refused AUTH_INVALID; reactivated and reset with
 //     a generated password (confirmed, shown once), that password signs in.
+//     As an auditor she then sees the accounts with no form to change
+//     them, and /admin/tokens shows the API's refusal (install.tokens.manage).
 //   - groups: a group created on the page, an account found by name and
-//     added: the API has the member.
+//     added: the API has the member; an app shared with the group shows on
+//     the group's page, and on her account's page as one she opens.
 //   - roles: built-in roles show as fixed with no Delete; each verb lists
 //     the endpoints requiring it (from the API's reference); a custom role
 //     composed from two verbs is what the API has, and is deleted after a
@@ -83,7 +86,7 @@ func TestConsoleAdminAccounts(t *testing.T) {
 	waitFor(t, carolTab, "the sign-in form", `document.querySelector('input[name="password"]')`)
 	fill(t, carolTab, map[string]string{"username": "carol", "password": first}, "username", "password")
 	waitURL(t, carolTab, "carol must change her password", func(a string) bool { return a == s.console+"/account/password" })
-	waitText(t, carolTab, "Choose a new password")
+	waitFor(t, carolTab, "the password form", `document.querySelector('input[name="new_password_again"]')`)
 	const carolPassword = "carol-own-password-2718"
 	fill(t, carolTab, map[string]string{"current_password": first, "new_password": carolPassword, "new_password_again": carolPassword}, "current_password", "new_password", "new_password_again")
 	waitURL(t, carolTab, "carol's launcher", func(a string) bool { return a == s.console+"/" })
@@ -185,12 +188,44 @@ func TestConsoleAdminAccounts(t *testing.T) {
 	accessible(t, tab, "an account after a reset")
 	screenshots(t, tab, "admin-account-reset")
 
+	// Carol, an auditor now, signs in with it (and must change it): she sees
+	// the Admin link and the accounts, with no form to change them, and the
+	// service tokens page shows the API's refusal.
+	carolTab.Go(s.console + "/login")
+	waitFor(t, carolTab, "the sign-in form", `document.querySelector('input[name="password"]')`)
+	fill(t, carolTab, map[string]string{"username": "carol", "password": reset}, "username", "password")
+	waitURL(t, carolTab, "carol must change her password again", func(a string) bool { return a == s.console+"/account/password" })
+	waitFor(t, carolTab, "the password form", `document.querySelector('input[name="new_password_again"]')`)
+	fill(t, carolTab, map[string]string{"current_password": reset, "new_password": carolPassword + "-2", "new_password_again": carolPassword + "-2"}, "current_password", "new_password", "new_password_again")
+	waitURL(t, carolTab, "carol's launcher again", func(a string) bool { return a == s.console+"/" })
+	waitFor(t, carolTab, "the Admin link, for an auditor", `document.querySelector('header a[href^="/admin"]')`)
+	click(t, carolTab, `header a[href^="/admin"]`)
+	waitFor(t, carolTab, "the accounts, for an auditor", `document.querySelector('[data-table="accounts"] tr[data-username="admin"]')`)
+	waitText(t, carolTab, "creating and changing them needs install.users.manage")
+	carolTab.MustEval(`document.querySelectorAll('.accounts form').length`, &forms)
+	if forms != 0 {
+		t.Errorf("an auditor's /admin/accounts offers %d forms", forms)
+	}
+	accessible(t, carolTab, "the accounts page for an auditor")
+	screenshots(t, carolTab, "admin-accounts-auditor")
+	click(t, carolTab, `nav.side a[href="/admin/tokens"]`)
+	waitFor(t, carolTab, "the service tokens refused", `document.querySelector('.tokens [role=alert] .code')`)
+	carolTab.MustEval(`document.querySelector('.tokens [role=alert]').innerText`, &refusal)
+	if !strings.Contains(refusal, "PERM_VERB_REQUIRED") || !strings.Contains(refusal, "install.tokens.manage") {
+		t.Errorf("an auditor's /admin/tokens shows %q; want the API's PERM_VERB_REQUIRED naming install.tokens.manage", refusal)
+	}
+	carolTab.MustEval(`document.querySelectorAll('.tokens form').length`, &forms)
+	if forms != 0 {
+		t.Errorf("an auditor's /admin/tokens offers %d forms", forms)
+	}
+	accessible(t, carolTab, "the service tokens page refused")
+
 	// Groups: one made, carol added.
 	tab.Go(s.console + "/admin/groups")
 	waitText(t, tab, "No groups yet")
 	accessible(t, tab, "the groups page, empty")
 	fill(t, tab, map[string]string{"group_name": "Operators"}, "group_name")
-	waitURL(t, tab, "the new group's page", func(a string) bool { return strings.HasPrefix(a, s.console+"/admin/groups/grp_") })
+	groupURL := waitURL(t, tab, "the new group's page", func(a string) bool { return strings.HasPrefix(a, s.console+"/admin/groups/grp_") })
 	typeInto(t, tab, "member_find", "newcom")
 	click(t, tab, `[data-candidate="`+carol.ID+`"] button`)
 	waitFor(t, tab, "carol a member", `document.querySelector('[data-member="`+carol.ID+`"]')`)
@@ -204,8 +239,15 @@ func TestConsoleAdminAccounts(t *testing.T) {
 	if len(groups.Items) != 1 || groups.Items[0].Name != "Operators" || !slices.Equal(groups.Items[0].MemberIDs, []string{carol.ID}) {
 		t.Errorf("the API's groups: %+v; want Operators with carol", groups.Items)
 	}
+	wiki := s.createApp(t, "Team Wiki")
+	s.must(t, "POST", "/apps/"+wiki+"/grants", map[string]any{"plane": "data", "principal_kind": "group", "principal_id": groupURL[strings.LastIndex(groupURL, "/")+1:]}, http.StatusCreated, nil)
+	tab.Go(groupURL)
+	waitFor(t, tab, "the app shared with the group", `[...document.querySelectorAll('.app-access a')].some((a) => a.innerText === "Team Wiki")`)
 	accessible(t, tab, "a group")
 	screenshots(t, tab, "admin-group")
+	click(t, tab, `[data-member="`+carol.ID+`"] a`)
+	waitURL(t, tab, "carol's account page", func(a string) bool { return a == s.console+"/admin/accounts/"+carol.ID })
+	waitFor(t, tab, "the app carol has through the group", `[...document.querySelectorAll('.app-access li')].some((l) => l.innerText.includes("Team Wiki") && l.innerText.includes("opens it"))`)
 
 	// Roles: built-in ones fixed, verbs explained by the reference, a
 	// custom role composed and deleted.

@@ -3,7 +3,7 @@ import { call, seg, type Page } from "../../api";
 import { Link, navigate } from "../../router";
 import { ErrorNote, Field, Notice, Submit, useSubmit, when } from "../../ui";
 import type { AdminPageProps } from "../admin";
-import { can, roleName, RoleForm, SecretOnce, ListTable, useConfirmed, useInstallRoles, type Account, type Role } from "./people";
+import { AppAccessList, can, roleName, RoleForm, SecretOnce, ListTable, useConfirmed, useInstallRoles, type Account, type Role } from "./people";
 
 // Accounts, /admin/accounts[/<user ID>]: the accounts, a page at a time
 // (GET /api/v1/users, limit and cursor), filtered among those read (the
@@ -302,6 +302,7 @@ function AccountDetail(props: { id: string; me: string; manage: boolean; roles: 
         {note}
       </p>
       {confirmed.dialog}
+      <AppAccessList path={path + "/apps"} title="Apps" empty="No app you can see is shared with this account, directly or through a group." />
       {u && props.manage && (
         <>
           <RoleForm path={path} current={u.role_id} roles={props.roles} idPrefix="account" onDone={reload} />

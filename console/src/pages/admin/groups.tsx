@@ -3,7 +3,7 @@ import { all, call, seg } from "../../api";
 import { Link, navigate } from "../../router";
 import { ErrorNote, Notice, Submit, useSubmit, when } from "../../ui";
 import type { AdminPageProps } from "../admin";
-import { can, roleName, RoleForm, ListTable, useConfirmed, useInstallRoles, type Account, type Group, type Role } from "./people";
+import { AppAccessList, can, roleName, RoleForm, ListTable, useConfirmed, useInstallRoles, type Account, type Group, type Role } from "./people";
 
 // Groups, /admin/groups[/<group ID>]: the groups (GET /api/v1/groups), a
 // new one (POST), and the group the address names: its members (add one
@@ -100,24 +100,13 @@ export function Groups(props: AdminPageProps) {
   );
 }
 
-interface AppAccess {
-  app: { id: string; name: string; slug: string };
-  role_id: string | null;
-  can_open: boolean;
-  can_manage: boolean;
-}
-
 function GroupDetail(props: { group: Group; users: Account[]; roles: Role[] | null; manage: boolean; onChanged: (g: Group | null, id: string) => void }) {
   const g = props.group;
   const path = "/groups/" + seg(g.id);
   const [q, setQ] = useState("");
-  const [apps, setApps] = useState<AppAccess[] | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [note, setNote] = useState("");
   const confirmed = useConfirmed();
-  useEffect(() => {
-    all<AppAccess>(path + "/apps").then(setApps, (e) => (setApps([]), setError(e)));
-  }, [path]);
   const byID = useMemo(() => new Map(props.users.map((u) => [u.id, u])), [props.users]);
   const members = g.member_ids ?? [];
   const candidates = useMemo(() => {
@@ -234,20 +223,7 @@ function GroupDetail(props: { group: Group; users: Account[]; roles: Role[] | nu
           )}
         </div>
       )}
-      <h3 id="group-apps-h">Apps shared with the group</h3>
-      {apps === null ? (
-        <p class="muted">Reading…</p>
-      ) : apps.length === 0 ? (
-        <p class="muted">None you can see. Share an app with the group on the app’s Sharing page.</p>
-      ) : (
-        <ul aria-labelledby="group-apps-h">
-          {apps.map((a) => (
-            <li key={a.app.id}>
-              <Link href={"/apps/" + a.app.id}>{a.app.name}</Link> <span class="muted">{[a.role_id ?? "", a.can_open ? "can open" : ""].filter((s) => s).join(" · ")}</span>
-            </li>
-          ))}
-        </ul>
-      )}
+      <AppAccessList path={path + "/apps"} title="Apps shared with the group" empty="None you can see. Share an app with the group on the app’s Sharing page." />
       {props.manage && (
         <div class="actions danger-zone">
           <button type="button" class="danger" onClick={del}>

@@ -1,6 +1,7 @@
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { all, call, seg, type Me } from "../../api";
+import { Link } from "../../router";
 import { Confirm, ErrorNote, Submit, useSubmit, when } from "../../ui";
 import "./people.css";
 
@@ -52,6 +53,49 @@ export interface Token {
   created_at: string;
   expires_at: string | null;
   last_used_at: string | null;
+}
+
+/** AppAccess is an app an account or a group has a grant on (GET …/apps). */
+interface AppAccess {
+  app: { id: string; name: string; slug: string };
+  role_id: string | null;
+  via: string | null;
+  can_open: boolean;
+  can_manage: boolean;
+}
+
+/**
+ * AppAccessList lists the apps an account or a group has a grant on, among
+ * those the signed-in person can see (GET /api/v1/users/{id}/apps or
+ * /groups/{id}/apps): the role on each, how, whether it opens the app.
+ */
+export function AppAccessList(props: { path: string; title: string; empty: string }) {
+  const [apps, setApps] = useState<AppAccess[] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    all<AppAccess>(props.path).then(setApps, (e) => (setApps([]), setError(e)));
+  }, [props.path]);
+  const id = "apps-" + props.path.replace(/[^a-z0-9]+/gi, "-");
+  return (
+    <>
+      <h3 id={id}>{props.title}</h3>
+      <ErrorNote error={error} />
+      {apps === null ? (
+        <p class="muted">Reading…</p>
+      ) : apps.length === 0 ? (
+        !error && <p class="muted">{props.empty}</p>
+      ) : (
+        <ul aria-labelledby={id} class="app-access">
+          {apps.map((a) => (
+            <li key={a.app.id}>
+              <Link href={"/apps/" + a.app.id}>{a.app.name}</Link>{" "}
+              <span class="muted">{[a.role_id ? "role " + a.role_id : "", a.via ? "via " + a.via : "", a.can_open ? "opens it" : "", a.can_manage ? "manages it" : ""].filter((x) => x).join(" · ")}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+    </>
+  );
 }
 
 /** can says whether the signed-in person holds an installation verb. */
