@@ -37,7 +37,7 @@ import (
 //     As an auditor she then sees the accounts with no form to change
 //     them, and /admin/tokens shows the API's refusal (install.tokens.manage).
 //   - groups: a group created on the page, an account found by name and
-//     added: the API has the member; an app shared with the group shows on
+//     added, and the group given role_member: the API has both; an app shared with the group shows on
 //     the group's page, and on her account's page as one she opens.
 //   - roles: built-in roles show as fixed with no Delete; each verb lists
 //     the endpoints requiring it (from the API's reference); a custom role
@@ -239,6 +239,18 @@ func TestConsoleAdminAccounts(t *testing.T) {
 	if len(groups.Items) != 1 || groups.Items[0].Name != "Operators" || !slices.Equal(groups.Items[0].MemberIDs, []string{carol.ID}) {
 		t.Errorf("the API's groups: %+v; want Operators with carol", groups.Items)
 	}
+	choose(t, tab, `[data-group-detail] select[name="role_id"]`, "role_member")
+	click(t, tab, `[data-group-detail] form.inline-form button[type=submit]`)
+	waitForAPI(t, "the group's role set", func() bool {
+		var g struct {
+			Items []struct {
+				RoleID *string `json:"role_id"`
+			} `json:"items"`
+		}
+		s.must(t, "GET", "/groups", nil, http.StatusOK, &g)
+		return len(g.Items) == 1 && g.Items[0].RoleID != nil && *g.Items[0].RoleID == "role_member"
+	})
+	waitFor(t, tab, "the group's role shown", `document.querySelector('[data-table="groups"] tbody tr').innerText.includes("member")`)
 	wiki := s.createApp(t, "Team Wiki")
 	s.must(t, "POST", "/apps/"+wiki+"/grants", map[string]any{"plane": "data", "principal_kind": "group", "principal_id": groupURL[strings.LastIndex(groupURL, "/")+1:]}, http.StatusCreated, nil)
 	tab.Go(groupURL)

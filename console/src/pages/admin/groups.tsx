@@ -61,7 +61,7 @@ export function Groups(props: AdminPageProps) {
       <ErrorNote error={error ?? rolesError} />
       {selected && groups !== null && !error && (
         group ? (
-          <GroupDetail key={selected} group={group} users={users ?? []} roles={roles} manage={manage} onChanged={changed} />
+          <GroupDetail key={selected} group={group} users={users ?? []} roles={roles} manage={manage} onChanged={changed} reload={load} />
         ) : (
           <ErrorNote error={new Error("There is no group " + selected + ".")} />
         )
@@ -100,7 +100,7 @@ export function Groups(props: AdminPageProps) {
   );
 }
 
-function GroupDetail(props: { group: Group; users: Account[]; roles: Role[] | null; manage: boolean; onChanged: (g: Group | null, id: string) => void }) {
+function GroupDetail(props: { group: Group; users: Account[]; roles: Role[] | null; manage: boolean; onChanged: (g: Group | null, id: string) => void; reload: () => Promise<void> }) {
   const g = props.group;
   const path = "/groups/" + seg(g.id);
   const [q, setQ] = useState("");
@@ -170,7 +170,7 @@ function GroupDetail(props: { group: Group; users: Account[]; roles: Role[] | nu
         {note}
       </p>
       {confirmed.dialog}
-      {props.manage && <RoleForm path={path} current={g.role_id} roles={props.roles} idPrefix="group" onDone={async () => setNote("Saved.")} />}
+      {props.manage && <RoleForm path={path} current={g.role_id} roles={props.roles} idPrefix="group" onDone={async () => (await props.reload(), setNote("Saved."))} />}
       <h3 id="members-h">Members</h3>
       {members.length === 0 ? (
         <p class="muted">No members yet.{props.manage ? " Find an account below to add it." : ""}</p>
