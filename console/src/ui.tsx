@@ -69,8 +69,11 @@ export function Shell(props: { me: Me; title: string; current: "launcher" | "app
           </ul>
         </nav>
         <div class="person">
-          <Link href="/account/password" class="who" aria-current={props.current === "account" ? "page" : undefined} title="Change your password">
+          <Link href="/account/password" class="who" aria-current={props.current === "account" && location.pathname === "/account/password" ? "page" : undefined} title="Change your password">
             {u ? u.display_name || u.username : "token"}
+          </Link>
+          <Link href="/account/tokens" class="tokens-link" aria-current={props.current === "account" && location.pathname === "/account/tokens" ? "page" : undefined} title="Your API tokens">
+            Tokens
           </Link>
           <button type="button" class="quiet" onClick={props.onSignOut}>
             Sign out
