@@ -56,8 +56,16 @@ export class ApiError extends Error {
     message: string,
     readonly remedy: string = "",
     readonly requestId: string = "",
+    /** details are the envelope's details: field (the request's field the
+     * refusal is about), problems, line, … */
+    readonly details: Record<string, unknown> = {},
   ) {
     super(message);
+  }
+
+  /** field is the request's field the refusal is about, or "". */
+  get field(): string {
+    return typeof this.details.field === "string" ? this.details.field : "";
   }
 }
 
@@ -76,18 +84,23 @@ export function errorFrom(status: number, statusText: string, body: unknown): Ap
         e.message,
         typeof e.remedy === "string" ? e.remedy : "",
         typeof e.request_id === "string" ? e.request_id : "",
+        e.details && typeof e.details === "object" ? (e.details as Record<string, unknown>) : {},
       );
     }
   }
   return new ApiError(status, "HTTP_" + status, statusText || "the server answered " + status);
 }
 
-/** call sends one request to the API and decodes its JSON answer. */
-export async function call<T = void>(method: string, path: string, body?: unknown): Promise<T> {
+/**
+ * call sends one request to the API and decodes its JSON answer. The body
+ * is sent as JSON, or as it is when a contentType is given (a YAML
+ * document, an image).
+ */
+export async function call<T = void>(method: string, path: string, body?: unknown, contentType?: string): Promise<T> {
   const init: RequestInit = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
   if (body !== undefined) {
-    init.headers = { ...init.headers, "Content-Type": "application/json" };
-    init.body = JSON.stringify(body);
+    init.headers = { ...init.headers, "Content-Type": contentType ?? "application/json" };
+    init.body = contentType ? (body as BodyInit) : JSON.stringify(body);
   }
   let res: Response;
   try {

@@ -266,3 +266,48 @@ export function when(iso: string | null | undefined): string {
   const d = new Date(iso);
   return isNaN(d.getTime()) ? iso : d.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
 }
+
+/**
+ * ListTable is a table of the list style: its columns (an empty name is
+ * the row actions' column, named for screen readers only) and its rows
+ * (children or rows), or a placeholder row of the same height while rows
+ * is null. A fixed table keeps its columns' widths as rows arrive.
+ */
+export function ListTable(props: { name: string; caption: string; columns: string[]; rows?: ComponentChildren | null; children?: ComponentChildren; fixed?: boolean }) {
+  const body = props.children ?? props.rows;
+  return (
+    <table class={props.fixed ? "list fixed" : "list"} data-table={props.name}>
+      <caption class="visually-hidden">{props.caption}</caption>
+      <thead>
+        <tr>
+          {props.columns.map((c, i) => (
+            <th scope="col" key={i}>
+              {c || <span class="visually-hidden">Actions</span>}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {body ?? (
+          <tr class="skeleton-row" aria-hidden="true">
+            {props.columns.map((_, i) => (
+              <td key={i}>&nbsp;</td>
+            ))}
+          </tr>
+        )}
+      </tbody>
+    </table>
+  );
+}
+
+/** bytes is a byte count in binary units. */
+export function bytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  let v = n;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return (i === 0 ? String(v) : v.toFixed(v < 10 ? 1 : 0)) + " " + units[i];
+}

@@ -1,3 +1,4 @@
+import { bytes } from "../ui";
 import { Fragment, type ComponentChildren, type FunctionComponent } from "preact";
 import { useCallback, useEffect, useState } from "preact/hooks";
 import { call, seg, type App, type Status, type Usage, type WorkloadUsage } from "../api";
@@ -329,16 +330,6 @@ function volumes(w: WorkloadUsage): string {
   return v.length === 0 ? "—" : v.map(([n, b]) => n + " " + bytes(b)).join(", ");
 }
 
-export function bytes(n: number): string {
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let i = 0;
-  let v = n;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return (i === 0 ? String(v) : v.toFixed(v < 10 ? 1 : 0)) + " " + units[i];
-}
 
 function cores(m: number): string {
   return (m / 1000).toFixed(m < 100 ? 3 : 2) + " cores";

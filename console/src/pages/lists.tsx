@@ -39,28 +39,3 @@ export function Listed<T>(props: { items: T[] | null; reading: string; empty: Co
   }
   return <>{props.children(props.items)}</>;
 }
-
-/** ListTable is a table of the list style with its header row; a last
- * column of row actions is named for screen readers only. */
-export function ListTable(props: { name: string; caption: string; cols: string[]; actions?: boolean; children: ComponentChildren }) {
-  return (
-    <table class="list" data-table={props.name}>
-      <caption class="visually-hidden">{props.caption}</caption>
-      <thead>
-        <tr>
-          {props.cols.map((c) => (
-            <th scope="col" key={c}>
-              {c}
-            </th>
-          ))}
-          {props.actions && (
-            <th scope="col">
-              <span class="visually-hidden">Actions</span>
-            </th>
-          )}
-        </tr>
-      </thead>
-      <tbody>{props.children}</tbody>
-    </table>
-  );
-}

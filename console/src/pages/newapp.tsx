@@ -1,8 +1,8 @@
 import { useEffect, useState } from "preact/hooks";
-import { call, seg, type Me } from "../api";
+import { ApiError, call, seg, type Me } from "../api";
 import { Link, navigate } from "../router";
 import { ErrorNote } from "../ui";
-import { Refusal, send, uploadArchive, type AppSource } from "./onboard";
+import { uploadArchive, type AppSource } from "./onboard";
 import { ArchivePicker, UploadProgress, type Progress } from "./upload";
 import "./newapp.css";
 
@@ -41,7 +41,7 @@ export function NewApp() {
   const [subdir, setSubdir] = useState("");
   const [file, setFile] = useState<File | null>(null);
   const [created, setCreated] = useState<Created | null>(null);
-  const [fieldError, setFieldError] = useState<{ field: string; error: Refusal } | null>(null);
+  const [fieldError, setFieldError] = useState<{ field: string; error: ApiError } | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const [progress, setProgress] = useState<Progress>(null);
@@ -57,7 +57,7 @@ export function NewApp() {
     setError(null);
     setFieldError(null);
     if (kind === "archive" && !file) {
-      setError(new Refusal(0, "NO_ARCHIVE", "Choose the app’s source archive first.", "Press the drop zone to choose a file, or drop one on it."));
+      setError(new ApiError(0, "NO_ARCHIVE", "Choose the app’s source archive first.", "Press the drop zone to choose a file, or drop one on it."));
       return;
     }
     setBusy(true);
@@ -72,7 +72,7 @@ export function NewApp() {
           if (subdir.trim()) src.subdir = subdir.trim();
           body.source = src;
         }
-        app = (await send<{ app: Created }>("POST", "/apps", body)).app;
+        app = (await call<{ app: Created }>("POST", "/apps", body)).app;
         setCreated(app);
       }
       if (kind === "repository") {
@@ -84,7 +84,7 @@ export function NewApp() {
       navigate("/apps/" + seg(app.id) + "/detection?checkout=" + encodeURIComponent(up.checkout_id));
     } catch (err) {
       setProgress(null);
-      if (err instanceof Refusal && err.field && fieldInputs[err.field]) {
+      if (err instanceof ApiError && err.field && fieldInputs[err.field]) {
         setFieldError({ field: fieldInputs[err.field], error: err });
         document.getElementById("f-" + fieldInputs[err.field])?.focus();
       } else {
@@ -100,7 +100,7 @@ export function NewApp() {
     return (
       <div class="new-app narrow">
         <h1>New app</h1>
-        <ErrorNote error={new Refusal(403, "PERM_VERB_REQUIRED", "Your account may not create apps: it lacks the verb app.create.", "Ask an administrator for a role that holds it.")} />
+        <ErrorNote error={new ApiError(403, "PERM_VERB_REQUIRED", "Your account may not create apps: it lacks the verb app.create.", "Ask an administrator for a role that holds it.")} />
       </div>
     );
   }
@@ -185,7 +185,7 @@ function FieldAt(props: {
   type?: string;
   value: string;
   onInput: (v: string) => void;
-  error: Refusal | null;
+  error: ApiError | null;
   hint?: string;
   required?: boolean;
   disabled?: boolean;

@@ -1,8 +1,7 @@
 // What the onboarding pages (/new and an app's detection page) share: the
 // detection record's types as GET /api/v1/apps/{appID}/detection answers
 // them, and send, a request through XMLHttpRequest, which (unlike fetch)
-// reports an upload's progress and lets a refusal name the field it is
-// about (details.field of the API's envelope).
+// reports an upload's progress.
 
 import { API, ApiError, errorFrom, seg } from "../api";
 
@@ -82,16 +81,11 @@ export interface AppSource {
   checkout_id?: string;
 }
 
-/** Refusal is the API's refusal with the field it is about, if any. */
-export class Refusal extends ApiError {
-  field = "";
-}
-
 /**
  * send makes one request under /api/v1 with XMLHttpRequest: body is sent
  * as it is with contentType (JSON when body is a plain object), and
  * onProgress hears how much of it has gone. It resolves to the decoded
- * answer and rejects with a Refusal.
+ * answer and rejects with an ApiError.
  */
 export function send<T>(method: string, path: string, body: unknown, onProgress?: (sent: number, total: number) => void, contentType = ""): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -110,7 +104,7 @@ export function send<T>(method: string, path: string, body: unknown, onProgress?
     if (onProgress) {
       x.upload.onprogress = (e) => onProgress(e.loaded, e.lengthComputable ? e.total : 0);
     }
-    x.onerror = () => reject(new Refusal(0, "NETWORK", "The server could not be reached, or it closed the connection.", "Check that svc is running, then try again."));
+    x.onerror = () => reject(new ApiError(0, "NETWORK", "The server could not be reached, or it closed the connection.", "Check that svc is running, then try again."));
     x.onload = () => {
       let decoded: unknown = undefined;
       try {
@@ -122,11 +116,7 @@ export function send<T>(method: string, path: string, body: unknown, onProgress?
         resolve(decoded as T);
         return;
       }
-      const e = errorFrom(x.status, x.statusText, decoded);
-      const r = new Refusal(e.status, e.code, e.message, e.remedy, e.requestId);
-      const details = (decoded as { details?: { field?: unknown } } | undefined)?.details;
-      if (details && typeof details.field === "string") r.field = details.field;
-      reject(r);
+      reject(errorFrom(x.status, x.statusText, decoded));
     };
     x.send(payload);
   });

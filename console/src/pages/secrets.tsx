@@ -1,8 +1,8 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { call, seg } from "../api";
-import { Confirm, ErrorNote, Submit, useSubmit, when } from "../ui";
+import { Confirm, ErrorNote, ListTable, Submit, useSubmit, when } from "../ui";
 import type { AppPageProps } from "./app";
-import { Listed, ListTable, useList } from "./lists";
+import { Listed, useList } from "./lists";
 import "./secrets.css";
 
 // The secrets, /apps/<app ID>/secrets: names, origins and versions
@@ -141,7 +141,7 @@ export function Secrets(props: AppPageProps) {
         <h2 id="secrets-h">Secrets</h2>
         <Listed items={items} reading="Reading secrets…" empty="No secrets yet. Set one above; the app receives it as an environment variable at its next deploy.">
           {(items) => (
-            <ListTable name="secrets" caption="Secrets by name (never their values)" cols={["Name", "Kept by", "Version", "Changed"]} actions>
+            <ListTable name="secrets" caption="Secrets by name (never their values)" columns={["Name", "Kept by", "Version", "Changed", ""]}>
               {items.map((s) => (
                 <tr key={s.key} data-secret={s.key}>
                   <th scope="row">

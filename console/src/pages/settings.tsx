@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import { API, ApiError, call, errorFrom, seg, type App } from "../api";
+import { API, call, seg, type App } from "../api";
 import { navigate } from "../router";
 import { Confirm, ErrorNote, Field, Submit, useSubmit } from "../ui";
 import type { AppPageProps } from "./app";
@@ -16,29 +16,6 @@ import "./settings.css";
 
 /** AppWithIcon is an app as the API answers it, with when its tile changed. */
 type AppWithIcon = App & { icon_updated_at?: string | null };
-
-/** upload sends a file as the body of a request (call sends JSON). */
-async function upload<T>(method: string, path: string, file: Blob): Promise<T> {
-  let res: Response;
-  try {
-    res = await fetch(API + path, {
-      method,
-      credentials: "same-origin",
-      headers: { Accept: "application/json", "Content-Type": file.type || "application/octet-stream" },
-      body: file,
-    });
-  } catch {
-    throw new ApiError(0, "NETWORK", "The server could not be reached.", "Check that svc is running, then try again.");
-  }
-  let decoded: unknown = undefined;
-  try {
-    decoded = await res.json();
-  } catch {
-    /* not JSON */
-  }
-  if (!res.ok) throw errorFrom(res.status, res.statusText, decoded);
-  return decoded as T;
-}
 
 export function Settings(props: AppPageProps) {
   const app = props.app as AppWithIcon | null;
@@ -122,7 +99,7 @@ function TileImage(props: { appID: string; app: AppWithIcon | null; onChanged: (
     setError(null);
     setStatus("Uploading " + file.name + "…");
     try {
-      const r = await upload<{ app: AppWithIcon }>("PUT", "/apps/" + seg(props.appID) + "/icon", file);
+      const r = await call<{ app: AppWithIcon }>("PUT", "/apps/" + seg(props.appID) + "/icon", file, file.type || "application/octet-stream");
       setVersion(r.app.icon_updated_at ?? String(Date.now()));
       setStatus("The tile shows " + file.name + " now.");
       await props.onChanged();

@@ -1,8 +1,8 @@
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { all, ApiError, call, seg } from "../api";
-import { Confirm, ErrorNote, Submit, useSubmit, when } from "../ui";
+import { Confirm, ErrorNote, ListTable, Submit, useSubmit, when } from "../ui";
 import type { AppPageProps } from "./app";
-import { Listed, ListTable } from "./lists";
+import { Listed } from "./lists";
 import "./sharing.css";
 
 // Sharing, /apps/<app ID>/sharing: who can open the app (access: its
@@ -207,7 +207,7 @@ export function Sharing(props: AppPageProps) {
         <h2 id="access-h">Who can open the app</h2>
         <Listed items={grants?.access ?? null} reading="Reading who can open it…" empty="Only those who administer the app can open it. Share it above with a person, a group, a service token, or everyone.">
           {(access) => (
-            <ListTable name="access" caption="Who can open the app" cols={["Who", "Kind", "Passcode", "Since"]} actions>
+            <ListTable name="access" caption="Who can open the app" columns={["Who", "Kind", "Passcode", "Since", ""]}>
               {access.map((g) => (
                 <tr key={g.id} data-grant={g.id} data-principal={g.principal_id ?? "anonymous"}>
                   <th scope="row">{nameOf(g)}</th>
@@ -231,7 +231,7 @@ export function Sharing(props: AppPageProps) {
           empty="Nobody holds a role on this app; installation administrators manage it. Share it above with “Administer it” to give someone a role."
         >
           {(management) => (
-            <ListTable name="management" caption="Who administers the app, and with which role" cols={["Who", "Kind", "Role", "Since"]} actions>
+            <ListTable name="management" caption="Who administers the app, and with which role" columns={["Who", "Kind", "Role", "Since", ""]}>
               {management.map((g) => (
                 <tr key={g.id} data-grant={g.id} data-principal={g.principal_id ?? ""}>
                   <th scope="row">{nameOf(g)}</th>

@@ -1,8 +1,8 @@
 import { useEffect, useState } from "preact/hooks";
 import { all, call, seg } from "../api";
-import { ErrorNote, Submit, useSubmit, when } from "../ui";
+import { ErrorNote, ListTable, Submit, useSubmit, when } from "../ui";
 import type { AppPageProps } from "./app";
-import { Listed, ListTable, useList } from "./lists";
+import { Listed, useList } from "./lists";
 import "./slots.css";
 
 // The slots, /apps/<app ID>/slots: what the app needs (every slot its
@@ -120,7 +120,7 @@ export function Slots(props: AppPageProps) {
 
 function SlotTable(props: { caption: string; items: SlotView[]; editing: string | null; onFill?: (key: string) => void }) {
   return (
-    <ListTable name="slots" caption={props.caption} cols={["Slot", "Type", "Filled", "Fields", "Changed"]} actions={!!props.onFill}>
+    <ListTable name="slots" caption={props.caption} columns={["Slot", "Type", "Filled", "Fields", "Changed", ...(props.onFill ? [""] : [])]}>
         {props.items.map((s) => (
           <tr key={s.key} data-slot={s.key}>
             <th scope="row">

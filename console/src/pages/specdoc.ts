@@ -1,6 +1,6 @@
-// What the spec, plan and volumes pages share: the spec API's types, a
-// request that keeps a refusal's details (details.field, details.problems,
-// details.line: where in the document a problem is), and the spec document
+// What the spec, plan and volumes pages share: the spec API's types, where
+// in a document a refusal's details point (details.field, details.problems,
+// details.line), and the spec document
 // as YAML (the `yaml` package): written from the JSON the API answers, and
 // read back to find the line of a field's path. The YAML library is a
 // chunk of its own, loaded by the first page that shows or reads YAML, so
@@ -8,7 +8,7 @@
 
 import type { Node } from "yaml";
 import { useCallback, useEffect, useState } from "preact/hooks";
-import { API, ApiError, call, errorFrom, seg } from "../api";
+import { ApiError, call, seg } from "../api";
 
 /** SpecSummary is a revision as GET …/specs lists it. */
 export interface SpecSummary {
@@ -53,45 +53,9 @@ export interface Problem {
   line?: number;
 }
 
-/** DetailedError is a refusal with the envelope's details kept. */
-export class DetailedError extends ApiError {
-  constructor(
-    base: ApiError,
-    readonly details: Record<string, unknown>,
-  ) {
-    super(base.status, base.code, base.message, base.remedy, base.requestId);
-  }
-}
-
 /** specsPath is the API's path of an app's revisions. */
 export function specsPath(appID: string): string {
   return "/apps/" + seg(appID) + "/specs";
-}
-
-/**
- * send is call (api.ts) for a body of any type that keeps the refusal's
- * details: a JSON value is sent as JSON, a string as contentType.
- */
-export async function send<T>(method: string, path: string, body: unknown, contentType = "application/json"): Promise<T> {
-  const text = typeof body === "string" ? body : JSON.stringify(body ?? {});
-  let res: Response;
-  try {
-    res = await fetch(API + path, { method, credentials: "same-origin", headers: { Accept: "application/json", "Content-Type": contentType }, body: text });
-  } catch {
-    throw new ApiError(0, "NETWORK", "The server could not be reached.", "Check that svc is running, then try again.");
-  }
-  let decoded: unknown = undefined;
-  try {
-    decoded = await res.json();
-  } catch {
-    /* not JSON */
-  }
-  if (!res.ok) {
-    const base = errorFrom(res.status, res.statusText, decoded);
-    const d = decoded && typeof decoded === "object" ? (decoded as Record<string, unknown>).details : null;
-    throw new DetailedError(base, d && typeof d === "object" ? (d as Record<string, unknown>) : {});
-  }
-  return decoded as T;
 }
 
 type YAML = typeof import("yaml");
@@ -118,7 +82,7 @@ export async function toYAML(doc: unknown): Promise<string> {
  * the server met), each with its line in text when it can be found.
  */
 export async function problemsOf(e: unknown, text: string): Promise<Problem[]> {
-  if (!(e instanceof DetailedError)) return [];
+  if (!(e instanceof ApiError)) return [];
   const Y = await loadYAML();
   const d = e.details;
   const out: Problem[] = [];

@@ -3,7 +3,7 @@ import { call } from "../api";
 import { Link, navigate } from "../router";
 import { Confirm, ErrorNote, Notice, when } from "../ui";
 import type { AppPageProps } from "./app";
-import { effectSays, problemsOf, send, specsPath, syntaxProblems, toYAML, useRevisions, type DiffResult, type Effect, type Problem, type SpecList, type SpecSummary, type SpecView } from "./specdoc";
+import { effectSays, problemsOf, specsPath, syntaxProblems, toYAML, useRevisions, type DiffResult, type Effect, type Problem, type SpecList, type SpecSummary, type SpecView } from "./specdoc";
 import "./specs.css";
 
 // The spec revisions, /apps/<app ID>/spec[/…]:
@@ -383,7 +383,7 @@ function Editor(props: { appID: string; base: string; from: number | null; onCha
     setError(null);
     setProblems([]);
     try {
-      const v = await send<{ spec: SpecView }>("POST", specsPath(appID), text, "application/yaml");
+      const v = await call<{ spec: SpecView }>("POST", specsPath(appID), text, "application/yaml");
       await props.onChanged();
       navigate(base + "/" + v.spec.revision);
     } catch (err) {

@@ -1,5 +1,5 @@
 import { useRef, useState } from "preact/hooks";
-import { bytes } from "./app";
+import { bytes } from "../ui";
 import { archiveType } from "./onboard";
 import "./upload.css";
 

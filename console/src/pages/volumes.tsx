@@ -3,8 +3,8 @@ import { all, call, seg } from "../api";
 import { Link } from "../router";
 import { ErrorNote, Field, Notice } from "../ui";
 import type { AppPageProps } from "./app";
-import { bytes } from "./app";
-import { send, specsPath, workloadsOf, type SpecList, type SpecView } from "./specdoc";
+import { bytes } from "../ui";
+import { specsPath, workloadsOf, type SpecList, type SpecView } from "./specdoc";
 import "./specs.css";
 
 // The volumes, /apps/<app ID>/volumes: the app's storage as the pinned
@@ -79,7 +79,7 @@ export function Volumes(props: AppPageProps) {
       const n = Number(size);
       const per = units.find((u) => u.label === unit)?.bytes ?? 1 << 30;
       const body = { name: name.trim(), size_bytes: Math.round(n * per), workload: workload || undefined, path: path.trim() };
-      const c = await send<{ volume: Volume; spec_revision: number }>("POST", "/apps/" + seg(appID) + "/volumes", body);
+      const c = await call<{ volume: Volume; spec_revision: number }>("POST", "/apps/" + seg(appID) + "/volumes", body);
       setMade({ name: c.volume.name, rev: c.spec_revision });
       setName("");
       setPath("");

@@ -4,7 +4,8 @@ import { Link } from "../../router";
 import { ErrorNote, usePoll } from "../../ui";
 import type { AdminPageProps } from "../admin";
 import { StateBadge } from "../apps";
-import { bytes, cores, pct, type Capacity as CapacityAnswer } from "./host";
+import { bytes } from "../../ui";
+import { cores, pct, type Capacity as CapacityAnswer } from "./host";
 import "./host.css";
 
 // Capacity, /admin/capacity: what the host has and what apps meant to run

@@ -1,9 +1,9 @@
 import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
 import { all, call, seg } from "../../api";
 import { Link, navigate } from "../../router";
-import { ErrorNote, Notice, Submit, useSubmit, when } from "../../ui";
+import { ErrorNote, ListTable, Notice, Submit, useSubmit, when } from "../../ui";
 import type { AdminPageProps } from "../admin";
-import { AppAccessList, can, roleName, RoleForm, ListTable, useConfirmed, useInstallRoles, type Account, type Group, type Role } from "./people";
+import { AppAccessList, can, roleName, RoleForm, useConfirmed, useInstallRoles, type Account, type Group, type Role } from "./people";
 
 // Groups, /admin/groups[/<group ID>]: the groups (GET /api/v1/groups), a
 // new one (POST), and the group the address names: its members (add one
@@ -74,6 +74,7 @@ export function Groups(props: AdminPageProps) {
           </div>
         ) : (
           <ListTable
+            fixed
             name="groups"
             caption="Groups"
             columns={["Name", "Members", "Installation role", "From", "Created"]}

@@ -25,17 +25,6 @@ export async function pages<T, P extends { items: T[]; next_cursor?: string }>(p
   return { ...first, items, next_cursor: undefined };
 }
 
-/** bytes is a byte count in binary units. */
-export function bytes(n: number): string {
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let i = 0;
-  let v = n;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return (i === 0 ? String(v) : v.toFixed(v < 10 ? 1 : 0)) + " " + units[i];
-}
 
 /** cores is thousandths of a core as cores. */
 export function cores(m: number): string {

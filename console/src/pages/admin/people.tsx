@@ -2,7 +2,7 @@ import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { all, call, seg, type Me } from "../../api";
 import { Link } from "../../router";
-import { Confirm, ErrorNote, Submit, useSubmit, when } from "../../ui";
+import { Confirm, ErrorNote, ListTable, Submit, useSubmit, when } from "../../ui";
 import "./people.css";
 
 // What the pages about people and tokens share (accounts, groups, roles,
@@ -224,38 +224,6 @@ export function useConfirmed() {
 }
 
 /**
- * ListTable is a table of the page's objects: its columns (an empty name
- * is the actions' column, named for screen readers only) and its rows, or
- * a placeholder row of the same height while they are read. Its columns
- * keep their widths as rows arrive (no layout shift).
- */
-export function ListTable(props: { name: string; caption: string; columns: string[]; rows: ComponentChildren | null }) {
-  return (
-    <table class="list fixed" data-table={props.name}>
-      <caption class="visually-hidden">{props.caption}</caption>
-      <thead>
-        <tr>
-          {props.columns.map((c, i) => (
-            <th scope="col" key={i}>
-              {c || <span class="visually-hidden">Actions</span>}
-            </th>
-          ))}
-        </tr>
-      </thead>
-      <tbody>
-        {props.rows ?? (
-          <tr class="skeleton-row" aria-hidden="true">
-            {props.columns.map((_, i) => (
-              <td key={i}>&nbsp;</td>
-            ))}
-          </tr>
-        )}
-      </tbody>
-    </table>
-  );
-}
-
-/**
  * TokenManager lists tokens of one kind, mints one (the secret shown
  * once) and revokes one after a confirmation: the person's own delegated
  * tokens (/tokens) or the installation's service tokens (/tokens/service).
@@ -356,6 +324,7 @@ export function TokenManager(props: { kind: "own" | "service"; canManage: boolea
           </div>
         ) : (
           <ListTable
+            fixed
             name={"tokens-" + props.kind}
             caption={props.kind === "own" ? "Your tokens" : "Service tokens"}
             columns={["Name", "ID", "Created", "Expires", "Last used", ""]}

@@ -1,8 +1,8 @@
 import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
 import { all, call, seg } from "../../api";
-import { ErrorNote, Notice, Submit, useSubmit } from "../../ui";
+import { ErrorNote, ListTable, Notice, Submit, useSubmit } from "../../ui";
 import type { AdminPageProps } from "../admin";
-import { can, ListTable, useConfirmed, type Role } from "./people";
+import { can, useConfirmed, type Role } from "./people";
 
 // Roles and verbs, /admin/roles: the built-in roles (fixed) and the custom
 // ones (GET /api/v1/roles?scope=all), each with its verbs; a new custom
@@ -75,6 +75,7 @@ export function Roles(props: AdminPageProps) {
         <section class="block" key={scope} aria-labelledby={"roles-" + scope + "-h"} hidden={!!error}>
           <h2 id={"roles-" + scope + "-h"}>{scope === "install" ? "Installation roles" : "App roles"}</h2>
           <ListTable
+            fixed
             name={"roles-" + scope}
             caption={scope === "install" ? "Installation roles" : "App roles"}
             columns={["Role", "Kind", "Verbs", ""]}
