@@ -31,6 +31,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // Environment variables the harness reads.
@@ -165,7 +166,7 @@ type Tab struct {
 }
 
 // Request is one request the tab's pages made: its resource type
-// (Document, Script, Stylesheet, Image, Fetch, XHR, …) and URL.
+// (Document, Script, Stylesheet, Image, Fetch, XHR, WebSocket, …) and URL.
 type Request struct {
 	Type, Method, URL string
 }
@@ -200,6 +201,11 @@ func (tb *Tab) record(ev any) {
 		}
 		tb.mu.Lock()
 		tb.requests = append(tb.requests, Request{Type: string(e.Type), Method: e.Request.Method, URL: e.Request.URL})
+		tb.mu.Unlock()
+	case *network.EventWebSocketCreated:
+		// A websocket's handshake is no requestWillBeSent.
+		tb.mu.Lock()
+		tb.requests = append(tb.requests, Request{Type: "WebSocket", Method: "GET", URL: e.URL})
 		tb.mu.Unlock()
 	case *runtime.EventExceptionThrown:
 		tb.problem("exception: " + e.ExceptionDetails.Text + describe(e.ExceptionDetails.Exception))
@@ -349,6 +355,39 @@ func (tb *Tab) MustEval(js string, out any) {
 	if err := tb.Eval(js, out); err != nil {
 		tb.t.Fatalf("script failed: %v\n%s", err, js)
 	}
+}
+
+// Keys a test can press with Press (besides characters, which type
+// themselves).
+const (
+	KeyEnter     = kb.Enter
+	KeyTab       = kb.Tab
+	KeyEscape    = kb.Escape
+	KeySpace     = " "
+	KeyArrowDown = kb.ArrowDown
+	KeyArrowUp   = kb.ArrowUp
+)
+
+// Press types keys at the page's focused element as the keyboard would
+// (each a key down, its character, a key up, through the browser's input
+// pipeline, so default actions happen: Tab moves the focus, Enter and
+// Space press the focused button), with shift held when shift is true.
+func (tb *Tab) Press(keys string, shift bool) {
+	tb.t.Helper()
+	var opts []chromedp.KeyOption
+	if shift {
+		opts = append(opts, chromedp.KeyModifiers(chromedp.ModifierShift))
+	}
+	run(tb, chromedp.KeyEvent(keys, opts...))
+}
+
+// Drag drags the first element matching the CSS selector from with the
+// mouse (button down at its centre, moves, button up) onto the centre of
+// the first element matching to; an element that can be dragged
+// (draggable, a link) starts the browser's own drag and drop.
+func (tb *Tab) Drag(from, to string) {
+	tb.t.Helper()
+	run(tb, chromedp.DragAndDrop(chromedp.CSS(from), chromedp.CSS(to)))
 }
 
 // Cookies returns the cookies the browser would send to each of urls (to
