@@ -1,8 +1,11 @@
 // Package browsertest drives a real headless Chromium from Go tests, through
 // the DevTools protocol (github.com/chromedp/chromedp, a test-only
 // dependency). A test starts one browser with a fresh profile, opens tabs,
-// navigates, runs scripts in the page (awaiting their promises) and reads
-// the cookie jar and the redirect chains the browser followed.
+// navigates, runs scripts in the page (awaiting their promises), types
+// with the keyboard and drags with the mouse (Press, Drag: real input
+// events, so the browser's default actions and drag and drop happen), and
+// reads the cookie jar, the requests (websockets too) and the redirect
+// chains the browser followed.
 //
 // The binary is SVC_CHROMIUM_BIN, else /usr/bin/chromium, else chromium or
 // chromium-browser on PATH. Without one, tests skip and say so; with

@@ -22,8 +22,9 @@ import (
 //     of its own) and shows the screen without a CSP violation; the
 //     workload picker lists the primary workload, running;
 //   - Connect opens a shell over the exec websocket; typing
-//     `echo $((6*7))` shows 42 on the screen (read from xterm's screen
-//     reader rows);
+//     `echo $((6*7))` (the browser's keyboard) shows 42 on the screen
+//     (read from xterm's rows for screen readers); Tab stays in the shell,
+//     Shift+Tab leaves the terminal (no keyboard trap);
 //   - a smaller window makes the page send a resize: `stty size` in the
 //     shell answers a different size afterwards;
 //   - `exit 3` ends the shell and the page shows exit code 3; the audit
@@ -65,6 +66,11 @@ func TestConsoleTerminal(t *testing.T) {
 	waitFor(t, tab, "the shell's prompt", screenHasLine("$"))
 	typeInTerminal(t, tab, "echo $((6*7))")
 	waitFor(t, tab, "42 on the screen", screenHasLine("42"))
+	// No keyboard trap: Tab goes to the shell, Shift+Tab leaves.
+	tab.Press(browsertest.KeyTab, false)
+	focused(t, tab, "the focus still in the terminal after Tab", `document.activeElement.matches('.term-host textarea')`)
+	tab.Press(browsertest.KeyTab, true)
+	focused(t, tab, "the focus out of the terminal after Shift+Tab", `!document.activeElement.closest('.term-host')`)
 	accessible(t, tab, "the terminal, connected")
 	screenshots(t, tab, "app-terminal")
 
