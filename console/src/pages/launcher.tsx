@@ -20,21 +20,25 @@ const dragType = "application/x-svc-app";
 
 type Launch = { items: Entry[]; sections: Section[] };
 
-let early: Promise<Launch> | null = null;
+let early: { read: Promise<Launch>; at: number } | null = null;
 
 /** prefetchLauncher starts reading the launcher before it is shown. */
 export function prefetchLauncher(): void {
-  early = allApps();
-  early.catch(() => {
+  early = { read: allApps(), at: Date.now() };
+  early.read.catch(() => {
     /* read again when shown */
   });
 }
 
-/** firstLoad is the prefetched read, if any (once), else a new one. */
+/**
+ * firstLoad is the prefetched read (once, and only while it is fresh: the
+ * person may have gone elsewhere before the launcher showed), else a new
+ * one.
+ */
 function firstLoad(): Promise<Launch> {
-  const p = early;
+  const e = early;
   early = null;
-  return p ? p.catch(() => allApps()) : allApps();
+  return e && Date.now() - e.at < 10_000 ? e.read.catch(() => allApps()) : allApps();
 }
 
 const collapsedKey = "svc.launcher.collapsed";
