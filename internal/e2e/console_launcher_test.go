@@ -3,6 +3,7 @@ package e2e
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/svchost/svc/internal/browsertest"
@@ -28,7 +29,8 @@ import (
 //     the section, collapse and expand it, search; each change is checked
 //     through the API (collapsing, kept in this browser, after a reload).
 //
-// All through, the console calls only /api/v1 and reports no problem;
+// All through, the console calls only /api/v1, loads nothing of the
+// terminal's (xterm.js is the terminal page's chunk), and reports no problem;
 // axe-core finds no serious violation; screenshots go to SVC_SCREENSHOTS.
 func TestConsoleLauncherFiling(t *testing.T) {
 	s := startWebServer(t, "port")
@@ -158,6 +160,11 @@ func TestConsoleLauncherFiling(t *testing.T) {
 	waitFor(t, tab, "the search for alp", `[...document.querySelectorAll('.tile .name')].map((e) => e.textContent).join() === "Alpha"`)
 	screenshots(t, tab, "launcher-keyboard")
 	accessible(t, tab, "the launcher, searched")
+	for _, r := range tab.Requests() {
+		if strings.Contains(r.URL, "/assets/terminal-screen-") || strings.Contains(r.URL, "/assets/xterm-") {
+			t.Errorf("the launcher loaded the terminal's %s", r.URL)
+		}
+	}
 	noProblems(t, tab)
 	onlyAPI(t, tab, s.console)
 }

@@ -59,6 +59,13 @@ func TestConsoleTerminal(t *testing.T) {
 	if len(sheets) != 2 || !strings.HasPrefix(sheets[1], "/assets/xterm-") {
 		t.Errorf("the page's stylesheets are %q; want the console's and xterm's own file", sheets)
 	}
+	var chunk bool
+	for _, r := range tab.Requests() {
+		chunk = chunk || r.Type == "Script" && strings.Contains(r.URL, "/assets/terminal-screen-")
+	}
+	if !chunk {
+		t.Errorf("the terminal page did not load its chunk (terminal-screen) as a script of its own")
+	}
 	accessible(t, tab, "the terminal page")
 
 	clickButton(t, tab, ".terminal-bar", "Connect")
