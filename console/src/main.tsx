@@ -7,7 +7,7 @@
 import { render } from "preact";
 import { useCallback, useEffect, useState } from "preact/hooks";
 import { ApiError, call, type Me } from "./api";
-import { Launcher } from "./pages/launcher";
+import { Launcher, prefetchLauncher } from "./pages/launcher";
 import { NotFound } from "./pages/notfound";
 import { Login } from "./pages/login";
 import { Passcode } from "./pages/passcode";
@@ -39,6 +39,8 @@ function App() {
 
   useEffect(() => {
     if (isPublic(path) || me !== undefined) return;
+    // The launcher's data comes with the answer to who is signed in.
+    if (path === "/") prefetchLauncher();
     let live = true;
     (async () => {
       try {

@@ -2,8 +2,10 @@
 // the DevTools protocol (github.com/chromedp/chromedp, a test-only
 // dependency). A test starts one browser with a fresh profile, opens tabs,
 // navigates, runs scripts in the page (awaiting their promises), chooses
-// files for a file input, and reads the cookie jar and the redirect chains
-// the browser followed.
+// files for a file input (SetFiles), types with the keyboard and drags with
+// the mouse (Press, Drag: real input events, so the browser's default
+// actions and drag and drop happen), and reads the cookie jar, the requests
+// (websockets too) and the redirect chains the browser followed.
 //
 // The binary is SVC_CHROMIUM_BIN, else /usr/bin/chromium, else chromium or
 // chromium-browser on PATH. Without one, tests skip and say so; with
@@ -32,6 +34,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // Environment variables the harness reads.
@@ -166,7 +169,7 @@ type Tab struct {
 }
 
 // Request is one request the tab's pages made: its resource type
-// (Document, Script, Stylesheet, Image, Fetch, XHR, …) and URL.
+// (Document, Script, Stylesheet, Image, Fetch, XHR, WebSocket, …) and URL.
 type Request struct {
 	Type, Method, URL string
 }
@@ -201,6 +204,11 @@ func (tb *Tab) record(ev any) {
 		}
 		tb.mu.Lock()
 		tb.requests = append(tb.requests, Request{Type: string(e.Type), Method: e.Request.Method, URL: e.Request.URL})
+		tb.mu.Unlock()
+	case *network.EventWebSocketCreated:
+		// A websocket's handshake is no requestWillBeSent.
+		tb.mu.Lock()
+		tb.requests = append(tb.requests, Request{Type: "WebSocket", Method: "GET", URL: e.URL})
 		tb.mu.Unlock()
 	case *runtime.EventExceptionThrown:
 		tb.problem("exception: " + e.ExceptionDetails.Text + describe(e.ExceptionDetails.Exception))
@@ -359,6 +367,39 @@ func (tb *Tab) MustEval(js string, out any) {
 func (tb *Tab) SetFiles(selector string, paths ...string) {
 	tb.t.Helper()
 	run(tb, chromedp.SetUploadFiles(chromedp.CSS(selector), paths))
+}
+
+// Keys a test can press with Press (besides characters, which type
+// themselves).
+const (
+	KeyEnter     = kb.Enter
+	KeyTab       = kb.Tab
+	KeyEscape    = kb.Escape
+	KeySpace     = " "
+	KeyArrowDown = kb.ArrowDown
+	KeyArrowUp   = kb.ArrowUp
+)
+
+// Press types keys at the page's focused element as the keyboard would
+// (each a key down, its character, a key up, through the browser's input
+// pipeline, so default actions happen: Tab moves the focus, Enter and
+// Space press the focused button), with shift held when shift is true.
+func (tb *Tab) Press(keys string, shift bool) {
+	tb.t.Helper()
+	var opts []chromedp.KeyOption
+	if shift {
+		opts = append(opts, chromedp.KeyModifiers(chromedp.ModifierShift))
+	}
+	run(tb, chromedp.KeyEvent(keys, opts...))
+}
+
+// Drag drags the first element matching the CSS selector from with the
+// mouse (button down at its centre, moves, button up) onto the centre of
+// the first element matching to; an element that can be dragged
+// (draggable, a link) starts the browser's own drag and drop.
+func (tb *Tab) Drag(from, to string) {
+	tb.t.Helper()
+	run(tb, chromedp.DragAndDrop(chromedp.CSS(from), chromedp.CSS(to)))
 }
 
 // Cookies returns the cookies the browser would send to each of urls (to

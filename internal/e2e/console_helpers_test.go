@@ -127,7 +127,7 @@ func noProblems(t testing.TB, tab *browsertest.Tab) {
 }
 
 // onlyAPI fails the test unless every request the tab's console pages
-// made stayed on the console's origin, and every fetch went under /api/v1/
+// made stayed on the console's origin, and every fetch (and websocket) went under /api/v1/
 // (documents, scripts, styles and images aside, which are the console's own
 // files and the apps' tile images, also under /api/v1/).
 func onlyAPI(t testing.TB, tab *browsertest.Tab, console string) {
@@ -138,6 +138,10 @@ func onlyAPI(t testing.TB, tab *browsertest.Tab, console string) {
 		u, err := url.Parse(r.URL)
 		if err != nil || u.Scheme == "data" {
 			continue
+		}
+		// A websocket (the terminal's) is the page's origin in ws: or wss:.
+		if r.Type == "WebSocket" {
+			u.Scheme = map[string]string{"ws": "http", "wss": "https"}[u.Scheme]
 		}
 		if u.Scheme+"://"+u.Host != origin.Scheme+"://"+origin.Host {
 			t.Errorf("the console requested %s %s (%s): off its origin", r.Method, r.URL, r.Type)

@@ -1,11 +1,45 @@
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
-import { allApps, API, call, seg, type Entry, type Section } from "../api";
+import { allApps, API, call, seg, type Entry, type Me, type Section } from "../api";
+import { Link } from "../router";
 import { ErrorNote } from "../ui";
+import "./launcher.css";
 
 // The launcher: the apps the person can open (GET /api/v1/me/apps) as
 // tiles, favorites first, then the person's named sections (collapsible;
 // which are collapsed is kept in this browser), then the rest; a search
-// over names and slugs; a menu on each tile to pin it or file it.
+// over names and slugs; a menu on each tile to pin it or file it (the
+// keyboard's way), and dragging a tile onto a section to file it there
+// (onto "Other apps" to take it out of its section; onto Favorites to pin
+// it).
+//
+// The launcher's data is asked for while the console asks who is signed
+// in (prefetchLauncher, called by main.tsx on /), not after.
+
+/** dragType is the drag data's type of a tile (its app's ID). */
+const dragType = "application/x-svc-app";
+
+type Launch = { items: Entry[]; sections: Section[] };
+
+let early: { read: Promise<Launch>; at: number } | null = null;
+
+/** prefetchLauncher starts reading the launcher before it is shown. */
+export function prefetchLauncher(): void {
+  early = { read: allApps(), at: Date.now() };
+  early.read.catch(() => {
+    /* read again when shown */
+  });
+}
+
+/**
+ * firstLoad is the prefetched read (once, and only while it is fresh: the
+ * person may have gone elsewhere before the launcher showed), else a new
+ * one.
+ */
+function firstLoad(): Promise<Launch> {
+  const e = early;
+  early = null;
+  return e && Date.now() - e.at < 10_000 ? e.read.catch(() => allApps()) : allApps();
+}
 
 const collapsedKey = "svc.launcher.collapsed";
 
@@ -31,14 +65,14 @@ export function Launcher() {
   const [collapsed, setCollapsed] = useState(loadCollapsed);
   const [newSection, setNewSection] = useState("");
 
-  const reload = useCallback(async () => {
-    const v = await allApps();
+  const show = useCallback((v: Launch) => {
     setItems(v.items);
     setSections([...v.sections].sort((a, b) => a.position - b.position));
   }, []);
+  const reload = useCallback(async () => show(await allApps()), [show]);
   useEffect(() => {
-    reload().catch(setError);
-  }, [reload]);
+    firstLoad().then(show).catch(setError);
+  }, [show]);
 
   // act runs a change through the API and shows the launcher as it is then.
   const act = useCallback(
@@ -66,6 +100,8 @@ export function Launcher() {
   const favorites = shown.filter((e) => e.favorite);
   const filed = new Set(sections.map((s) => s.id));
   const rest = shown.filter((e) => !e.section_id || !filed.has(e.section_id));
+  const byID = new Map((items ?? []).map((e) => [e.app.id, e]));
+  const entry = (id: string) => byID.get(id);
 
   return (
     <div class="launcher">
@@ -103,7 +139,7 @@ export function Launcher() {
             {query ? `${shown.length} of ${items.length} apps match` : ""}
           </p>
           {shown.length === 0 && <p class="empty">No app matches “{query.trim()}”.</p>}
-          {favorites.length > 0 && <Group id="favorites" title="Favorites" entries={favorites} sections={sections} act={act} />}
+          {favorites.length > 0 && <Group id="favorites" title="Favorites" entries={favorites} sections={sections} act={act} entry={entry} />}
           {sections.map((s) => {
             const es = shown.filter((e) => e.section_id === s.id);
             if (query && es.length === 0) return null;
@@ -115,13 +151,14 @@ export function Launcher() {
                 entries={es}
                 sections={sections}
                 act={act}
+                entry={entry}
                 section={s}
                 collapsed={collapsed.has(s.id)}
                 onToggle={() => toggle(s.id)}
               />
             );
           })}
-          {rest.length > 0 && <Group id="other" title={sections.length > 0 || favorites.length > 0 ? "Other apps" : "All apps"} entries={rest} sections={sections} act={act} />}
+          {rest.length > 0 && <Group id="other" title={sections.length > 0 || favorites.length > 0 ? "Other apps" : "All apps"} entries={rest} sections={sections} act={act} entry={entry} />}
         </>
       )}
     </div>
@@ -130,22 +167,66 @@ export function Launcher() {
 
 type Act = (method: string, path: string, body?: unknown) => Promise<void>;
 
+/**
+ * dropAction is what dropping the app on a group does: file it in the
+ * section, take it out of its section ("other"), pin it ("favorites");
+ * null when it is already so.
+ */
+export function dropAction(group: string, e: Entry | undefined): [string, string] | null {
+  if (!e) return null;
+  const app = seg(e.app.id);
+  if (group === "favorites") return e.favorite ? null : ["PUT", "/me/favorites/" + app];
+  if (group === "other") return e.section_id ? ["DELETE", "/me/sections/" + seg(e.section_id) + "/apps/" + app] : null;
+  return e.section_id === group ? null : ["PUT", "/me/sections/" + seg(group) + "/apps/" + app];
+}
+
 function Group(props: {
   id: string;
   title: string;
   entries: Entry[];
   sections: Section[];
   act: Act;
+  entry: (appID: string) => Entry | undefined;
   section?: Section;
   collapsed?: boolean;
   onToggle?: () => void;
 }) {
   const [renaming, setRenaming] = useState(false);
   const [name, setName] = useState(props.title);
+  const [over, setOver] = useState(false);
+  const nameRef = useRef<HTMLInputElement>(null);
+  // Renaming starts in the name, selected: typing replaces it.
+  useEffect(() => {
+    if (renaming) {
+      nameRef.current?.focus();
+      nameRef.current?.select();
+    }
+  }, [renaming]);
   const s = props.section;
   const headId = "group-" + props.id;
+  // A tile dragged over the group: the group takes it (dragover cancelled)
+  // unless the drag is something else.
+  const accepts = (e: DragEvent) => !!e.dataTransfer && [...e.dataTransfer.types].includes(dragType);
+  const drag = {
+    onDragOver: (e: DragEvent) => {
+      if (!accepts(e)) return;
+      e.preventDefault();
+      e.dataTransfer!.dropEffect = "move";
+      setOver(true);
+    },
+    onDragLeave: (e: DragEvent) => {
+      if (!(e.currentTarget as Element).contains(e.relatedTarget as Node | null)) setOver(false);
+    },
+    onDrop: (e: DragEvent) => {
+      setOver(false);
+      if (!accepts(e)) return;
+      e.preventDefault();
+      const a = dropAction(props.id, props.entry(e.dataTransfer!.getData(dragType)));
+      if (a) props.act(a[0], a[1]);
+    },
+  };
   return (
-    <section class="group" aria-labelledby={headId} data-group={props.id}>
+    <section class={"group" + (over ? " drop-over" : "")} aria-labelledby={headId} data-group={props.id} {...drag}>
       <div class="group-head">
         {s ? (
           <h2 id={headId}>
@@ -187,7 +268,7 @@ function Group(props: {
             <label for={headId + "-name"} class="visually-hidden">
               Section name
             </label>
-            <input id={headId + "-name"} value={name} onInput={(e) => setName((e.currentTarget as HTMLInputElement).value)} />
+            <input ref={nameRef} id={headId + "-name"} value={name} onInput={(e) => setName((e.currentTarget as HTMLInputElement).value)} />
             <button type="submit" class="small">
               Save
             </button>
@@ -200,7 +281,7 @@ function Group(props: {
       {!props.collapsed &&
         (props.entries.length === 0 ? (
           <p class="empty small" id={headId + "-tiles"}>
-            No apps here yet: file one with its tile’s menu (⋯).
+            No apps here yet: drag a tile here, or file one with its tile’s menu (⋯).
           </p>
         ) : (
           <ul class="tiles" id={headId + "-tiles"}>
@@ -247,10 +328,26 @@ function Tile(props: { entry: Entry; sections: Section[]; act: Act }) {
   );
   const file = (method: string, sectionID: string) => {
     setOpen(false);
-    props.act(method, "/me/sections/" + seg(sectionID) + "/apps/" + seg(app.id)).then(() => buttonRef.current?.focus());
+    // The tile moves to its new group (a new element there): the focus
+    // follows it to its menu button.
+    const to = method === "PUT" ? sectionID : "other";
+    props.act(method, "/me/sections/" + seg(sectionID) + "/apps/" + seg(app.id)).then(() => {
+      const moved = document.querySelector<HTMLButtonElement>(`[data-group="${CSS.escape(to)}"] .tile[data-app="${CSS.escape(app.id)}"] button.more`);
+      (moved ?? buttonRef.current)?.focus();
+    });
   };
   return (
-    <li class="tile" data-app={app.id}>
+    <li
+      class="tile"
+      data-app={app.id}
+      draggable
+      onDragStart={(e) => {
+        if (!e.dataTransfer) return;
+        e.dataTransfer.setData(dragType, app.id);
+        e.dataTransfer.setData("text/plain", app.name);
+        e.dataTransfer.effectAllowed = "move";
+      }}
+    >
       {app.url ? (
         <a class="open" href={app.url}>
           {inner}
@@ -352,12 +449,34 @@ function Skeleton() {
   );
 }
 
+/**
+ * Empty is the launcher without apps: to one who may create apps
+ * (app.create), a link to the new-app page; to everyone, how apps come.
+ */
 function Empty() {
+  // Asked only here: the launcher needs the verbs only when it is empty.
+  const [me, setMe] = useState<Me | null>(null);
+  useEffect(() => {
+    call<Me>("GET", "/me").then(setMe, () => undefined);
+  }, []);
+  const creates = !!me?.verbs.includes("app.create");
   return (
     <div class="empty-state">
       <h2>No apps yet</h2>
       <p>Apps you create, and apps people share with you, appear here.</p>
-      <p>Launch one from a directory with the command-line client:</p>
+      {/* One line, the same height whatever /me says: nothing moves. */}
+      <p class="empty-next" aria-busy={me === null}>
+        {me === null ? (
+          "\u00a0"
+        ) : creates ? (
+          <Link href="/new" class="button primary">
+            Create an app
+          </Link>
+        ) : (
+          "Ask someone who administers an app to share it with you, or an administrator for the right to create apps."
+        )}
+      </p>
+      <p>Or launch one from a directory with the command-line client:</p>
       <pre>
         <code>svc launch samples/go-hello</code>
       </pre>
