@@ -131,6 +131,9 @@ func histList[T any](r *Reader, t *Table[T], q Query) (items []Item[T], more boo
 				continue
 			}
 			v := decodeInto[T](t.Name, raw)
+			if q.Until != nil && q.Until(&v) {
+				return
+			}
 			if q.Filter != nil && !q.Filter(&v) {
 				continue
 			}
@@ -395,4 +398,61 @@ func matchCursors(tx *bbolt.Tx, table string, m Match, reverse bool, bound uint6
 		out = append(out, newKeyCursor(tx, bucket, key, reverse, bound))
 	}
 	return out
+}
+
+// Since returns the rows of a history table written by commands after Raft
+// index after, in the order the log wrote them, at most limit of them (0:
+// no cap), and whether more follow. Rows dropped since are skipped. It is
+// how a reader follows a history table as a log (the outbox's dispatcher):
+// IDs minted from a clock do not say in which order rows committed, the
+// chain does.
+func (t *Table[T]) Since(r *Reader, after uint64, limit int) (items []Item[T], more bool) {
+	if !t.History {
+		panic(fmt.Sprintf("raftstore: %s: Since is for history tables", t.Name))
+	}
+	r.histView(t.Name, func(tx *bbolt.Tx, bound uint64) {
+		chain, values, dropped := tx.Bucket(bucketChain), tx.Bucket(bucketValues), tx.Bucket(bucketDropped)
+		c := chain.Cursor()
+		last, _ := c.Last()
+		if last == nil {
+			return
+		}
+		// The first record written after index after: records are in log
+		// order, so their indexes only grow with their numbers.
+		lo, hi := uint64(1), decodeU64(last)+1
+		for lo < hi {
+			mid := lo + (hi-lo)/2
+			k, v := c.Seek(u64(mid))
+			if k == nil || binary.BigEndian.Uint64(v) > after {
+				hi = mid
+			} else {
+				lo = decodeU64(k) + 1
+			}
+		}
+		for k, v := c.Seek(u64(lo)); k != nil; k, v = c.Next() {
+			rec, err := decodeRecord(decodeU64(k), v)
+			if err != nil {
+				panic(fmt.Sprintf("raftstore: %v", err))
+			}
+			if rec.Index > bound {
+				return
+			}
+			if rec.Table != t.Name || rec.Index <= after {
+				continue
+			}
+			if d := dropped.Get(k); d != nil && decodeU64(d) <= bound {
+				continue
+			}
+			raw := values.Get(k)
+			if raw == nil {
+				continue
+			}
+			if limit > 0 && len(items) == limit {
+				more = true
+				return
+			}
+			items = append(items, Item[T]{Value: decodeInto[T](t.Name, raw), Meta: Meta{CreateIndex: rec.Index, ModifyIndex: rec.Index}})
+		}
+	})
+	return items, more
 }

@@ -88,6 +88,10 @@ type Query struct {
 	Limit int
 	// Filter, if set, keeps only rows it returns true for.
 	Filter func(any) bool
+	// Until, if set, ends the walk at the first row it returns true for
+	// (that row excluded): a walk in index order that knows nothing after
+	// some row can match (the due deliveries, by time) stops there.
+	Until func(any) bool
 	// Where, on a history table only, selects rows by several indexes at
 	// once: a row is selected when, for every group, it matches at least
 	// one Match of the group. Rows come by ID (After, Before and Reverse
@@ -122,6 +126,9 @@ func (t *Table[T]) List(r *Reader, q Query) (items []Item[T], more bool) {
 			continue
 		}
 		v := rw.Value.(*T)
+		if q.Until != nil && q.Until(v) {
+			return items, false
+		}
 		if q.Filter != nil && !q.Filter(v) {
 			continue
 		}

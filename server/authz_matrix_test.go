@@ -327,6 +327,37 @@ func (m *matrix) builders() map[string]buildFn {
 			name := uniq("vol")
 			return call{path: api + "/apps/" + m.appID + "/volumes", body: jsonOf(map[string]any{"name": name, "size_bytes": 1 << 20, "path": "/" + name})}
 		},
+		"GET /api/v1/events":        fixed(api + "/events"),
+		"GET /api/v1/subscriptions": fixed(api + "/subscriptions"),
+		"POST /api/v1/subscriptions": func(t *testing.T, actor, _ *principal) call {
+			return call{path: api + "/subscriptions", body: jsonOf(map[string]any{"app_id": m.viewedApp(t, actor), "events": []string{"deploy.*"}, "url": "https://hooks.example.com/svc"})}
+		},
+		"GET /api/v1/subscriptions/{subscriptionID}": func(t *testing.T, _, owner *principal) call {
+			return call{path: api + "/subscriptions/" + m.subscriptionOf(t, owner)}
+		},
+		"PATCH /api/v1/subscriptions/{subscriptionID}": func(t *testing.T, _, owner *principal) call {
+			return call{path: api + "/subscriptions/" + m.subscriptionOf(t, owner), body: `{"events":["app.*"]}`}
+		},
+		"DELETE /api/v1/subscriptions/{subscriptionID}": func(t *testing.T, _, owner *principal) call {
+			return call{path: api + "/subscriptions/" + m.subscriptionOf(t, owner)}
+		},
+		"POST /api/v1/subscriptions/{subscriptionID}/rotate-key": func(t *testing.T, _, owner *principal) call {
+			return call{path: api + "/subscriptions/" + m.subscriptionOf(t, owner) + "/rotate-key"}
+		},
+		"POST /api/v1/subscriptions/{subscriptionID}/test": func(t *testing.T, _, owner *principal) call {
+			return call{path: api + "/subscriptions/" + m.subscriptionOf(t, owner) + "/test"}
+		},
+		"GET /api/v1/subscriptions/{subscriptionID}/deliveries": func(t *testing.T, _, owner *principal) call {
+			return call{path: api + "/subscriptions/" + m.subscriptionOf(t, owner) + "/deliveries"}
+		},
+		"GET /api/v1/subscriptions/{subscriptionID}/deliveries/{deliveryID}": func(t *testing.T, _, owner *principal) call {
+			sub, dlv := m.deliveryOf(t, owner)
+			return call{path: api + "/subscriptions/" + sub + "/deliveries/" + dlv}
+		},
+		"POST /api/v1/subscriptions/{subscriptionID}/deliveries/{deliveryID}/resend": func(t *testing.T, _, owner *principal) call {
+			sub, dlv := m.deliveryOf(t, owner)
+			return call{path: api + "/subscriptions/" + sub + "/deliveries/" + dlv + "/resend"}
+		},
 		"GET /api/v1/adapters":       fixed(api + "/adapters"),
 		"GET /api/v1/adapters/kinds": fixed(api + "/adapters/kinds"),
 		"POST /api/v1/adapters":      withBody(api+"/adapters", func() string { return `{"category":"runtime","kind":"process"}` }),
@@ -853,4 +884,48 @@ func (m *matrix) detectedApp(t *testing.T) string {
 		m.detected = true
 	}
 	return m.appID
+}
+
+// viewedApp is a fresh app the principal holds app.view on (the viewer
+// role), for subscribing to its events.
+func (m *matrix) viewedApp(t *testing.T, p *principal) string {
+	t.Helper()
+	id := m.cloneApp(t)
+	switch {
+	case p.userID != "":
+		m.h.grantApp(t, id, authz.KindUser, p.userID, authz.RoleViewer)
+	case p.tokenID != "":
+		m.h.grantApp(t, id, authz.KindToken, p.tokenID, authz.RoleViewer)
+	}
+	return id
+}
+
+// subscriptionOf is a new subscription the principal owns, on an app it
+// views.
+func (m *matrix) subscriptionOf(t *testing.T, owner *principal) string {
+	t.Helper()
+	if owner.token == "" {
+		return ids.New(ids.Subscription)
+	}
+	a := m.h.send("POST", api+"/subscriptions", jsonOf(map[string]any{"app_id": m.viewedApp(t, owner), "events": []string{"*"},
+		"url": "https://hooks.example.com/matrix"}), owner.bearer()...)
+	if a.status != http.StatusCreated {
+		t.Fatalf("create a subscription: %d %s", a.status, a.body)
+	}
+	return decodeAs[subscriptionCreated](t, a).Subscription.ID
+}
+
+// deliveryOf is a delivery (a test event's) of a new subscription the
+// principal owns.
+func (m *matrix) deliveryOf(t *testing.T, owner *principal) (string, string) {
+	t.Helper()
+	sub := m.subscriptionOf(t, owner)
+	if owner.token == "" {
+		return sub, ids.New(ids.Delivery)
+	}
+	a := m.h.send("POST", api+"/subscriptions/"+sub+"/test", "", owner.bearer()...)
+	if a.status != http.StatusAccepted {
+		t.Fatalf("test a subscription: %d %s", a.status, a.body)
+	}
+	return sub, decodeAs[deliveryAnswer](t, a).Delivery.ID
 }

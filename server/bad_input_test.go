@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,6 +70,19 @@ var badValues = map[string][]struct{ name, body, field string }{
 		{"nothing to change", `{}`, ""},
 		{"an empty role", `{"role_id":""}`, "role_id"},
 		{"a huge passcode", jsonOf(map[string]string{"passcode": strings.Repeat("p", 10_000)}), "passcode"},
+	},
+	"POST /api/v1/subscriptions": {
+		{"events not a list", `{"events":"deploy.*","url":"https://example.com/h"}`, "events"},
+		{"a filter matching nothing", `{"events":["deploy.nope"],"url":"https://example.com/h"}`, "events"},
+		{"a thousand filters", jsonOf(map[string]any{"events": slices.Repeat([]string{"*"}, 1000), "url": "https://example.com/h"}), "events"},
+		{"a url that is not one", `{"events":["*"],"url":"::not a url"}`, "url"},
+		{"headers not an object", `{"events":["*"],"url":"https://example.com/h","headers":["a"]}`, "headers"},
+		{"a method that sends nothing", `{"events":["*"],"url":"https://example.com/h","method":"GET"}`, "method"},
+	},
+	"PATCH /api/v1/subscriptions/{subscriptionID}": {
+		{"enabled not a boolean", `{"enabled":"yes"}`, "enabled"},
+		{"no events", `{"events":[]}`, "events"},
+		{"another app", `{"app_id":"app_01M80000000000000000000000"}`, "app_id"},
 	},
 	"POST /api/v1/apps/{appID}/passcode": {
 		{"no passcode", `{}`, "passcode"},

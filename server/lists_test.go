@@ -61,6 +61,24 @@ func listFillers(h *harness) map[string]func(t *testing.T) listed {
 			many(t, func(int) { h.delegatedToken(t, p.userID, false) })
 			return listed{path: api + "/tokens", as: p.bearer(), many: true}
 		},
+		"GET /api/v1/events": func(t *testing.T) listed {
+			return listed{path: api + "/events", many: false} // the catalogue's 43 names: less than a page
+		},
+		"GET /api/v1/subscriptions": func(t *testing.T) listed {
+			many(t, func(i int) {
+				post(t, api+"/subscriptions", jsonOf(map[string]any{"events": []string{"*"}, "url": fmt.Sprintf("https://hooks.example.com/%d", i)}), http.StatusCreated)
+			})
+			return listed{path: api + "/subscriptions", many: true}
+		},
+		"GET /api/v1/subscriptions/{subscriptionID}/deliveries": func(t *testing.T) listed {
+			a := h.send("POST", api+"/subscriptions", `{"events":["policy.updated"],"url":"https://hooks.example.com/log"}`)
+			if a.status != http.StatusCreated {
+				t.Fatalf("subscribe: %d %s", a.status, a.body)
+			}
+			id := decodeAs[subscriptionCreated](t, a).Subscription.ID
+			many(t, func(int) { post(t, api+"/subscriptions/"+id+"/test", "", http.StatusAccepted) })
+			return listed{path: api + "/subscriptions/" + id + "/deliveries", many: true}
+		},
 		"GET /api/v1/tokens/service": func(t *testing.T) listed {
 			many(t, func(int) { h.serviceToken(t) })
 			return listed{path: api + "/tokens/service", many: true}

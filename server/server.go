@@ -89,8 +89,10 @@ type Deps struct {
 	Specs     specsService
 	Slots     slotsService
 	Volumes   volumesService
-	Adapters  adaptersService
-	Keyring   keyringService
+	// Subscriptions manages event subscriptions and their delivery logs.
+	Subscriptions subscriptionsAll
+	Adapters      adaptersService
+	Keyring       keyringService
 	// EdgeKeys are the keys that sign the edge's assertions: the JWKS and
 	// their rotation.
 	EdgeKeys edgeKeysService

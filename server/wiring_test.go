@@ -26,8 +26,10 @@ import (
 	"github.com/svchost/svc/internal/slots"
 	"github.com/svchost/svc/internal/source"
 	"github.com/svchost/svc/internal/spec"
+	"github.com/svchost/svc/internal/subscriptions"
 	"github.com/svchost/svc/internal/throttle"
 	"github.com/svchost/svc/internal/volumes"
+	"github.com/svchost/svc/internal/webhook"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler"
 	"github.com/svchost/svc/scheduler/nomad"
@@ -187,4 +189,18 @@ func nomadKind(t testing.TB, dir string, procs *process.Runtime) adapters.Kind {
 			}
 			return nomad.NewArtifacts(nomad.ArtifactsConfig{Dir: filepath.Join(dir, "nomad-artifacts"), Key: key})
 		}})
+}
+
+// wireSubscriptions wires event subscriptions and runs the dispatcher on
+// the store's leader, on the configuration's schedule, sending webhooks
+// through the real egress-checked sender.
+func wireSubscriptions(store *raftstore.Store, cfg *config.Config, ring *keyring.Ring, pol *policy.Service, now func() time.Time, log *slog.Logger) *subscriptions.Service {
+	svc := subscriptions.NewService(subscriptions.Deps{Store: store, Ring: ring, Policy: pol, Now: now})
+	sender := webhook.NewSender(webhook.Options{Timeout: cfg.Events.AttemptTimeout, Now: now, UserAgent: "svc/test",
+		AllowPrivate: func() bool { return pol.Current().AllowPrivateWebhooks }})
+	d := subscriptions.NewDispatcher(subscriptions.DispatchDeps{Store: store, Ring: ring, Policy: pol, Sender: sender, Now: now,
+		Logger: log.With("component", "dispatcher"), NodeID: "n1", ConsoleURL: cfg.Server.ExternalURL,
+		Schedule: cfg.Events.RetrySchedule, AttemptTimeout: cfg.Events.AttemptTimeout, DisableAfter: cfg.Events.DisableAfter})
+	store.RunWhileLeader("dispatcher", d.Run)
+	return svc
 }

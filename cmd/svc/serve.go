@@ -374,6 +374,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		return nil, err
 	}
 	sharing := buildSharing(store, pol, storage.ring, now, log)
+	subs := buildSubscriptions(gen, store, storage, pol, now)
 	proxy, err := buildEdgeProxy(ctx, rt, gen, edgeParts{store: store, ident: ident, pol: pol, sched: sched, adapters: storage.adapters, signer: signing.signer, passcodes: sharing})
 	if err != nil {
 		return nil, err
@@ -406,6 +407,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Specs:          specs,
 		Slots:          storage.slots,
 		Volumes:        storage.volumes,
+		Subscriptions:  subs,
 		Sources:        sources,
 		Adapters:       storage.adapters,
 		Keyring:        storage.ring,

@@ -86,6 +86,14 @@ type Config struct {
 		Level  slog.Level
 		Format string // text or json
 	}
+	// Events are the webhook dispatcher's settings: the waits before each
+	// retry of a failed delivery, the bound of one attempt, and how long a
+	// subscription may fail every attempt before it is turned off.
+	Events struct {
+		RetrySchedule  []time.Duration
+		AttemptTimeout time.Duration
+		DisableAfter   time.Duration
+	}
 	Reconciler struct {
 		Backoff []time.Duration
 		// Workers is how many apps the reconciler reconciles at once
@@ -151,6 +159,10 @@ type LoadArgs struct {
 // read-only; Load hands out copies.
 var ShippedBackoff = []time.Duration{5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute}
 
+// ShippedRetrySchedule is the webhook retry schedule the specification
+// ships. Treat it as read-only; Load hands out copies.
+var ShippedRetrySchedule = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 6 * time.Hour, 12 * time.Hour}
+
 // source is where one raw value came from.
 type source struct {
 	origin Origin
@@ -190,6 +202,7 @@ func Load(args LoadArgs) (*Config, error) {
 		return nil, errors.Join(l.errs...)
 	}
 	l.warnBackoff()
+	l.warnRetrySchedule()
 	l.warnTrustEveryone()
 	l.warnPlainExternalURL()
 	l.c.Warnings = append(l.c.Warnings, l.unknownEnv...)
@@ -278,6 +291,9 @@ func (l *loader) applyDefaults() {
 	c.Log.Format = "text"
 	c.Reconciler.Backoff = slices.Clone(ShippedBackoff)
 	c.Reconciler.Workers = 16
+	c.Events.RetrySchedule = slices.Clone(ShippedRetrySchedule)
+	c.Events.AttemptTimeout = 15 * time.Second
+	c.Events.DisableAfter = 24 * time.Hour
 	c.Runtime.BuildTimeout = 15 * time.Minute
 	c.Runtime.StartTimeout = time.Minute
 	c.Runtime.Isolation = "sandbox"
@@ -456,12 +472,24 @@ func (l *loader) checkCluster() {
 // warnBackoff warns when the retry schedule is faster than the shipped one.
 func (l *loader) warnBackoff() {
 	src, ok := l.sources["reconciler.backoff"]
-	if !ok || !fasterThanShipped(l.c.Reconciler.Backoff) {
+	if !ok || !fasterThanShipped(l.c.Reconciler.Backoff, ShippedBackoff) {
 		return
 	}
 	l.c.Warnings = append(l.c.Warnings, fmt.Sprintf(
 		"SVC_RECONCILER_BACKOFF (%s) is faster than the shipped schedule %s; a failing app will be retried more aggressively",
 		src.origin, formatBackoff(ShippedBackoff)))
+}
+
+// warnRetrySchedule warns when the webhook retry schedule is faster than
+// the shipped one.
+func (l *loader) warnRetrySchedule() {
+	src, ok := l.sources["events.retry_schedule"]
+	if !ok || !fasterThanShipped(l.c.Events.RetrySchedule, ShippedRetrySchedule) {
+		return
+	}
+	l.c.Warnings = append(l.c.Warnings, fmt.Sprintf(
+		"SVC_EVENTS_RETRY_SCHEDULE (%s) is faster than the shipped schedule %s; failing webhooks will be retried more aggressively",
+		src.origin, formatBackoff(ShippedRetrySchedule)))
 }
 
 // warnTrustEveryone warns when server.trusted_proxies trusts every address
@@ -497,9 +525,9 @@ func (l *loader) warnPlainExternalURL() {
 
 // fasterThanShipped reports whether any step is shorter than the shipped
 // step at the same position (or the last shipped step beyond its end).
-func fasterThanShipped(b []time.Duration) bool {
+func fasterThanShipped(b, shipped []time.Duration) bool {
 	for i, d := range b {
-		if d < ShippedBackoff[min(i, len(ShippedBackoff)-1)] {
+		if d < shipped[min(i, len(shipped)-1)] {
 			return true
 		}
 	}

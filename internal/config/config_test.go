@@ -106,6 +106,9 @@ func TestDefaults(t *testing.T) {
 		{Name: "cluster.snapshot_threshold", Env: "SVC_CLUSTER_SNAPSHOT_THRESHOLD", Value: "8192", Origin: "default"},
 		{Name: "cluster.trailing_logs", Env: "SVC_CLUSTER_TRAILING_LOGS", Value: "10240", Origin: "default"},
 		{Name: "database.url", Env: "SVC_DATABASE_URL", Origin: "default"},
+		{Name: "events.attempt_timeout", Env: "SVC_EVENTS_ATTEMPT_TIMEOUT", Value: "15s", Origin: "default"},
+		{Name: "events.disable_after", Env: "SVC_EVENTS_DISABLE_AFTER", Value: "24h0m0s", Origin: "default"},
+		{Name: "events.retry_schedule", Env: "SVC_EVENTS_RETRY_SCHEDULE", Value: "1m0s,5m0s,30m0s,2h0m0s,6h0m0s,12h0m0s", Origin: "default"},
 		{Name: "log.format", Env: "SVC_LOG_FORMAT", Value: "text", Origin: "default"},
 		{Name: "log.level", Env: "SVC_LOG_LEVEL", Value: "info", Origin: "default"},
 		{Name: "reconciler.backoff", Env: "SVC_RECONCILER_BACKOFF", Value: "5s,15s,30s,1m0s,2m0s,5m0s", Origin: "default"},
@@ -256,6 +259,8 @@ func TestValidationErrors(t *testing.T) {
 		{"port range default end", map[string]string{"SVC_APP_PORT_START": "9500"}, `SVC_APP_PORT_START (9500) is greater than SVC_APP_PORT_END (default) (9019); the app port range must not be empty`},
 		{"log level", map[string]string{"SVC_LOG_LEVEL": "verbose"}, `SVC_LOG_LEVEL: "verbose" is not a log level (accepted: debug, info, warn, error)`},
 		{"log format", map[string]string{"SVC_LOG_FORMAT": "xml"}, `SVC_LOG_FORMAT: "xml" is not a log format (accepted: text, json)`},
+		{"webhook schedule bad step", map[string]string{"SVC_EVENTS_RETRY_SCHEDULE": "1m,later"}, `SVC_EVENTS_RETRY_SCHEDULE: step 2: "later" is not a duration (accepted: a Go duration such as 30s or 1m30s)`},
+		{"attempt timeout zero", map[string]string{"SVC_EVENTS_ATTEMPT_TIMEOUT": "0s"}, `SVC_EVENTS_ATTEMPT_TIMEOUT: "0s" is not greater than zero`},
 		{"backoff empty", map[string]string{"SVC_RECONCILER_BACKOFF": ""}, `SVC_RECONCILER_BACKOFF: an empty schedule is not accepted (accepted: comma-separated Go durations such as 5s,15s,1m)`},
 		{"backoff bad step", map[string]string{"SVC_RECONCILER_BACKOFF": "5s,soon"}, `SVC_RECONCILER_BACKOFF: step 2: "soon" is not a duration (accepted: a Go duration such as 30s or 1m30s)`},
 		{"backoff zero step", map[string]string{"SVC_RECONCILER_BACKOFF": "0s"}, `SVC_RECONCILER_BACKOFF: step 1: "0s" is not greater than zero`},
@@ -380,7 +385,7 @@ func TestFileErrors(t *testing.T) {
 		content string
 		want    string // after "config file <path>: "
 	}{
-		{"unknown section", "servr:\n  addr: :80\n", "servr: unknown key (known keys: admin, app, cluster, database, log, reconciler, runtime, server, policy)"},
+		{"unknown section", "servr:\n  addr: :80\n", "servr: unknown key (known keys: admin, app, cluster, database, events, log, reconciler, runtime, server, policy)"},
 		{"unknown key", "app:\n  port_begin: 9000\n", "app.port_begin: unknown key (known keys under app: port_start, port_end)"},
 		{"odd key", "app:\n  \"port start\": 9000\n", `app."port start": unknown key (known keys under app: port_start, port_end)`},
 		{"nested too deep", "server:\n  addr:\n    host: x\n", "server.addr: expected a single value, not a mapping"},
@@ -611,6 +616,10 @@ func TestWarnings(t *testing.T) {
 		}},
 		{"faster beyond the shipped length", []string{"SVC_RECONCILER_BACKOFF=5s,15s,30s,1m,2m,5m,1m"}, "", []string{
 			"SVC_RECONCILER_BACKOFF (environment) is faster than the shipped schedule 5s,15s,30s,1m0s,2m0s,5m0s; a failing app will be retried more aggressively",
+		}},
+		{"shipped webhook schedule", []string{"SVC_EVENTS_RETRY_SCHEDULE=1m,5m,30m,2h,6h,12h"}, "", nil},
+		{"faster webhook schedule", []string{"SVC_EVENTS_RETRY_SCHEDULE=100ms,200ms"}, "", []string{
+			"SVC_EVENTS_RETRY_SCHEDULE (environment) is faster than the shipped schedule 1m0s,5m0s,30m0s,2h0m0s,6h0m0s,12h0m0s; failing webhooks will be retried more aggressively",
 		}},
 		{"an http external URL", []string{"SVC_SERVER_EXTERNAL_URL=http://svc.example.com"}, "", []string{
 			"SVC_SERVER_EXTERNAL_URL is http: an external URL says TLS ends in front of svc, so the session cookie is Secure, and browsers keep it only over https; serve svc at an https address",

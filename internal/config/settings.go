@@ -291,6 +291,36 @@ var defs = [...]def{
 		format: func(c *Config) string { return c.Runtime.GoCacheSeed },
 	},
 	{
+		name: "events.retry_schedule", list: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			b, err := parseBackoff(v)
+			if err != nil {
+				return err
+			}
+			c.Events.RetrySchedule = b
+			return nil
+		},
+		format: func(c *Config) string { return formatBackoff(c.Events.RetrySchedule) },
+	},
+	{
+		name: "events.attempt_timeout",
+		parse: func(c *Config, v string, _ Origin) error {
+			d, err := parseDuration(v)
+			c.Events.AttemptTimeout = d
+			return err
+		},
+		format: func(c *Config) string { return c.Events.AttemptTimeout.String() },
+	},
+	{
+		name: "events.disable_after",
+		parse: func(c *Config, v string, _ Origin) error {
+			d, err := parseDuration(v)
+			c.Events.DisableAfter = d
+			return err
+		},
+		format: func(c *Config) string { return c.Events.DisableAfter.String() },
+	},
+	{
 		name: "reconciler.backoff", list: true,
 		parse: func(c *Config, v string, _ Origin) error {
 			b, err := parseBackoff(v)

@@ -90,3 +90,17 @@ var Cursors = &raftstore.Table[Cursor]{
 		return nil
 	},
 }
+
+// ReadCursor returns how far the outbox has been fanned out, and the
+// cursor row's version for Advance.
+func ReadCursor(r *raftstore.Reader) (through uint64, version uint64) {
+	c, meta, _ := Cursors.Get(r, CursorID)
+	return c.Through, meta.ModifyIndex
+}
+
+// Advance is the operation that moves the outbox cursor to through, only if
+// the cursor is still at the version ReadCursor gave (the dispatcher's
+// write that records the deliveries of the events up to through).
+func Advance(through, version uint64) raftstore.Op {
+	return Cursors.PutIf(&Cursor{ID: CursorID, Through: through}, version)
+}

@@ -821,3 +821,8 @@ func newKey() []byte {
 	}
 	return k
 }
+
+// FloorOf is host policy's floor under decisions (disabled_verbs, and
+// agent_disabled_verbs for agent tokens), for services that decide on a
+// principal's access outside a request.
+func FloorOf(p policy.Policy) authz.Floor { return floorOf(p) }

@@ -339,3 +339,27 @@ func (s *Service) ExpireSessions(ctx context.Context) error {
 	}
 	return nil
 }
+
+// PrincipalOf returns the principal an account or token ID names, as it
+// would act now: an active account, or a token that is live (not revoked
+// or expired) and, if delegated, whose creator is active. It is how a
+// service re-checks the access of whoever owns something (a subscription)
+// outside a request; false when the principal can no longer act.
+func PrincipalOf(r *raftstore.Reader, id string, now time.Time) (authz.Principal, bool) {
+	if u, _, ok := Users.Get(r, id); ok {
+		return authz.Principal{Kind: authz.KindUser, ID: u.ID, UserID: u.ID}, u.Status == StatusActive
+	}
+	t, _, ok := Tokens.Get(r, id)
+	if !ok || (t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)) {
+		return authz.Principal{}, false
+	}
+	p := authz.Principal{Kind: authz.KindToken, ID: t.ID, Agent: t.Agent}
+	if t.Kind == TokenDelegated {
+		u, _, ok := Users.Get(r, t.OwnerID)
+		if !ok || u.Status != StatusActive {
+			return authz.Principal{}, false
+		}
+		p.UserID = u.ID
+	}
+	return p, true
+}

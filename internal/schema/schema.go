@@ -23,6 +23,7 @@ import (
 	"github.com/svchost/svc/internal/secrets"
 	"github.com/svchost/svc/internal/slots"
 	"github.com/svchost/svc/internal/spec"
+	"github.com/svchost/svc/internal/subscriptions"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler"
 )
@@ -40,7 +41,7 @@ func Tables() []raftstore.Def {
 		spec.Heads,
 		keyring.Keys,
 	}
-	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), detection.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables(), scheduler.Tables(), edge.Tables()} {
+	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), detection.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables(), subscriptions.Tables(), scheduler.Tables(), edge.Tables()} {
 		tables = append(tables, ts...)
 	}
 	return tables
