@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/internal/subscriptions"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler"
 )
@@ -904,11 +907,22 @@ func (m *matrix) viewedApp(t *testing.T, p *principal) string {
 // views.
 func (m *matrix) subscriptionOf(t *testing.T, owner *principal) string {
 	t.Helper()
-	if owner.token == "" {
+	if owner.token == "" && owner.userID == "" {
 		return ids.New(ids.Subscription)
 	}
-	a := m.h.send("POST", api+"/subscriptions", jsonOf(map[string]any{"app_id": m.viewedApp(t, owner), "events": []string{"*"},
-		"url": "https://hooks.example.com/matrix"}), owner.bearer()...)
+	body := jsonOf(map[string]any{"app_id": m.viewedApp(t, owner), "events": []string{"*"}, "url": "https://hooks.example.com/matrix"})
+	if owner.token == "" { // an account without a token: made as it would be
+		var req subscriptions.Request
+		if err := json.Unmarshal([]byte(body), &req); err != nil {
+			t.Fatal(err)
+		}
+		c, err := m.h.srv.d.Subscriptions.Create(context.Background(), userCaller(owner.userID), req)
+		if err != nil {
+			t.Fatalf("create a subscription: %v", err)
+		}
+		return c.Subscription.ID
+	}
+	a := m.h.send("POST", api+"/subscriptions", body, owner.bearer()...)
 	if a.status != http.StatusCreated {
 		t.Fatalf("create a subscription: %d %s", a.status, a.body)
 	}
@@ -920,8 +934,15 @@ func (m *matrix) subscriptionOf(t *testing.T, owner *principal) string {
 func (m *matrix) deliveryOf(t *testing.T, owner *principal) (string, string) {
 	t.Helper()
 	sub := m.subscriptionOf(t, owner)
-	if owner.token == "" {
+	if owner.token == "" && owner.userID == "" {
 		return sub, ids.New(ids.Delivery)
+	}
+	if owner.token == "" {
+		d, err := m.h.srv.d.Subscriptions.Test(context.Background(), userCaller(owner.userID), sub)
+		if err != nil {
+			t.Fatalf("test a subscription: %v", err)
+		}
+		return sub, d.ID
 	}
 	a := m.h.send("POST", api+"/subscriptions/"+sub+"/test", "", owner.bearer()...)
 	if a.status != http.StatusAccepted {

@@ -1,0 +1,159 @@
+package subscriptions_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svchost/svc/internal/actor"
+	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/identity"
+	"github.com/svchost/svc/internal/keyring"
+	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/internal/subscriptions"
+	"github.com/svchost/svc/internal/webhook"
+	"github.com/svchost/svc/raftstore"
+)
+
+type fixture struct {
+	store *raftstore.Store
+	ring  *keyring.Ring
+	pol   *policy.Service
+	svc   *subscriptions.Service
+	admin authz.Caller
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	tables := append([]raftstore.Def{apps.Apps, audit.Entries, events.Events, events.Cursors, keyring.Keys, policy.Table}, identity.Tables()...)
+	tables = append(append(tables, adapters.Tables()...), subscriptions.Tables()...)
+	store, err := raftstore.Open(raftstore.Config{NodeID: "n1", Dir: filepath.Join(dir, "store"), Tables: tables})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := store.ConsistentRead(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kek, err := keyring.LoadKEK(filepath.Join(dir, "kek"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := func() time.Time { return time.Now().UTC() }
+	f := &fixture{store: store, ring: keyring.New(store, kek, now), pol: policy.NewService(store, policy.Fixed{}, now)}
+	f.svc = subscriptions.NewService(subscriptions.Deps{Store: store, Ring: f.ring, Policy: f.pol, Now: now})
+	// An administrator: the owner of the subscriptions, whose access the
+	// dispatcher checks at sending.
+	role := authz.RoleAdmin
+	u := identity.User{ID: "usr_01M8G0000000000000000ADMIN", Username: "admin", Status: identity.StatusActive, RoleID: &role, Source: "local", CreatedAt: now()}
+	if _, err := store.Apply(ctx, identity.Users.Insert(&u)); err != nil {
+		t.Fatal(err)
+	}
+	f.admin = authz.Caller{Principal: authz.Principal{Kind: authz.KindUser, ID: u.ID, UserID: u.ID}, Install: authz.SetOf(authz.InstallEventsManage)}
+	return f
+}
+
+func (f *fixture) dispatcher(node string) *subscriptions.Dispatcher {
+	return subscriptions.NewDispatcher(subscriptions.DispatchDeps{Store: f.store, Ring: f.ring, Policy: f.pol, NodeID: node,
+		Sender:   webhook.NewSender(webhook.Options{Timeout: 30 * time.Second, AllowPrivate: func() bool { return true }}),
+		Schedule: []time.Duration{50 * time.Millisecond}})
+}
+
+func (f *fixture) emit(t *testing.T, name string, data map[string]any) {
+	t.Helper()
+	ctx := actor.With(context.Background(), actor.System)
+	if _, err := f.store.Apply(ctx, events.Emit(ctx, time.Now().UTC(), name, nil, "", "", data)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestADeposedDispatcherCannotMarkAnythingDelivered: a dispatcher whose
+// lease a newer one took (a leader that was deposed) may still finish an
+// attempt in flight, but its record of it is refused, and it stops; the
+// delivery's log has only the new dispatcher's attempt.
+func TestADeposedDispatcherCannotMarkAnythingDelivered(t *testing.T) {
+	f := newFixture(t)
+	var (
+		mu      sync.Mutex
+		release []chan struct{}
+	)
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ch := make(chan struct{})
+		mu.Lock()
+		release = append(release, ch)
+		mu.Unlock()
+		<-ch
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer rc.Close()
+	arrived := func() int { mu.Lock(); defer mu.Unlock(); return len(release) }
+	sub, err := f.svc.Create(context.Background(), f.admin, subscriptions.Request{Events: []string{"token.*"}, URL: ptr(rc.URL)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxA, stopA := context.WithCancel(context.Background())
+	defer stopA()
+	doneA := make(chan error, 1)
+	go func() { doneA <- f.dispatcher("a").Run(ctxA) }()
+	f.emit(t, "token.revoked", nil)
+	waitFor(t, "the first dispatcher's attempt", func() bool { return arrived() == 1 })
+
+	ctxB, stopB := context.WithCancel(context.Background())
+	defer stopB()
+	go func() { _ = f.dispatcher("b").Run(ctxB) }()
+	waitFor(t, "the second dispatcher's attempt of the same delivery", func() bool { return arrived() == 2 })
+	mu.Lock()
+	close(release[0]) // the deposed dispatcher's attempt succeeds
+	mu.Unlock()
+	select {
+	case err := <-doneA:
+		if err == nil || !strings.Contains(err.Error(), "lease") {
+			t.Fatalf("the deposed dispatcher stopped with %v; want its fencing error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the deposed dispatcher did not stop")
+	}
+	ds, err := f.svc.Deliveries(f.admin, sub.Subscription.ID)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("deliveries %+v, %v", ds, err)
+	}
+	if len(ds[0].Attempts) != 0 || ds[0].State != subscriptions.StatePending {
+		t.Fatalf("the deposed dispatcher recorded %+v", ds[0])
+	}
+	mu.Lock()
+	close(release[1])
+	mu.Unlock()
+	waitFor(t, "the new dispatcher to record its attempt", func() bool {
+		ds, _ := f.svc.Deliveries(f.admin, sub.Subscription.ID)
+		return ds[0].State == subscriptions.StateDelivered
+	})
+	ds, _ = f.svc.Deliveries(f.admin, sub.Subscription.ID)
+	if len(ds[0].Attempts) != 1 {
+		t.Errorf("attempts %+v; want exactly the new dispatcher's", ds[0].Attempts)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
