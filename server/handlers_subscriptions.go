@@ -17,7 +17,7 @@ type subscriptionsService interface {
 	Create(ctx context.Context, c authz.Caller, req subscriptions.Request) (subscriptions.Created, error)
 	List(c authz.Caller, appID string) ([]subscriptions.View, error)
 	Get(c authz.Caller, id string) (subscriptions.View, error)
-	Update(ctx context.Context, c authz.Caller, id string, req subscriptions.Request) (subscriptions.View, error)
+	Update(ctx context.Context, c authz.Caller, id string, req subscriptions.Patch) (subscriptions.View, error)
 }
 
 // The rest of the subscriptions service: its key, tests and delivery log.
@@ -42,6 +42,7 @@ type (
 // Body types of the route table.
 type (
 	subscriptionRequest = subscriptions.Request
+	subscriptionPatch   = subscriptions.Patch
 	subscriptionCreated = subscriptions.Created
 	subscriptionAnswer  struct {
 		Subscription subscriptions.View `json:"subscription"`
@@ -83,7 +84,7 @@ func (s *Server) getSubscription(c echo.Context) error {
 }
 
 func (s *Server) patchSubscription(c echo.Context) error {
-	var req subscriptions.Request
+	var req subscriptions.Patch
 	if err := bind(c, &req); err != nil {
 		return err
 	}

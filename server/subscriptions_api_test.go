@@ -433,7 +433,7 @@ func TestSubscriptionRefusals(t *testing.T) {
 		{"not a URL", map[string]any{"events": []string{"*"}, "url": "ftp://example.com"}, nil, 400, errcode.ValidInvalid, "url"},
 		{"install-wide without the verb", map[string]any{"events": []string{"*"}, "url": "https://example.com/h"}, member.bearer(), 403, errcode.PermVerbRequired, ""},
 		{"an app the caller cannot see", map[string]any{"app_id": app, "events": []string{"*"}, "url": "https://example.com/h"}, stranger.bearer(), 404, errcode.NotFound, "app_id"},
-		{"enabled on create", map[string]any{"events": []string{"*"}, "url": "https://example.com/h", "enabled": false}, nil, 400, errcode.ValidInvalid, "enabled"},
+		{"enabled on create", map[string]any{"events": []string{"*"}, "url": "https://example.com/h", "enabled": false}, nil, 400, errcode.ValidInvalid, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

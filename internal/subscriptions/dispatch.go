@@ -517,16 +517,33 @@ func sameFailure(a, b Subscription) bool {
 // keepDeliveries is how long an ended delivery stays in the log.
 const keepDeliveries = 30 * 24 * time.Hour
 
-// SweepDeliveries deletes ended deliveries older than 30 days, and those of
-// subscriptions deleted since; a leader loop.
+// SweepDeliveries deletes ended deliveries older than 30 days and those of
+// subscriptions deleted since, then the subscriptions of apps deleted since
+// once nothing of theirs waits to be sent (app.deleted itself is sent
+// first); a leader loop.
 func (s *Service) SweepDeliveries(ctx context.Context) error {
 	r := s.d.Store.Read()
 	cutoff := s.d.Now().Add(-keepDeliveries)
-	_, err := Deliveries.Sweep(ctx, s.d.Store, raftstore.Query{}, func(d *Delivery) bool {
+	if _, err := Deliveries.Sweep(ctx, s.d.Store, raftstore.Query{}, func(d *Delivery) bool {
 		if _, _, ok := Subscriptions.Get(r, d.SubscriptionID); !ok {
 			return true
 		}
 		return (d.State == StateDelivered || d.State == StateFailed) && d.CreatedAt.Before(cutoff)
-	}, 500)
+	}, 500); err != nil {
+		return err
+	}
+	if through, _ := events.ReadCursor(r); through < r.TableIndex(events.Events) {
+		return nil // events not fanned out yet may be for them (app.deleted)
+	}
+	_, err := Subscriptions.Sweep(ctx, s.d.Store, raftstore.Query{}, func(sub *Subscription) bool {
+		return sub.AppID != "" && !apps.Exists(r, sub.AppID) && !waiting(r, sub.ID)
+	}, 100)
 	return err
+}
+
+// waiting reports whether a subscription has a delivery waiting to be sent.
+func waiting(r *raftstore.Reader, subID string) bool {
+	ds, _ := Deliveries.List(r, raftstore.Query{Index: "subscription", Key: subID, Limit: 1,
+		Filter: func(v any) bool { d := v.(*Delivery); return d.State == StatePending || d.State == StateRetryScheduled }})
+	return len(ds) > 0
 }

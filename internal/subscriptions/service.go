@@ -68,8 +68,7 @@ const (
 	keyOverlap = 24 * time.Hour
 )
 
-// Request is the body that creates a subscription, and (every field
-// optional) changes one.
+// Request is the body that creates a subscription.
 type Request struct {
 	AppID           *string           `json:"app_id,omitempty" doc:"the app whose events it receives (app.view on it); absent: every event of the installation (install.events.manage)"`
 	Events          []string          `json:"events,omitempty" doc:"event names (deploy.failed), prefixes (deploy.*) or *; a name matching no event is refused"`
@@ -79,9 +78,14 @@ type Request struct {
 	ContentType     *string           `json:"content_type,omitempty" doc:"the body's content type; default application/json"`
 	Headers         map[string]string `json:"headers,omitempty" doc:"extra headers sent with each request; values are stored encrypted and never shown again; on a change, the whole set"`
 	PayloadTemplate *string           `json:"payload_template,omitempty" doc:"the body as a Go text/template (.ID .Type .OccurredAt .App .Actor .Data .Subject .Body .Fields .Link .Envelope; json, default); empty: the standard body"`
-	// Enabled turns a subscription off or back on (a change only); back on
-	// clears its failure record.
-	Enabled *bool `json:"enabled,omitempty" doc:"on a change: false turns it off, true back on (clearing its failure record)"`
+}
+
+// Patch is the body that changes a subscription: any field of the create
+// body, and Enabled, which turns it off or back on (clearing its failure
+// record).
+type Patch struct {
+	Request
+	Enabled *bool `json:"enabled,omitempty" doc:"false turns it off, true back on (clearing its failure record)"`
 }
 
 // KeyView describes a signing key without its value.
@@ -186,9 +190,6 @@ func ownerOf(c authz.Caller) string {
 
 // Create makes a subscription and returns it with its signing key.
 func (s *Service) Create(ctx context.Context, c authz.Caller, req Request) (Created, error) {
-	if req.Enabled != nil {
-		return Created{}, errcode.Invalid("enabled", "a subscription is created on; enabled is for a change")
-	}
 	sub := Subscription{ID: ids.New(ids.Subscription), OwnerID: ownerOf(c), Enabled: true}
 	if err := s.apply(ctx, &sub, req, true); err != nil {
 		return Created{}, err
@@ -438,13 +439,13 @@ func (s *Service) Get(c authz.Caller, id string) (View, error) {
 
 // Update changes a subscription: any field of the create body, and
 // enabled. Turning it back on clears its failure record.
-func (s *Service) Update(ctx context.Context, c authz.Caller, id string, req Request) (View, error) {
+func (s *Service) Update(ctx context.Context, c authz.Caller, id string, req Patch) (View, error) {
 	cur, _, err := manageable(s.d.Store.Read(), c, id)
 	if err != nil {
 		return View{}, err
 	}
 	next := cur
-	if err := s.apply(ctx, &next, req, false); err != nil {
+	if err := s.apply(ctx, &next, req.Request, false); err != nil {
 		return View{}, err
 	}
 	if next.URL != "" && len(next.Keys) == 0 { // an adapter's subscription becomes a webhook: it needs a key
@@ -488,7 +489,7 @@ func (s *Service) Update(ctx context.Context, c authz.Caller, id string, req Req
 
 // changed names the fields a change gives, for its audit entry (never a
 // header's value).
-func changed(req Request) []string {
+func changed(req Patch) []string {
 	var out []string
 	for name, given := range map[string]bool{"events": req.Events != nil, "url": req.URL != nil, "adapter_id": req.AdapterID != nil,
 		"method": req.Method != nil, "content_type": req.ContentType != nil, "headers": req.Headers != nil,
