@@ -262,21 +262,24 @@ func (x *Dispatcher) send(ctx context.Context, epoch uint64) error {
 		var wakeAt time.Time
 		mu.Lock()
 		free := x.d.Workers - len(inFlight)
-		due, _ := Deliveries.List(r, raftstore.Query{Index: "due", Prefix: true,
-			Until: func(v any) bool {
-				d := v.(*Delivery)
-				if d.NextAttemptAt.After(now) {
-					wakeAt = *d.NextAttemptAt
-					return true
-				}
-				return false
-			},
-			Filter: func(v any) bool {
-				d := v.(*Delivery)
-				_, busy := inFlight[d.ID]
-				return !busy && perSub[d.SubscriptionID] < x.d.PerSubscription
-			},
-			Limit: max(free, 0)})
+		var due []raftstore.Item[Delivery]
+		if free > 0 { // else an attempt ending wakes the loop
+			due, _ = Deliveries.List(r, raftstore.Query{Index: "due", Prefix: true,
+				Until: func(v any) bool {
+					d := v.(*Delivery)
+					if d.NextAttemptAt.After(now) {
+						wakeAt = *d.NextAttemptAt
+						return true
+					}
+					return false
+				},
+				Filter: func(v any) bool {
+					d := v.(*Delivery)
+					_, busy := inFlight[d.ID]
+					return !busy && perSub[d.SubscriptionID] < x.d.PerSubscription
+				},
+				Limit: free})
+		}
 		for _, it := range due {
 			d := it.Value
 			if perSub[d.SubscriptionID] >= x.d.PerSubscription {
@@ -288,6 +291,9 @@ func (x *Dispatcher) send(ctx context.Context, epoch uint64) error {
 			go func() {
 				defer wg.Done()
 				err := x.attempt(ctx, epoch, d.ID)
+				if err != nil && !errors.Is(err, errFenced) {
+					pause(ctx, time.Second) // not recorded: it stays due, but not in a tight loop
+				}
 				mu.Lock()
 				delete(inFlight, d.ID)
 				if perSub[d.SubscriptionID]--; perSub[d.SubscriptionID] == 0 {
