@@ -104,7 +104,7 @@ bench:
 	SVC_BENCH_DIR=$(CURDIR)/.bench $(GO) test -run '^$$' -bench . -skip FetchBlob -benchtime $(BENCHTIME) -count 1 ./raftstore/
 	$(GO) test -run '^$$' -bench FetchBlob -benchtime 20x -count 1 ./raftstore/
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./server/
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 ./internal/keyring/ ./vaultsecrets/ ./internal/throttle/ ./internal/clientip/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1 ./internal/keyring/ ./vaultsecrets/ ./internal/throttle/ ./internal/clientip/ ./internal/webhook/
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./edge/ ./assertion/ ./edge/consul/ ./edge/nomadsd/ ./jobs-templates/
 	$(GO) test -run '^$$' -bench . -skip RollbackAgainstDeploy -benchtime 200x -count 1 ./scheduler/ ./scheduler/nomad/
 	$(GO) test -run '^$$' -bench . -skip 'RunToReady|BuildCommand|RollbackAgainstDeploy' -benchtime 200x -count 1 ./scheduler/process/

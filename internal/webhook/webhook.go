@@ -10,12 +10,17 @@
 // address in any spelling is refused), extra headers, and the template
 // (rendered against a sample event; a JSON content type requires JSON).
 //
+// docs/webhooks.md is the receivers' side: the body, the headers, how to
+// verify a signature, the template's variables and functions, the limits
+// and the address rule.
+//
 // It must not read or write the store, schedule retries or decide who may
 // receive an event: the dispatcher (internal/dispatch) does that. It never
 // logs, and never puts a header value or signing key in an error.
 package webhook
 
 import (
+	"net"
 	"time"
 
 	"github.com/svchost/svc/internal/events"
@@ -23,8 +28,8 @@ import (
 
 // Options configure a Sender.
 type Options struct {
-	// Timeout bounds one attempt, from dialling to the last byte of the
-	// answer's headers (events.attempt_timeout, 15s by default).
+	// Timeout bounds one attempt, from dialling to the answer's headers and
+	// the first 64 KiB of its body (events.attempt_timeout, 15s by default).
 	Timeout time.Duration
 	// AllowPrivate reports host policy's allow_private_webhooks; it is read
 	// at every attempt. Nil means false.
@@ -33,6 +38,10 @@ type Options struct {
 	Now func() time.Time
 	// UserAgent is sent as User-Agent ("svc/<version>").
 	UserAgent string
+	// Resolver looks names up (nil: the system's). The address rule
+	// applies to whatever it answers: tests point it at a DNS server of
+	// their own to have names resolve to loopback and private addresses.
+	Resolver *net.Resolver
 }
 
 // Request is one attempt to deliver an event to a webhook.
