@@ -50,6 +50,15 @@ linked into or shipped with svc.
 github.com/hashicorp/vault v1.21.0 BUSL-1.1 (test-time tool only)
 `
 
+// testModules lists modules that tests link but svc never does, listed
+// because a test depends on them for a real part: go-smtp (with go-sasl)
+// is the SMTP server the email notification adapter's tests send to.
+var testModules = []string{"github.com/emersion/go-sasl", "github.com/emersion/go-smtp"}
+
+const testModulesHeader = `The following modules are linked into svc's tests only, never into the
+svc binary: go-smtp and go-sasl make the real SMTP server the email
+notification adapter's tests send mail to.`
+
 func main() {
 	pkg := flag.String("pkg", defaultPkg, "package pattern whose dependencies are listed")
 	flag.Parse()
@@ -126,6 +135,19 @@ func run(w io.Writer, pkg string) error {
 			unknown = append(unknown, p)
 		}
 	}
+	if len(testModules) > 0 {
+		lines, err := testModuleLines(dir)
+		if err != nil {
+			return err
+		}
+		b.WriteString("\n" + testModulesHeader + "\n\n")
+		for _, l := range lines {
+			b.WriteString(l + "\n")
+			if strings.HasSuffix(l, " unknown") {
+				unknown = append(unknown, l)
+			}
+		}
+	}
 	if testTools != "" {
 		b.WriteString("\n" + testTools)
 	}
@@ -190,30 +212,65 @@ func moduleDirs(dir string, mods []module) (map[string]string, error) {
 	if len(mods) == 0 {
 		return nil, nil
 	}
-	args := []string{"list", "-m", "-json"}
-	for _, m := range mods {
-		args = append(args, m.Path)
+	paths := make([]string, len(mods))
+	for i, m := range mods {
+		paths[i] = m.Path
 	}
-	out, err := goOut(dir, args...)
+	listed, err := listModules(dir, paths)
 	if err != nil {
 		return nil, err
 	}
 	dirs := map[string]string{}
+	for _, m := range listed {
+		dirs[m.Path] = m.dir()
+	}
+	return dirs, nil
+}
+
+// testModuleLines lists testModules as "<path> <version> <license>", at
+// the versions go.mod requires.
+func testModuleLines(dir string) ([]string, error) {
+	listed, err := listModules(dir, testModules)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, m := range listed {
+		lic := "unknown"
+		if d := m.dir(); d != "" {
+			lic = identify(d)
+		}
+		lines = append(lines, fmt.Sprintf("%s %s %s", m.Path, m.Version, lic))
+	}
+	slices.Sort(lines)
+	return lines, nil
+}
+
+// listModules is what go list -m says of the modules paths.
+func listModules(dir string, paths []string) ([]module, error) {
+	out, err := goOut(dir, append([]string{"list", "-m", "-json"}, paths...)...)
+	if err != nil {
+		return nil, err
+	}
+	var mods []module
 	dec := json.NewDecoder(strings.NewReader(out))
 	for {
 		var m module
 		if err := dec.Decode(&m); err == io.EOF {
-			break
+			return mods, nil
 		} else if err != nil {
 			return nil, fmt.Errorf("decode go list -m: %w", err)
 		}
-		d := m.Dir
-		if m.Replace != nil && m.Replace.Dir != "" {
-			d = m.Replace.Dir
-		}
-		dirs[m.Path] = d
+		mods = append(mods, m)
 	}
-	return dirs, nil
+}
+
+// dir is where the module's files are: its replacement's, if replaced.
+func (m module) dir() string {
+	if m.Replace != nil && m.Replace.Dir != "" {
+		return m.Replace.Dir
+	}
+	return m.Dir
 }
 
 // licenseFile matches the names of license files at a module's root.

@@ -25,6 +25,9 @@ import (
 	"github.com/svchost/svc/internal/source"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/internal/volumes"
+	"github.com/svchost/svc/notifiers/chat"
+	"github.com/svchost/svc/notifiers/email"
+	"github.com/svchost/svc/notifiers/ntfy"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler"
 	"github.com/svchost/svc/scheduler/nomad"
@@ -81,6 +84,9 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 			vaultsecrets.VaultKind(gen.log),
 			identity.LocalKind(),
 			postgres.Kind(),
+			chat.Kind(),
+			email.Kind(),
+			ntfy.Kind(),
 		},
 	})
 	if err != nil {

@@ -87,6 +87,28 @@ var rules = []rule{
 		imports: []pattern{"github.com/jackc/..."},
 	},
 	{
+		// The email adapter sends with net/smtp; go-smtp is the real SMTP
+		// server its tests talk to, and links into nothing else.
+		name:    "only the email adapter's tests use go-smtp",
+		from:    []pattern{"./..."},
+		notFrom: []pattern{"./notifiers/email"},
+		imports: []pattern{"github.com/emersion/..."},
+		tests:   true,
+	},
+	{
+		name:    "the email adapter uses go-smtp in its tests only",
+		from:    []pattern{"./notifiers/email"},
+		imports: []pattern{"github.com/emersion/..."},
+	},
+	{
+		name:    "notification adapters use nothing of the module but adapters, notify, errcode, cacert and their own helpers",
+		from:    []pattern{"./notifiers/..."},
+		imports: []pattern{"./..."},
+		exceptImports: []pattern{"./internal/adapters", "./internal/notify", "./internal/errcode", "./internal/cacert", "./internal/events",
+			"./notifiers/..."},
+		tests: true,
+	},
+	{
 		name:    "only detection reads compose files",
 		from:    []pattern{"./..."},
 		notFrom: []pattern{"./internal/detect"},
@@ -172,10 +194,10 @@ var rules = []rule{
 		from: []pattern{"./..."},
 		notFrom: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest",
 			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/nomadtest", "./internal/testserver", "./internal/pgtest", "./internal/browsertest",
-			"./scheduler/releasetest"},
+			"./scheduler/releasetest", "./notifiers/internal/notifytest"},
 		imports: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest",
 			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/nomadtest", "./internal/testserver", "./internal/pgtest", "./internal/browsertest",
-			"./scheduler/releasetest"},
+			"./scheduler/releasetest", "./notifiers/internal/notifytest"},
 	},
 }
 
@@ -389,6 +411,11 @@ func TestRulesCatchViolations(t *testing.T) {
 		{ImportPath: mod + "/e2e", Name: "e2e", XTestImports: []string{"github.com/hashicorp/raft"}},
 		{ImportPath: mod + "/api", Name: "api", Doc: "x", GoFiles: []string{"a.go"},
 			Imports: []string{"net/http", mod + "/internal/errcode"}},
+		{ImportPath: mod + "/notifiers/email", Name: "email", Doc: "x", GoFiles: []string{"a.go"},
+			Imports:     []string{"github.com/emersion/go-smtp", mod + "/internal/notify", mod + "/notifiers/internal/notifytest"},
+			TestImports: []string{"github.com/emersion/go-sasl", mod + "/raftstore"}},
+		{ImportPath: mod + "/notifiers/chat", Name: "chat", Doc: "x", GoFiles: []string{"a.go"},
+			XTestImports: []string{"github.com/emersion/go-smtp"}},
 	}
 	var got []string
 	for _, r := range rules {
@@ -409,6 +436,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		"only server and its subpackages use echo: internal/audit imports github.com/labstack/echo/v4",
 		"only edge/consul (and its fake Consul) uses the Consul API: scheduler/nomad imports github.com/hashicorp/consul/api",
 		"only vaultsecrets uses the Vault API: cmd/svc imports github.com/hashicorp/vault/api",
+		"only the email adapter's tests use go-smtp: notifiers/chat imports github.com/emersion/go-smtp (in its external tests)",
+		"the email adapter uses go-smtp in its tests only: notifiers/email imports github.com/emersion/go-smtp",
+		"notification adapters use nothing of the module but adapters, notify, errcode, cacert and their own helpers: notifiers/email imports raftstore (in its tests)",
 		"only cmd/svc uses cobra: server/api imports github.com/spf13/cobra",
 		"internal packages never use the server, commands or echo: internal/audit imports server",
 		"internal packages never use the server, commands or echo: internal/audit imports github.com/labstack/echo/v4",
@@ -417,6 +447,7 @@ func TestRulesCatchViolations(t *testing.T) {
 		"pure domain packages start no process and use no database, syscall or vendor library: internal/audit imports github.com/labstack/echo/v4",
 		"the public client imports nothing of the module: api imports internal/errcode",
 		"production packages never link fakes or the test agent: cmd/svc imports internal/testagent",
+		"production packages never link fakes or the test agent: notifiers/email imports notifiers/internal/notifytest",
 		"production packages never link fakes or the test agent: server/api imports internal/fakeagent",
 		"doc: internal/audit",
 		"doc: jobs-templates",

@@ -1,7 +1,8 @@
 // Package cacert owns reading an operator's CA certificate file (PEM) into
 // a certificate pool, for the adapters that verify a vendor's TLS
-// certificate themselves (the nomad runtime and the nomad route source;
-// the vault and consul adapters use their vendor's client for it).
+// certificate themselves (the nomad runtime, the nomad route source and the
+// notification adapters; the vault and consul adapters use their vendor's
+// client for it).
 //
 // It must not import anything of the module.
 package cacert
