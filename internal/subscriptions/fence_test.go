@@ -18,9 +18,11 @@ import (
 	"github.com/svchost/svc/internal/events"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/keyring"
+	"github.com/svchost/svc/internal/notify"
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/subscriptions"
 	"github.com/svchost/svc/internal/webhook"
+	"github.com/svchost/svc/notifiers/ntfy"
 	"github.com/svchost/svc/raftstore"
 )
 
@@ -52,7 +54,11 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	now := func() time.Time { return time.Now().UTC() }
-	f := &fixture{store: store, ring: keyring.New(store, kek, now), pol: policy.NewService(store, policy.Fixed{}, now)}
+	var fixed policy.Fixed // the receivers of these tests are on loopback
+	if err := fixed.Set("allow_private_webhooks", true, policy.OriginEnvironment); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{store: store, ring: keyring.New(store, kek, now), pol: policy.NewService(store, fixed, now)}
 	f.svc = subscriptions.NewService(subscriptions.Deps{Store: store, Ring: f.ring, Policy: f.pol, Now: now})
 	// An administrator: the owner of the subscriptions, whose access the
 	// dispatcher checks at sending.
@@ -157,3 +163,57 @@ func TestADeposedDispatcherCannotMarkAnythingDelivered(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestNotificationsGoThroughTheAdapter: a subscription with an adapter_id
+// is sent through the loaded notification adapter (a real ntfy adapter to
+// a receiver speaking the ntfy protocol), recorded as any delivery.
+func TestNotificationsGoThroughTheAdapter(t *testing.T) {
+	f := newFixture(t)
+	var (
+		mu  sync.Mutex
+		got []*http.Request
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Clone(context.Background()))
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	a := adapters.Adapter{ID: "adp_01M8G00000000000000000NTFY", Category: adapters.CategoryNotification, Kind: "ntfy",
+		Settings: map[string]string{"server": srv.URL, "topic": "svc-alerts"}, Revision: 1, CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}
+	if _, err := f.store.Apply(ctx, adapters.Adapters.Insert(&a)); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := ntfy.Kind().Open(ctx, adapters.Config{ID: a.ID, Settings: a.Settings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := f.svc.Create(ctx, f.admin, subscriptions.Request{Events: []string{"token.revoked"}, AdapterID: ptr(a.ID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.SigningKey != "" {
+		t.Errorf("a notification subscription was given a signing key")
+	}
+	d := subscriptions.NewDispatcher(subscriptions.DispatchDeps{Store: f.store, Ring: f.ring, Policy: f.pol, NodeID: "n1",
+		Sender: webhook.NewSender(webhook.Options{Timeout: 5 * time.Second}),
+		Notifier: func(id string) (notify.Notifier, bool) {
+			n, ok := inst.(notify.Notifier)
+			return n, ok && id == a.ID
+		}})
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _ = d.Run(rctx) }()
+	f.emit(t, "token.revoked", nil)
+	waitFor(t, "the notification to be delivered", func() bool {
+		ds, _ := f.svc.Deliveries(f.admin, sub.Subscription.ID)
+		return len(ds) == 1 && ds[0].State == subscriptions.StateDelivered
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0].URL.Path != "/svc-alerts" || got[0].Header.Get("Title") == "" {
+		t.Errorf("ntfy got %d requests; first %+v", len(got), got)
+	}
+}
