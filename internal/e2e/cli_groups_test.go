@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"image/png"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -211,7 +212,8 @@ func TestCLIGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := startAppServer(t, "cli-groups", "SVC_APP_PORT_START="+strconv.Itoa(first), "SVC_APP_PORT_END="+strconv.Itoa(first+3))
+	srv := startAppServer(t, "cli-groups", "SVC_APP_PORT_START="+strconv.Itoa(first), "SVC_APP_PORT_END="+strconv.Itoa(first+3),
+		"SVC_POLICY_ALLOW_PRIVATE_WEBHOOKS=true") // the subscriptions' receiver is on loopback
 	c := cliAs{base: srv.p.Base(), token: srv.token(), config: t.TempDir()}
 	root, err := moduleRoot()
 	if err != nil {
@@ -773,6 +775,67 @@ func TestCLIGroups(t *testing.T) {
 		c.ok(t, "sections", "delete", s.Section.ID)
 		c.refused(t, "NOT_FOUND", false, "sections", "update", s.Section.ID, "--name", "x")
 		c.misused(t, "", "sections", "create", "--position", "first")
+	})
+
+	t.Run("events, subscriptions and deliveries", func(t *testing.T) {
+		got := make(chan http.Header, 16)
+		rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got <- r.Header.Clone()
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		defer rc.Close()
+		c.sameAsAPI(t, "/events", "events", "list")
+		checkTable(t, c.ok(t, "events", "list"), "NAME", "adapter.configured", "SCOPE", "install")
+		var made struct {
+			Subscription struct{ ID string }
+			SigningKey   string `json:"signing_key"`
+		}
+		c.decoded(t, &made, "subscriptions", "create", "--app-id", appID, "--events", "app.secret_changed", "--events", "deploy.*", "--url", rc.URL+"/hook")
+		if !strings.HasPrefix(made.SigningKey, "whsec_") {
+			t.Fatalf("subscriptions create: %+v", made)
+		}
+		id := made.Subscription.ID
+		c.sameAsAPI(t, "/subscriptions/"+id, "subscriptions", "get", id)
+		checkFields(t, c.ok(t, "subscriptions", "get", id), "ID", id, "Method", "POST", "Enabled", "true")
+		if out := c.ok(t, "subscriptions", "get", id); strings.Contains(out, made.SigningKey) {
+			t.Errorf("subscriptions get printed the signing key")
+		}
+		var test struct{ Delivery struct{ ID string } }
+		c.decoded(t, &test, "subscriptions", "test", id)
+		select {
+		case h := <-got:
+			if h.Get("Svc-Event") != "subscription.test" || h.Get("Svc-Delivery-Id") != test.Delivery.ID {
+				t.Errorf("the receiver got %v", h)
+			}
+		case <-time.After(scaled(30 * time.Second)):
+			t.Fatal("the test delivery never arrived")
+		}
+		deadline := time.Now().Add(scaled(30 * time.Second))
+		for !strings.Contains(c.ok(t, "deliveries", "get", id, test.Delivery.ID), "delivered") {
+			if time.Now().After(deadline) {
+				t.Fatalf("the test delivery is not recorded as delivered:\n%s", c.ok(t, "deliveries", "get", id, test.Delivery.ID))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		checkTable(t, c.ok(t, "deliveries", "list", id), "ID", test.Delivery.ID, "EVENT TYPE", "subscription.test", "STATE", "delivered")
+		c.ok(t, "deliveries", "resend", id, test.Delivery.ID)
+		select {
+		case <-got:
+		case <-time.After(scaled(30 * time.Second)):
+			t.Fatal("the resent delivery never arrived")
+		}
+		var rot struct {
+			SigningKey string `json:"signing_key"`
+		}
+		c.decoded(t, &rot, "subscriptions", "rotate-key", id)
+		if rot.SigningKey == "" || rot.SigningKey == made.SigningKey {
+			t.Errorf("rotate-key gave %q", rot.SigningKey)
+		}
+		checkFields(t, c.ok(t, "subscriptions", "update", id, "--enabled=false"), "Enabled", "false")
+		c.refused(t, "VALID_INVALID", true, "subscriptions", "create", "--events", "nope.*", "--url", rc.URL)
+		c.ok(t, "subscriptions", "delete", id)
+		c.refused(t, "NOT_FOUND", false, "subscriptions", "get", id)
+		c.misused(t, "", "deliveries", "resend", id)
 	})
 }
 
