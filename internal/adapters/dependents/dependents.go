@@ -1,7 +1,8 @@
 // Package dependents finds what the replicated store records as depending
 // on a configured adapter, for adapters.Service.Delete (as its
 // Deps.Dependents): the secrets it holds (their origin), the slot fills it
-// provisioned, the accounts and groups that come from it (their source),
+// provisioned, the accounts and groups that come from it (their source), the
+// subscriptions that send through it (a notification adapter),
 // the releases that run on it and the deploys under way on it
 // (their runtime), and the apps whose pinned spec names it as their runtime
 // (by ID, or by kind when it is the last adapter of that kind). Each
@@ -24,6 +25,7 @@ import (
 	"github.com/svchost/svc/internal/secrets"
 	"github.com/svchost/svc/internal/slots"
 	"github.com/svchost/svc/internal/spec"
+	"github.com/svchost/svc/internal/subscriptions"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler"
 )
@@ -51,6 +53,13 @@ func Find(r *raftstore.Reader, a adapters.Adapter) ([]adapters.Dependent, []raft
 		"it provisioned %d slot fill(s) (<app id>/<slot>)",
 		"fill each slot another way (PUT /api/v1/apps/{appID}/slots/{key}: provision by another adapter, bind or value)")
 
+	if a.Category == adapters.CategoryNotification {
+		guards = append(guards, subscriptions.Subscriptions.CheckTable(r.TableIndex(subscriptions.Subscriptions)))
+		subs, _ := subscriptions.Subscriptions.List(r, raftstore.Query{Index: "adapter", Key: a.ID})
+		add("subscriptions", ids(subs, func(s subscriptions.Subscription) string { return s.ID }),
+			"%d subscription(s) send through it",
+			"point each at another adapter or a webhook (PATCH /api/v1/subscriptions/{subscriptionID}), or delete it")
+	}
 	if a.Category == adapters.CategoryIdentity {
 		guards = append(guards, identity.Users.CheckTable(r.TableIndex(identity.Users)), identity.Groups.CheckTable(r.TableIndex(identity.Groups)))
 		users, _ := identity.Users.List(r, raftstore.Query{Filter: func(v any) bool { return v.(*identity.User).Source == a.ID }})
