@@ -7,6 +7,7 @@ import { Adapters } from "./admin/adapters";
 import { Audit } from "./admin/audit";
 import { Capacity } from "./admin/capacity";
 import { Config } from "./admin/config";
+import { EventsAdmin } from "./admin/events";
 import { Groups } from "./admin/groups";
 import { Policy } from "./admin/policy";
 import { Roles } from "./admin/roles";
@@ -31,6 +32,7 @@ const pages: { sub: string; label: string; page: FunctionComponent<AdminPageProp
   { sub: "adapters", label: "Adapters", page: Adapters },
   { sub: "policy", label: "Host policy", page: Policy },
   { sub: "audit", label: "Audit log", page: Audit },
+  { sub: "events", label: "Events", page: EventsAdmin },
   { sub: "config", label: "Configuration", page: Config },
   { sub: "capacity", label: "Capacity", page: Capacity },
 ];

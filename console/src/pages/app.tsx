@@ -7,6 +7,7 @@ import { Confirm, ErrorNote, ProblemNote, usePoll, useTitle } from "../ui";
 import { StateBadge } from "./apps";
 import { Deploys } from "./deploys";
 import { Detection } from "./detection";
+import { Events } from "./events";
 import { Logs } from "./logs";
 import { Plan } from "./plan";
 import { Secrets } from "./secrets";
@@ -44,6 +45,7 @@ const tabs: { sub: string; label: string; page?: FunctionComponent<AppPageProps>
   { sub: "slots", label: "Slots", page: Slots },
   { sub: "volumes", label: "Volumes", page: Volumes },
   { sub: "sharing", label: "Sharing", page: Sharing },
+  { sub: "events", label: "Events", page: Events },
   { sub: "terminal", label: "Terminal", page: Terminal },
   { sub: "settings", label: "Settings", page: Settings },
 ];
