@@ -311,3 +311,47 @@ export function bytes(n: number): string {
   }
   return (i === 0 ? String(v) : v.toFixed(v < 10 ? 1 : 0)) + " " + units[i];
 }
+
+/**
+ * SecretOnce shows a secret the API returns once (a token's, a generated
+ * password): readable, selectable, with a copy button, until the person
+ * says they have kept it. hint says what svc keeps of it.
+ */
+export function SecretOnce(props: { title: string; value: string; name: string; hint?: string; children?: ComponentChildren; onDone: () => void }) {
+  const [copied, setCopied] = useState(false);
+  const ref = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    ref.current?.focus();
+    ref.current?.select();
+  }, [props.value]);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(props.value);
+      setCopied(true);
+    } catch {
+      ref.current?.select();
+    }
+  };
+  const id = "secret-" + props.name;
+  return (
+    <div class="panel secret-once" role="group" aria-labelledby={id + "-h"} data-secret={props.name}>
+      <h3 id={id + "-h"}>{props.title}</h3>
+      {props.children}
+      <div class="secret-row">
+        <label for={id} class="visually-hidden">
+          {props.title}
+        </label>
+        <input id={id} ref={ref} name={props.name} readOnly value={props.value} spellcheck={false} autocomplete="off" />
+        <button type="button" onClick={copy}>
+          Copy
+        </button>
+        <button type="button" class="quiet" onClick={props.onDone}>
+          Done, hide it
+        </button>
+      </div>
+      <p class="hint" role="status" aria-live="polite">
+        {copied ? "Copied." : (props.hint ?? "It is shown only now: svc keeps only a hash of it.")}
+      </p>
+    </div>
+  );
+}

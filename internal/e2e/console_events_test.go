@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -178,7 +179,7 @@ func createInPage(t *testing.T, tab *browsertest.Tab, base string, events []stri
 		return strings.HasPrefix(a, base+"/sub_")
 	})
 	id := strings.TrimPrefix(addr, base+"/")
-	waitFor(t, tab, "the signing key shown once", `document.querySelector('[data-key-once]') && document.querySelector('[data-key-once]').innerText.includes("Shown once")`)
+	waitFor(t, tab, "the signing key shown once", `document.querySelector('[data-secret=signing_key]') && document.querySelector('[data-secret=signing_key]').innerText.includes("Shown once")`)
 	key := waitSecret(t, tab, "signing_key")
 	if !strings.HasPrefix(key, "whsec_") {
 		t.Fatalf("the page shows the signing key %q", key)
@@ -343,15 +344,15 @@ func TestConsoleEvents(t *testing.T) {
 	// Rotate: a new key shown once; the next test is signed under both.
 	clickButton(t, tab, ".sub-actions", "Rotate key")
 	clickButton(t, tab, "dialog.confirm", "Rotate key")
-	waitFor(t, tab, "the new key", `document.querySelector('[data-key-once]') && document.querySelector('[data-key-once]').innerText.includes("The new signing key") && document.querySelector('[data-key-once] input[name="signing_key"]').value !== `+strconv.Quote(key))
+	waitFor(t, tab, "the new key", `document.querySelector('[data-secret=signing_key]') && document.querySelector('[data-secret=signing_key]').innerText.includes("The new signing key") && document.querySelector('[data-secret=signing_key] input[name="signing_key"]').value !== `+strconv.Quote(key))
 	var newKey string
-	tab.MustEval(`document.querySelector('[data-key-once] input[name="signing_key"]').value`, &newKey)
+	tab.MustEval(`document.querySelector('[data-secret=signing_key] input[name="signing_key"]').value`, &newKey)
 	if keys := s.subscription(t, subID).SigningKeys; len(keys) != 2 || keys[0].RetiresAt != nil || keys[1].RetiresAt == nil {
 		t.Errorf("after the rotation the API has the keys %+v; want the new one and the old one retiring", keys)
 	}
 	screenshots(t, tab, "app-events-rotated")
-	clickButton(t, tab, "[data-key-once]", "Done, hide it")
-	waitFor(t, tab, "the key hidden", `!document.querySelector('[data-key-once]')`)
+	clickButton(t, tab, "[data-secret=signing_key]", "Done, hide it")
+	waitFor(t, tab, "the key hidden", `!document.querySelector('[data-secret=signing_key]')`)
 	clickButton(t, tab, ".sub-actions", "Send test")
 	tests = hooks.waitCalls(t, "/app", "subscription.test", 2)
 	if last := tests[len(tests)-1]; !signedBy(last, newKey) || !signedBy(last, key) || len(strings.Fields(last.Header.Get("Svc-Signature"))) != 2 {
@@ -370,7 +371,7 @@ func TestConsoleEvents(t *testing.T) {
 	clickButton(t, tab, "#sub-edit", "Add a header")
 	typeInto(t, tab, "header_name", "X-Env")
 	typeInto(t, tab, "header_value", headerValue)
-	setValue(t, tab, "#edit-template", `{"type": {{json .Type}}, "id": {{json .ID}}}`)
+	setValue(t, tab, "#edit-template", `{"type": {{json .Type}}, "id": {{json .ID}}, "data": {{json .Data}}}`)
 	accessible(t, tab, "the edit form, shaping the request")
 	screenshots(t, tab, "app-events-edit")
 	clickButton(t, tab, "#sub-edit", "Save changes")
@@ -382,6 +383,10 @@ func TestConsoleEvents(t *testing.T) {
 	tests = hooks.waitCalls(t, "/app", "subscription.test", 3)
 	if last := tests[len(tests)-1]; last.Method != "PUT" || last.Header.Get("X-Env") != headerValue || !signedBy(last, newKey) {
 		t.Errorf("the test after the edit: %s with X-Env %q (signed %v); want PUT with the header, signed", last.Method, last.Header.Get("X-Env"), signedBy(last, newKey))
+	}
+	var shaped map[string]any
+	if err := json.Unmarshal(tests[len(tests)-1].Body, &shaped); err != nil || len(shaped) != 3 || shaped["type"] != "subscription.test" || shaped["data"] == nil {
+		t.Errorf("the test after the edit has the body %s; want the template's (type, id, data)", tests[len(tests)-1].Body)
 	}
 	testDelivered(t, tab)
 	notInPage(t, tab, headerValue)

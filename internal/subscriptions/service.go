@@ -155,7 +155,7 @@ func opt(s string) *string {
 func (s *Subscription) view(now time.Time) View {
 	v := View{ID: s.ID, AppID: opt(s.AppID), OwnerID: s.OwnerID, Events: slices.Clone(s.Events), URL: opt(s.URL),
 		AdapterID: opt(s.AdapterID), Method: s.Method, ContentType: s.ContentType,
-		HeaderNames: slices.Sorted(maps.Keys(s.Headers)), PayloadTemplate: opt(s.PayloadTemplate),
+		HeaderNames: append([]string{}, slices.Sorted(maps.Keys(s.Headers))...), PayloadTemplate: opt(s.PayloadTemplate),
 		Enabled: s.Enabled, DisabledReason: opt(s.DisabledReason), FailingSince: s.FailingSince,
 		SigningKeys: []KeyView{}, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 	for _, k := range s.liveKeys(now) {

@@ -2,7 +2,7 @@ import { Fragment, type ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { all, ApiError, call, seg, type Page } from "../api";
 import { Link, navigate } from "../router";
-import { Confirm, ErrorNote, ListTable, Submit, usePoll, useSubmit, when } from "../ui";
+import { Confirm, ErrorNote, ListTable, SecretOnce, Submit, usePoll, useSubmit, when } from "../ui";
 import "./subscriptions.css";
 
 // Event subscriptions, shared by an app's Events tab (/apps/<app ID>/events,
@@ -622,45 +622,13 @@ function minimal(value: string[], families: { name: string; kinds: EventKind[] }
 
 /** KeyOnce shows a signing key the API answers once, with Copy. */
 function KeyOnce(props: { value: string; title: string; children?: ComponentChildren; onDone: () => void }) {
-  const [copied, setCopied] = useState("");
-  const ref = useRef<HTMLInputElement>(null);
-  useEffect(() => {
-    ref.current?.focus();
-    ref.current?.select();
-  }, [props.value]);
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(props.value);
-      setCopied("Copied to the clipboard.");
-    } catch {
-      ref.current?.select();
-      setCopied("This browser refused the clipboard: the key is selected, copy it by hand.");
-    }
-  };
   return (
-    <div class="panel key-once" role="group" aria-labelledby="key-once-h" data-key-once>
-      <h3 id="key-once-h">{props.title}</h3>
+    <SecretOnce title={props.title} value={props.value} name="signing_key" hint="It is shown only now: svc keeps it encrypted and never shows it again." onDone={props.onDone}>
       <p class="once-note">
-        <strong>Shown once.</strong> svc keeps it encrypted and never shows it again: copy it now into your receiver, which checks each request’s Svc-Signature with it. Lost, it can only be
-        replaced (Rotate key).
+        <strong>Shown once.</strong> Copy it now into your receiver, which checks each request’s Svc-Signature with it. Lost, it can only be replaced (Rotate key).
       </p>
       {props.children}
-      <div class="key-row">
-        <label for="signing-key" class="visually-hidden">
-          Signing key
-        </label>
-        <input id="signing-key" ref={ref} name="signing_key" readOnly value={props.value} spellcheck={false} autocomplete="off" />
-        <button type="button" onClick={copy}>
-          Copy
-        </button>
-        <button type="button" class="quiet" onClick={props.onDone}>
-          Done, hide it
-        </button>
-      </div>
-      <p class="hint" role="status" aria-live="polite">
-        {copied}
-      </p>
-    </div>
+    </SecretOnce>
   );
 }
 

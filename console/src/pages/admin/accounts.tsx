@@ -1,9 +1,9 @@
 import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
 import { call, seg, type Page } from "../../api";
 import { Link, navigate } from "../../router";
-import { ErrorNote, Field, ListTable, Notice, Submit, useSubmit, when } from "../../ui";
+import { ErrorNote, Field, ListTable, Notice, SecretOnce, Submit, useSubmit, when } from "../../ui";
 import type { AdminPageProps } from "../admin";
-import { AppAccessList, can, roleName, RoleForm, SecretOnce, useConfirmed, useInstallRoles, type Account, type Role } from "./people";
+import { AppAccessList, can, roleName, RoleForm, useConfirmed, useInstallRoles, type Account, type Role } from "./people";
 
 // Accounts, /admin/accounts[/<user ID>]: the accounts, a page at a time
 // (GET /api/v1/users, limit and cursor), filtered among those read (the

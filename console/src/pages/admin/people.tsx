@@ -1,8 +1,7 @@
-import type { ComponentChildren } from "preact";
-import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useState } from "preact/hooks";
 import { all, call, seg, type Me } from "../../api";
 import { Link } from "../../router";
-import { Confirm, ErrorNote, ListTable, Submit, useSubmit, when } from "../../ui";
+import { Confirm, ErrorNote, ListTable, SecretOnce, Submit, useSubmit, when } from "../../ui";
 import "./people.css";
 
 // What the pages about people and tokens share (accounts, groups, roles,
@@ -149,50 +148,6 @@ export function RoleForm(props: { path: string; current: string | null; roles: R
       <Submit busy={form.busy}>Save role</Submit>
       <ErrorNote error={form.error} id={id + "-error"} />
     </form>
-  );
-}
-
-/**
- * SecretOnce shows a secret the API returns once (a token's, a generated
- * password): readable, selectable, with a copy button, until the person
- * says they have kept it.
- */
-export function SecretOnce(props: { title: string; value: string; name: string; children?: ComponentChildren; onDone: () => void }) {
-  const [copied, setCopied] = useState(false);
-  const ref = useRef<HTMLInputElement>(null);
-  useEffect(() => {
-    ref.current?.focus();
-    ref.current?.select();
-  }, [props.value]);
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(props.value);
-      setCopied(true);
-    } catch {
-      ref.current?.select();
-    }
-  };
-  const id = "secret-" + props.name;
-  return (
-    <div class="panel secret-once" role="group" aria-labelledby={id + "-h"} data-secret={props.name}>
-      <h3 id={id + "-h"}>{props.title}</h3>
-      {props.children}
-      <div class="secret-row">
-        <label for={id} class="visually-hidden">
-          {props.title}
-        </label>
-        <input id={id} ref={ref} name={props.name} readOnly value={props.value} spellcheck={false} autocomplete="off" />
-        <button type="button" onClick={copy}>
-          Copy
-        </button>
-        <button type="button" class="quiet" onClick={props.onDone}>
-          Done, hide it
-        </button>
-      </div>
-      <p class="hint" role="status" aria-live="polite">
-        {copied ? "Copied." : "It is shown only now: svc keeps only a hash of it."}
-      </p>
-    </div>
   );
 }
 
