@@ -296,22 +296,24 @@ func (x *Dispatcher) send(ctx context.Context, epoch uint64) error {
 		now := x.d.Now()
 		var wakeAt time.Time
 		mu.Lock()
-		free := x.d.Workers - len(inFlight)
-		due, _ := Deliveries.List(r, raftstore.Query{Index: "due", Prefix: true,
-			Until: func(v any) bool {
-				d := v.(*Delivery)
-				if d.NextAttemptAt.After(now) {
-					wakeAt = *d.NextAttemptAt
-					return true
-				}
-				return false
-			},
-			Filter: func(v any) bool {
-				d := v.(*Delivery)
-				_, busy := inFlight[d.ID]
-				return !busy && perSub[d.SubscriptionID] < x.d.PerSubscription
-			},
-			Limit: max(free, 0)})
+		var due []raftstore.Item[Delivery]
+		if free := x.d.Workers - len(inFlight); free > 0 { // a Limit of 0 would be no limit
+			due, _ = Deliveries.List(r, raftstore.Query{Index: "due", Prefix: true,
+				Until: func(v any) bool {
+					d := v.(*Delivery)
+					if d.NextAttemptAt.After(now) {
+						wakeAt = *d.NextAttemptAt
+						return true
+					}
+					return false
+				},
+				Filter: func(v any) bool {
+					d := v.(*Delivery)
+					_, busy := inFlight[d.ID]
+					return !busy && perSub[d.SubscriptionID] < x.d.PerSubscription
+				},
+				Limit: free})
+		}
 		for _, it := range due {
 			d := it.Value
 			if perSub[d.SubscriptionID] >= x.d.PerSubscription {

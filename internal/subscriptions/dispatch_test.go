@@ -3,10 +3,13 @@ package subscriptions_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/svchost/svc/internal/authz"
 	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/ids"
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/schema"
@@ -126,5 +129,113 @@ func fanOutAll(t *testing.T, writes, perWrite, subs int) {
 	}
 	if len(evs) != writes*perWrite || len(ds) != writes*perWrite*subs {
 		t.Errorf("%d events, %d deliveries; want %d and %d", len(evs), len(ds), writes*perWrite, writes*perWrite*subs)
+	}
+}
+
+type plainRing struct{}
+
+func (plainRing) Seal(_ context.Context, plaintext, _ []byte) ([]byte, error) { return plaintext, nil }
+func (plainRing) Open(sealed, _ []byte) ([]byte, error)                       { return sealed, nil }
+
+// gateSender holds every attempt until release is closed, and counts the
+// attempts in flight.
+type gateSender struct {
+	started chan string
+	release chan struct{}
+
+	mu            sync.Mutex
+	inFlight, max int
+}
+
+func (g *gateSender) Send(ctx context.Context, req webhook.Request) webhook.Result {
+	g.mu.Lock()
+	g.inFlight++
+	g.max = max(g.max, g.inFlight)
+	g.mu.Unlock()
+	defer func() { g.mu.Lock(); g.inFlight--; g.mu.Unlock() }()
+	g.started <- req.DeliveryID
+	select {
+	case <-g.release:
+		return webhook.Result{StatusCode: 204}
+	case <-ctx.Done():
+		return webhook.Result{Error: "cancelled"}
+	}
+}
+
+var (
+	_ subscriptions.Sealer = plainRing{}
+	_ subscriptions.Sender = (*gateSender)(nil)
+)
+
+// TestWorkersBoundAttemptsInFlight: with every worker busy, a change of
+// the deliveries (a new event fanned out) starts no attempt beyond the
+// bound, whatever the subscriptions' own shares allow.
+func TestWorkersBoundAttemptsInFlight(t *testing.T) {
+	store := raftstoretest.Open(t, schema.Tables()...)
+	ctx := context.Background()
+	admin, role := "usr_admin", authz.RoleAdmin
+	_, err := store.Update(ctx, func(*raftstore.Reader) ([]raftstore.Op, error) {
+		ops := []raftstore.Op{identity.Users.Insert(&identity.User{ID: admin, Username: "admin", Status: identity.StatusActive,
+			RoleID: &role, Source: "local", CreatedAt: time.Now(), UpdatedAt: time.Now()})}
+		for range 2 {
+			ops = append(ops, subscriptions.Subscriptions.Insert(&subscriptions.Subscription{ID: ids.New(ids.Subscription), OwnerID: admin,
+				Events: []string{"app.*"}, URL: "http://192.0.2.1/hook", Method: "POST", ContentType: "application/json",
+				Keys: []subscriptions.Key{{Sealed: []byte("whsec_test"), CreatedAt: time.Now()}}, Enabled: true}))
+		}
+		return ops, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emit := func(key string) uint64 {
+		t.Helper()
+		i, err := store.Update(ctx, func(*raftstore.Reader) ([]raftstore.Op, error) {
+			return []raftstore.Op{events.Emit(ctx, time.Now(), "app.secret_changed", &events.AppRef{ID: "app_x", Name: "X", Slug: "x"}, "", "", map[string]any{"key": key})}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return i
+	}
+	g := &gateSender{started: make(chan string, 8), release: make(chan struct{})}
+	emit("FIRST")
+	runDispatcher(t, subscriptions.DispatchDeps{Store: store, Ring: plainRing{}, Policy: noPolicy{}, Sender: g, NodeID: "n1",
+		Workers: 1, PerSubscription: 1})
+	select {
+	case <-g.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no attempt started within 30s")
+	}
+	// Two more deliveries are recorded while the one worker is busy: the
+	// sending loop wakes to them, and must leave them waiting.
+	waitCursor(t, store, emit("SECOND"))
+	select {
+	case id := <-g.started:
+		t.Errorf("attempt of %s started while the only worker was busy", id)
+	case <-time.After(500 * time.Millisecond): // it would have started by now
+	}
+	close(g.release)
+	ctxWait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		r := store.Read()
+		ds, _ := subscriptions.Deliveries.List(r, raftstore.Query{})
+		delivered := 0
+		for _, d := range ds {
+			if d.Value.State == subscriptions.StateDelivered {
+				delivered++
+			}
+		}
+		if delivered == 4 {
+			break
+		}
+		if r.Wait(ctxWait) != nil {
+			t.Fatalf("%d of 4 deliveries delivered after 30s", delivered)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.max != 1 {
+		t.Errorf("%d attempts were in flight at once; Workers is 1", g.max)
 	}
 }
