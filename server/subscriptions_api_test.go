@@ -120,13 +120,13 @@ type envelopeBody struct {
 
 // eventsHarness is a harness whose webhooks may reach the loopback
 // receivers, with the given retry settings.
-func eventsHarness(t *testing.T, env ...string) *harness {
+func eventsHarness(t testing.TB, env ...string) *harness {
 	t.Helper()
 	return newHarnessWith(t, harnessOptions{adminPassword: adminPassword,
 		env: append([]string{"SVC_POLICY_ALLOW_PRIVATE_WEBHOOKS=true", "SVC_EVENTS_RETRY_SCHEDULE=300ms,600ms,900ms"}, env...)})
 }
 
-func (h *harness) subscribe(t *testing.T, body map[string]any, auth ...string) subscriptions.Created {
+func (h *harness) subscribe(t testing.TB, body map[string]any, auth ...string) subscriptions.Created {
 	t.Helper()
 	a := h.send("POST", api+"/subscriptions", jsonOf(body), auth...)
 	if a.status != http.StatusCreated {
