@@ -120,13 +120,13 @@ type envelopeBody struct {
 
 // eventsHarness is a harness whose webhooks may reach the loopback
 // receivers, with the given retry settings.
-func eventsHarness(t *testing.T, env ...string) *harness {
+func eventsHarness(t testing.TB, env ...string) *harness {
 	t.Helper()
 	return newHarnessWith(t, harnessOptions{adminPassword: adminPassword,
 		env: append([]string{"SVC_POLICY_ALLOW_PRIVATE_WEBHOOKS=true", "SVC_EVENTS_RETRY_SCHEDULE=300ms,600ms,900ms"}, env...)})
 }
 
-func (h *harness) subscribe(t *testing.T, body map[string]any, auth ...string) subscriptions.Created {
+func (h *harness) subscribe(t testing.TB, body map[string]any, auth ...string) subscriptions.Created {
 	t.Helper()
 	a := h.send("POST", api+"/subscriptions", jsonOf(body), auth...)
 	if a.status != http.StatusCreated {
@@ -247,7 +247,9 @@ func TestSubscriptionRetriesFollowTheSchedule(t *testing.T) {
 	}
 	for i, want := range []time.Duration{time.Second, 2 * time.Second, 3 * time.Second} {
 		gap := got[i+1].at.Sub(got[i].at)
-		if gap < want || gap > want+want/10 {
+		// The schedule counts from each attempt's start; the receiver sees
+		// it a connection later, so a gap may fall a little short too.
+		if gap < want-want/10 || gap > want+want/10 {
 			t.Errorf("retry %d came %s after the attempt before; want %s within 10%%", i+1, gap, want)
 		}
 		if got[i+1].header.Get("Svc-Event-Id") != got[0].header.Get("Svc-Event-Id") || string(got[i+1].body) != string(got[0].body) {

@@ -28,6 +28,13 @@ import (
 // before the cluster has a leader).
 func startCluster(t *testing.T, secrets ...string) []*proc {
 	t.Helper()
+	return startClusterWith(t, nil, secrets...)
+}
+
+// startClusterWith is startCluster with extra settings (KEY=VALUE) given
+// to every node.
+func startClusterWith(t *testing.T, env []string, secrets ...string) []*proc {
+	t.Helper()
 	addrs := make([]string, len(secrets))
 	peers := make([]string, len(secrets))
 	for i := range secrets {
@@ -52,7 +59,7 @@ func startCluster(t *testing.T, secrets ...string) []*proc {
 		if err := os.WriteFile(filepath.Join(keyDir, "kek"), kek, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		nodes[i] = newProc(t, id, []string{
+		nodes[i] = newProc(t, id, append([]string{
 			"SVC_SERVER_ADDR=127.0.0.1:0",
 			"SVC_SERVER_WORK_DIR=" + filepath.Join(work, id),
 			"SVC_SERVER_SHUTDOWN_TIMEOUT=5s",
@@ -65,7 +72,7 @@ func startCluster(t *testing.T, secrets ...string) []*proc {
 			"SVC_CLUSTER_SNAPSHOT_THRESHOLD=16",
 			"SVC_CLUSTER_SNAPSHOT_INTERVAL=300ms",
 			"SVC_CLUSTER_TRAILING_LOGS=1",
-		})
+		}, env...))
 	}
 	for _, n := range nodes {
 		n.start()
@@ -151,21 +158,54 @@ type writeLoad struct {
 
 	nAcked, nFailed atomic.Int64
 
+	mu    sync.Mutex
+	acked map[string]api.ProbeResult
+	fails failureTally
+}
+
+// failureTally counts failed requests by class, with one error message of
+// each class.
+type failureTally struct {
 	mu       sync.Mutex
-	acked    map[string]api.ProbeResult
-	failures map[string]int
-	examples map[string]string // one error message of each class
+	counts   map[string]int
+	examples map[string]string
+}
+
+func (f *failureTally) add(class string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.counts == nil {
+		f.counts, f.examples = map[string]int{}, map[string]string{}
+	}
+	f.counts[class]++
+	if _, ok := f.examples[class]; !ok {
+		f.examples[class] = err.Error()
+	}
+}
+
+// summary lists the classes, one a line, with their counts and examples.
+func (f *failureTally) summary() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var classes []string
+	for c := range f.counts {
+		classes = append(classes, c)
+	}
+	sort.Strings(classes)
+	var b strings.Builder
+	for _, c := range classes {
+		fmt.Fprintf(&b, "\n  %6d × %s (e.g. %s)", f.counts[c], c, f.examples[c])
+	}
+	return b.String()
 }
 
 func startLoad(nodes []*proc, writers int) *writeLoad {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &writeLoad{
-		nodes:    nodes,
-		cancel:   cancel,
-		start:    time.Now(),
-		acked:    map[string]api.ProbeResult{},
-		failures: map[string]int{},
-		examples: map[string]string{},
+		nodes:  nodes,
+		cancel: cancel,
+		start:  time.Now(),
+		acked:  map[string]api.ProbeResult{},
 	}
 	for range writers {
 		l.wg.Add(1)
@@ -180,11 +220,21 @@ func (l *writeLoad) stop() {
 	l.took = time.Since(l.start)
 }
 
+// pick is the client of a random serving node; nil when none serves.
 func (l *writeLoad) pick() *api.Client {
-	var live []*api.Client
-	for _, n := range l.nodes {
-		if c := n.Client(); c != nil {
-			live = append(live, c)
+	if p := anyServing(l.nodes); p != nil {
+		return p.Client() // nil if it was killed since
+	}
+	return nil
+}
+
+// anyServing returns a random node of nodes that serves, nil when none
+// does.
+func anyServing(nodes []*proc) *proc {
+	var live []*proc
+	for _, n := range nodes {
+		if n.Client() != nil {
+			live = append(live, n)
 		}
 	}
 	if len(live) == 0 {
@@ -220,12 +270,7 @@ func (l *writeLoad) write(ctx context.Context) {
 		}
 		class := errorClass(err)
 		l.nFailed.Add(1)
-		l.mu.Lock()
-		l.failures[class]++
-		if _, ok := l.examples[class]; !ok {
-			l.examples[class] = err.Error()
-		}
-		l.mu.Unlock()
+		l.fails.add(class, err)
 		sleepCtx(ctx, 25*time.Millisecond) // no hot loop against a dead port
 	}
 }
@@ -262,29 +307,11 @@ func (l *writeLoad) waitAcked(t *testing.T, n int64, timeout time.Duration, what
 	deadline := time.Now().Add(timeout)
 	for l.nAcked.Load() < n {
 		if time.Now().After(deadline) {
-			l.mu.Lock()
-			failures := fmt.Sprint(l.failures)
-			l.mu.Unlock()
-			t.Fatalf("%s: only %d writes acknowledged in all (wanted %d) after waiting %s; failures so far: %s",
-				what, l.nAcked.Load(), n, timeout, failures)
+			t.Fatalf("%s: only %d writes acknowledged in all (wanted %d) after waiting %s; failures so far:%s",
+				what, l.nAcked.Load(), n, timeout, l.fails.summary())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func (l *writeLoad) summary() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var classes []string
-	for c := range l.failures {
-		classes = append(classes, c)
-	}
-	sort.Strings(classes)
-	var b strings.Builder
-	for _, c := range classes {
-		fmt.Fprintf(&b, "\n  %6d × %s (e.g. %s)", l.failures[c], c, l.examples[c])
-	}
-	return b.String()
 }
 
 // soakDuration is SVC_SOAK_DURATION, 0 when unset.
@@ -418,7 +445,7 @@ func TestClusterKeepsAcknowledgedWritesThroughLeaderKills(t *testing.T) {
 	writesPerSec := float64(len(acked)) / load.took.Seconds()
 	t.Logf("acknowledged %d, failed %d, kills %d (each node back by snapshot installation: %d), load %s, elapsed %s, %.1f acknowledged writes/s; elections took %v; applied_index %d on every node; failures by class:%s",
 		len(acked), load.nFailed.Load(), kills, installs, load.took.Round(time.Millisecond), time.Since(started).Round(time.Millisecond),
-		writesPerSec, roundAll(elections), sts[0].AppliedIndex, load.summary())
+		writesPerSec, roundAll(elections), sts[0].AppliedIndex, load.fails.summary())
 
 	// (a) Every node holds the same state.
 	for i, st := range sts[1:] {

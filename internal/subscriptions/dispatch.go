@@ -150,6 +150,8 @@ func fence(r *raftstore.Reader, epoch uint64) (raftstore.Op, error) {
 }
 
 // Fan-out bounds: events read per write, and deliveries one write makes.
+// A write's events are never split between two fan-outs (the cursor is a
+// raft index): one write that exceeds a bound is fanned out whole, alone.
 const (
 	fanOutEvents     = 256
 	fanOutDeliveries = 1000
@@ -173,7 +175,7 @@ func (x *Dispatcher) fanOut(ctx context.Context, epoch uint64) error {
 				return nil, err
 			}
 			through, version := events.ReadCursor(r)
-			evs, _ := events.Events.Since(r, through, fanOutEvents)
+			evs := eventsAfter(r, through)
 			if len(evs) == 0 {
 				return nil, nil
 			}
@@ -182,22 +184,27 @@ func (x *Dispatcher) fanOut(ctx context.Context, epoch uint64) error {
 			ops := []raftstore.Op{guard}
 			last := through
 			made = 0
-			for _, it := range evs {
+			// The cursor is a raft index: the events of one write are
+			// fanned out together, or not yet.
+			for i := 0; i < len(evs); {
+				at := evs[i].Meta.CreateIndex
 				var ds []raftstore.Op
-				for _, s := range subs {
-					if !receives(&s.Value, &it.Value) {
-						continue
+				for ; i < len(evs) && evs[i].Meta.CreateIndex == at; i++ {
+					for _, s := range subs {
+						if !receives(&s.Value, &evs[i].Value) {
+							continue
+						}
+						ds = append(ds, Deliveries.Insert(&Delivery{ID: ids.NewAt(ids.Delivery, now), SubscriptionID: s.Value.ID,
+							EventID: evs[i].Value.ID, EventType: evs[i].Value.Type, State: StatePending, NextAttemptAt: &now,
+							CreatedAt: now, Attempts: []Attempt{}}))
 					}
-					ds = append(ds, Deliveries.Insert(&Delivery{ID: ids.NewAt(ids.Delivery, now), SubscriptionID: s.Value.ID,
-						EventID: it.Value.ID, EventType: it.Value.Type, State: StatePending, NextAttemptAt: &now,
-						CreatedAt: now, Attempts: []Attempt{}}))
 				}
 				if last > through && made+len(ds) > fanOutDeliveries {
 					break // the rest in the next write
 				}
 				ops = append(ops, ds...)
 				made += len(ds)
-				last = it.Meta.CreateIndex
+				last = at
 			}
 			return append(ops, events.Advance(last, version)), nil
 		})
@@ -214,6 +221,34 @@ func (x *Dispatcher) fanOut(ctx context.Context, epoch uint64) error {
 		}
 	}
 	return nil
+}
+
+// eventsAfter returns the events of the outbox after the cursor, for one
+// fan-out: about fanOutEvents of them, in log order, and only whole
+// writes: a write's events share its raft index, which the cursor moves
+// past for all of them at once, so a page that would end inside a write
+// ends before it (or, when one write fills it, takes that write whole).
+func eventsAfter(r *raftstore.Reader, through uint64) []raftstore.Item[events.Event] {
+	for limit := fanOutEvents; ; limit *= 2 {
+		evs, more := events.Events.Since(r, through, limit)
+		if n := wholeWrites(evs, more); n > 0 || !more {
+			return evs[:n]
+		}
+	}
+}
+
+// wholeWrites is how many of evs, in log order, belong to writes all of
+// whose events are among them: when more follow, the last write's may go
+// on after the page. It is pure.
+func wholeWrites(evs []raftstore.Item[events.Event], more bool) int {
+	n := len(evs)
+	if !more || n == 0 {
+		return n
+	}
+	for n > 0 && evs[n-1].Meta.CreateIndex == evs[len(evs)-1].Meta.CreateIndex {
+		n--
+	}
+	return n
 }
 
 // receives reports whether a subscription gets an event: it is on, its
@@ -261,9 +296,8 @@ func (x *Dispatcher) send(ctx context.Context, epoch uint64) error {
 		now := x.d.Now()
 		var wakeAt time.Time
 		mu.Lock()
-		free := x.d.Workers - len(inFlight)
 		var due []raftstore.Item[Delivery]
-		if free > 0 { // else an attempt ending wakes the loop
+		if free := x.d.Workers - len(inFlight); free > 0 { // a Limit of 0 would be no limit
 			due, _ = Deliveries.List(r, raftstore.Query{Index: "due", Prefix: true,
 				Until: func(v any) bool {
 					d := v.(*Delivery)
@@ -337,10 +371,12 @@ func (x *Dispatcher) send(ctx context.Context, epoch uint64) error {
 func (x *Dispatcher) attempt(ctx context.Context, epoch uint64, id string) error {
 	r := x.d.Store.Read()
 	d, _, ok := Deliveries.Get(r, id)
-	if !ok || (d.State != StatePending && d.State != StateRetryScheduled) {
+	start := x.d.Now()
+	if !ok || (d.State != StatePending && d.State != StateRetryScheduled) || d.NextAttemptAt.After(start) {
+		// Ended, or recorded meanwhile with its next attempt later: the
+		// loop listed it from a view taken before that record.
 		return nil
 	}
-	start := x.d.Now()
 	sub, _, ok := Subscriptions.Get(r, d.SubscriptionID)
 	test := d.EventType == "subscription.test"
 	var (

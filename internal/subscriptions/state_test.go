@@ -16,7 +16,9 @@ var t0 = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 // success ends it at any point, and a resend is one attempt.
 func TestAfterAttemptWalksTheSchedule(t *testing.T) {
 	schedule := []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute}
-	fail := func(at time.Time) Outcome { return Outcome{At: at, StatusCode: 500, Error: "the receiver answered 500"} }
+	fail := func(at time.Time) Outcome {
+		return Outcome{At: at, StatusCode: 500, Error: "the receiver answered 500"}
+	}
 	d := Delivery{State: StatePending, NextAttemptAt: &t0}
 	at := t0
 	for i, wait := range schedule {
