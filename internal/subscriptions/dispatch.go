@@ -129,10 +129,19 @@ func (x *Dispatcher) Run(ctx context.Context) error {
 }
 
 // acquire writes a new epoch of the lease.
+//
+// A lease this node already holds is kept as it is: no other dispatcher
+// can be running under it (a node's previous run ended before this one
+// started, the leader loops see to it, and a process that restarted is
+// gone), and a leader that comes back writes nothing it need not.
 func (x *Dispatcher) acquire(ctx context.Context) (uint64, error) {
 	var epoch uint64
 	_, err := x.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
 		cur, meta, _ := Leases.Get(r, leaseID)
+		if cur.Holder == x.d.NodeID && cur.Epoch > 0 {
+			epoch = cur.Epoch
+			return nil, nil
+		}
 		epoch = cur.Epoch + 1
 		return []raftstore.Op{Leases.PutIf(&Lease{ID: leaseID, Holder: x.d.NodeID, Epoch: epoch, Since: x.d.Now().UTC()}, meta.ModifyIndex)}, nil
 	})
@@ -191,7 +200,9 @@ func (x *Dispatcher) fanOut(ctx context.Context, epoch uint64) error {
 				var ds []raftstore.Op
 				for ; i < len(evs) && evs[i].Meta.CreateIndex == at; i++ {
 					for _, s := range subs {
-						if !receives(&s.Value, &evs[i].Value) {
+						// Only what happened after it was made: a backlog
+						// fanned out late is not sent to a newer subscription.
+						if at <= s.Meta.CreateIndex || !receives(&s.Value, &evs[i].Value) {
 							continue
 						}
 						ds = append(ds, Deliveries.Insert(&Delivery{ID: ids.NewAt(ids.Delivery, now), SubscriptionID: s.Value.ID,

@@ -217,3 +217,39 @@ func TestNotificationsGoThroughTheAdapter(t *testing.T) {
 		t.Errorf("ntfy got %d requests; first %+v", len(got), got)
 	}
 }
+
+// TestABacklogIsNotSentToANewerSubscription: events the dispatcher had not
+// fanned out yet when a subscription was made (a backlog after a leader
+// change) are not sent to it; what happened after it was made is.
+func TestABacklogIsNotSentToANewerSubscription(t *testing.T) {
+	f := newFixture(t)
+	var (
+		mu  sync.Mutex
+		got []string
+	)
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("Svc-Event"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer rc.Close()
+	f.emit(t, "token.revoked", nil) // before the subscription, with no dispatcher running
+	sub, err := f.svc.Create(context.Background(), f.admin, subscriptions.Request{Events: []string{"token.*"}, URL: ptr(rc.URL)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.emit(t, "token.created", map[string]any{"name": "after", "kind": "delegated"})
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() { _ = f.dispatcher("n1").Run(ctx) }()
+	waitFor(t, "the event made after the subscription", func() bool {
+		ds, _ := f.svc.Deliveries(f.admin, sub.Subscription.ID)
+		return len(ds) == 1 && ds[0].State == subscriptions.StateDelivered
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0] != "token.created" {
+		t.Errorf("the receiver got %v; want only token.created", got)
+	}
+}
