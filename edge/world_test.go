@@ -345,6 +345,7 @@ func (w *world) appHandler(a *testApp) http.Handler {
 		select {
 		case <-a.release:
 		case <-r.Context().Done():
+			panic(http.ErrAbortHandler) // no answer, not a late 200
 		}
 	})
 	mux.HandleFunc("/set-cookie", func(rw http.ResponseWriter, r *http.Request) {

@@ -60,7 +60,7 @@ func newReceiver(t *testing.T, keys ...string) *receiver {
 			select {
 			case <-hold:
 			case <-r.Context().Done():
-				return
+				panic(http.ErrAbortHandler) // no answer, not a late 200
 			}
 		}
 		w.WriteHeader(rc.status(n))

@@ -239,6 +239,7 @@ func TestVaultUnreachable(t *testing.T) {
 	slow := fakeVault(t, func(w http.ResponseWriter, r *http.Request, body []byte) bool {
 		select {
 		case <-r.Context().Done():
+			panic(http.ErrAbortHandler) // no answer, not a late one
 		case <-time.After(5 * time.Second):
 		}
 		return false
@@ -555,7 +556,7 @@ func TestVaultCancelledRequest(t *testing.T) {
 	srv := fakeVault(t, func(w http.ResponseWriter, r *http.Request, body []byte) bool {
 		if strings.HasPrefix(r.URL.Path, "/v1/secret/data/") {
 			<-r.Context().Done()
-			return true
+			panic(http.ErrAbortHandler) // no answer, not a late 200
 		}
 		return false
 	})
