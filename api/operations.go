@@ -53,6 +53,12 @@ type QueryParam struct {
 	Type   string `json:"type"`
 	Doc    string `json:"doc"`
 	Repeat bool   `json:"repeat,omitempty"`
+	// Default is what clients (the CLI, the tool server) send when the
+	// caller gives neither this parameter nor DefaultUnless; the API
+	// itself takes no default. Guarantee 4: a tool or the CLI keeps a
+	// final backup of an app it deletes unless told to discard it.
+	Default       string `json:"default,omitempty"`
+	DefaultUnless string `json:"default_unless,omitempty"`
 }
 
 // Resource and Verb split Name: deployments_create is deployments and

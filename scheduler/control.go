@@ -329,3 +329,36 @@ func (s *Service) Exec(ctx context.Context, appID, workload string, command []st
 	}
 	return ex.Exec(ctx, ExecRequest{JobID: rel.JobID, Workload: workload, Command: command, TTY: true, Rows: rows, Cols: cols})
 }
+
+// Pauser is a runtime that can pause a job's processes while its volumes
+// are copied.
+type Pauser interface {
+	Pause(ctx context.Context, jobID string) (resume func(), err error)
+}
+
+// Quiesce pauses what an app runs while its volumes are copied (a
+// backup): it returns resume, and how the copy is consistent: "paused"
+// when the runtime paused the app's processes, "stopped" when the app
+// runs nothing, "live" when the runtime cannot pause (the copy is then
+// taken while the app writes).
+func (s *Service) Quiesce(ctx context.Context, appID string) (func(), string, error) {
+	rel, rt, err := s.release(appID)
+	if errcode.Has(err, errcode.StateInvalid) {
+		return func() {}, "stopped", nil // never deployed: nothing runs
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	p, ok := rt.(Pauser)
+	if !ok {
+		return func() {}, "live", nil
+	}
+	resume, err := p.Pause(ctx, rel.JobID)
+	if errcode.Has(err, errcode.NotFound) {
+		return func() {}, "stopped", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return resume, "paused", nil
+}

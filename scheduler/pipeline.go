@@ -553,6 +553,10 @@ func (s *Service) retire(ctx context.Context, runtimeID, jobID string) {
 // artifacts, resolving every workload's environment (slots, secrets) now.
 // It returns the bound secrets' versions.
 func (s *Service) makeJob(ctx context.Context, jobID, appID string, d spec.Document, arts map[string]Artifact) (Job, map[string]int64, error) {
+	vols, err := s.volumesOf(ctx, appID, d)
+	if err != nil {
+		return Job{}, nil, err
+	}
 	pol := s.d.Policy.Current()
 	job := Job{ID: jobID, AppID: appID, Workloads: map[string]Task{}, Order: plan.StartOrder(d), Primary: d.Primary()}
 	versions := map[string]int64{}
@@ -589,7 +593,7 @@ func (s *Service) makeJob(ctx context.Context, jobID, appID string, d spec.Docum
 			t.NoPort = true
 		}
 		for _, m := range w.Mounts {
-			t.Mounts = append(t.Mounts, Mount{Volume: m.Volume, Path: m.Path, SizeBytes: d.Volumes[m.Volume].SizeBytes})
+			t.Mounts = append(t.Mounts, Mount{Volume: m.Volume, ID: vols[m.Volume].ID, Path: m.Path, SizeBytes: d.Volumes[m.Volume].SizeBytes})
 		}
 		job.Workloads[name] = t
 	}

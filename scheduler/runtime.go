@@ -207,8 +207,8 @@ type Task struct {
 	Health    *spec.Health
 	Resources *spec.Resources
 	// Mounts are the app's volumes this workload mounts. The runtime keeps
-	// a volume's data under the app's ID and the volume's name, so it
-	// survives new jobs of the app and the app itself.
+	// a volume's data under the volume's ID, so it survives new jobs of
+	// the app and the app itself.
 	Mounts []Mount
 	// LogCapBytes caps the workload's kept log; 0 means the runtime's
 	// default.
@@ -230,6 +230,11 @@ type Task struct {
 // relative to the workload's directory.
 type Mount struct {
 	Volume string `json:"volume"`
+	// ID is the volume's vol_ ID. Runtimes keep a volume's data by it,
+	// so that it outlives the app and an app that takes a kept volume
+	// over finds the data; empty only in jobs from before volumes had
+	// IDs (their data is kept by the app's ID and the volume's name).
+	ID string `json:"id,omitempty"`
 	// Path is where the workload sees the volume.
 	Path string `json:"path"`
 	// SizeBytes is the volume's declared size (0: no limit).

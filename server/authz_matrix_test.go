@@ -330,6 +330,11 @@ func (m *matrix) builders() map[string]buildFn {
 			name := uniq("vol")
 			return call{path: api + "/apps/" + m.appID + "/volumes", body: jsonOf(map[string]any{"name": name, "size_bytes": 1 << 20, "path": "/" + name})}
 		},
+		"GET /api/v1/volumes": fixed(api + "/volumes"),
+		"DELETE /api/v1/volumes/{volumeID}": func(t *testing.T, _, _ *principal) call {
+			_, id := h.keptVolume(t, uniq("Kept"))
+			return call{path: api + "/volumes/" + id}
+		},
 		"GET /api/v1/events":        fixed(api + "/events"),
 		"GET /api/v1/subscriptions": fixed(api + "/subscriptions"),
 		"POST /api/v1/subscriptions": func(t *testing.T, actor, _ *principal) call {

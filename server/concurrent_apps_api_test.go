@@ -118,7 +118,7 @@ func TestConcurrentVolumeDeclarationsAllApply(t *testing.T) {
 	outcomes(t, "volume", as, http.StatusCreated, "")
 	for _, a := range as {
 		if a.status == http.StatusCreated {
-			seen[decodeAs[volumes.Created](t, a).SpecRevision] = true
+			seen[decodeAs[volumes.Created](t, a).Spec.Number] = true
 		}
 	}
 	for k := uint64(2); k <= n+1; k++ {

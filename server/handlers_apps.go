@@ -15,7 +15,6 @@ type appsService interface {
 	Create(ctx context.Context, c authz.Caller, n apps.New) (apps.App, error)
 	Get(id string) (apps.App, error)
 	List(c authz.Caller, facts authz.Facts, floor authz.Floor, after string, limit int) ([]apps.App, bool)
-	Delete(ctx context.Context, id string, d apps.Decision) error
 	Update(ctx context.Context, id string, p apps.Patch) (apps.App, error)
 }
 
@@ -116,11 +115,8 @@ func (s *Server) deleteApp(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vols, err := s.d.Volumes.List(c.Param("appID"))
-	if err != nil {
-		return err
-	}
-	if err := s.d.Apps.Delete(c.Request().Context(), c.Param("appID"), apps.Decision{Storage: len(vols) > 0, Backup: backup, Force: force}); err != nil {
+	d := apps.Decision{Backup: backup, Force: force, RequireBackup: s.d.Policy.Current().RequireBackupBeforeDestroy}
+	if err := s.d.Deleter.DeleteApp(c.Request().Context(), c.Param("appID"), d, ""); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

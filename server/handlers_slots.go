@@ -6,6 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/authz"
 	"github.com/svchost/svc/internal/slots"
 	"github.com/svchost/svc/internal/volumes"
 )
@@ -15,9 +17,16 @@ type (
 		List(appID string) ([]slots.View, error)
 		Fill(ctx context.Context, appID, key string, req slots.FillRequest) (slots.View, error)
 	}
+	// appDeleter deletes an app with the caller's decision about its
+	// volumes' data (guarantee 4).
+	appDeleter interface {
+		DeleteApp(ctx context.Context, appID string, d apps.Decision, backupID string) error
+	}
 	volumesService interface {
-		List(appID string) ([]volumes.View, error)
-		Create(ctx context.Context, appID string, req volumes.Request) (volumes.Created, error)
+		List(ctx context.Context, appID string) ([]volumes.View, error)
+		ListAll(ctx context.Context) []volumes.View
+		Create(ctx context.Context, c authz.Caller, appID string, req volumes.Request) (volumes.Created, error)
+		Delete(ctx context.Context, id string) error
 	}
 )
 
@@ -43,8 +52,19 @@ func (s *Server) putSlot(c echo.Context) error {
 }
 
 func (s *Server) listVolumes(c echo.Context) error {
-	vs, err := s.d.Volumes.List(c.Param("appID"))
+	vs, err := s.d.Volumes.List(c.Request().Context(), c.Param("appID"))
 	return pagedList(c, vs, err, func(v volumes.View) string { return v.Name }, ascending)
+}
+
+func (s *Server) listAllVolumes(c echo.Context) error {
+	return pagedList(c, s.d.Volumes.ListAll(c.Request().Context()), nil, func(v volumes.View) string { return *v.ID }, ascending)
+}
+
+func (s *Server) deleteVolume(c echo.Context) error {
+	if err := s.d.Volumes.Delete(c.Request().Context(), c.Param("volumeID")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 func (s *Server) postVolume(c echo.Context) error {
@@ -52,7 +72,7 @@ func (s *Server) postVolume(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	created, err := s.d.Volumes.Create(c.Request().Context(), c.Param("appID"), req)
+	created, err := s.d.Volumes.Create(c.Request().Context(), callerOf(c), c.Param("appID"), req)
 	if err != nil {
 		return err
 	}
@@ -70,4 +90,5 @@ type (
 var (
 	_ slotsService   = (*slots.Service)(nil)
 	_ volumesService = (*volumes.Service)(nil)
+	_ appDeleter     = (*volumes.Service)(nil)
 )

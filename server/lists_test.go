@@ -153,6 +153,12 @@ func listFillers(h *harness) map[string]func(t *testing.T) listed {
 			post(t, api+"/apps/"+app+"/specs", document("volumes", overAPage, `{"size_bytes":1048576}`), http.StatusCreated)
 			return listed{path: api + "/apps/" + app + "/volumes", many: true}
 		},
+		"GET /api/v1/volumes": func(t *testing.T) listed {
+			app := h.app(t, "All Volumes")
+			post(t, api+"/apps/"+app+"/specs", document("volumes", overAPage, `{"size_bytes":1048576}`), http.StatusCreated)
+			post(t, api+"/apps/"+app+"/volumes", `{"name":"one-more","path":"/one-more"}`, http.StatusCreated) // makes every row
+			return listed{path: api + "/volumes", many: true}
+		},
 		// Deployments that ended, written as the scheduler writes them (a
 		// deploy that runs takes seconds).
 		"GET /api/v1/apps/{appID}/deployments": func(t *testing.T) listed {

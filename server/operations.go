@@ -33,6 +33,9 @@ type Endpoint struct {
 type EndpointParam struct {
 	Name, Type, Doc string
 	Repeat          bool
+	// Default is what clients send when the caller gives neither this
+	// parameter nor DefaultUnless (the API itself takes no default).
+	Default, DefaultUnless string
 }
 
 // opName is the shape of a route's op: <resource>_<verb>, snake case.
@@ -66,7 +69,7 @@ func Endpoints() []Endpoint {
 			NoTool: r.noTool, NoCommand: r.noCommand,
 		}
 		for _, q := range r.query {
-			e.Query = append(e.Query, EndpointParam{Name: q.name, Type: q.typ, Doc: q.doc, Repeat: q.repeat})
+			e.Query = append(e.Query, EndpointParam{Name: q.name, Type: q.typ, Doc: q.doc, Repeat: q.repeat, Default: q.clientDefault, DefaultUnless: q.unless})
 		}
 		if r.request != nil {
 			schema := g.schemaOf(reflect.TypeOf(r.request))

@@ -89,6 +89,8 @@ type Deps struct {
 	Specs     specsService
 	Slots     slotsService
 	Volumes   volumesService
+	// Deleter deletes apps with the decision about their volumes' data.
+	Deleter appDeleter
 	// Subscriptions manages event subscriptions and their delivery logs.
 	Subscriptions subscriptionsAll
 	Adapters      adaptersService

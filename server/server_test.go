@@ -142,7 +142,7 @@ func (h *harness) open() {
 	srv, err := New(Deps{
 		Logger: log, Version: "test", Config: cfg,
 		Identity: ident, Sharing: sharing, Policy: pol, Facts: store,
-		Apps: w.apps, Launcher: w.launcher, Icons: w.icons, Secrets: w.secrets, Specs: w.specs, Slots: w.slots, Volumes: w.volumes, Sources: sources, Detection: det,
+		Apps: w.apps, Launcher: w.launcher, Icons: w.icons, Secrets: w.secrets, Specs: w.specs, Slots: w.slots, Volumes: w.volumes, Deleter: w.volumes, Sources: sources, Detection: det,
 		Subscriptions: wireSubscriptions(store, cfg, w.ring, pol, now, log),
 		Plans:         plans, Adapters: w.adapters, Keyring: w.ring, EdgeKeys: wireEdgeKeys(h.t, store, w.ring),
 		Deploys: sched, Approvals: sched, DeployLogs: sched, AppControl: sched, Workloads: sched, Capacity: sched,

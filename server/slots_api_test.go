@@ -178,11 +178,11 @@ func TestVolumesAPI(t *testing.T) {
 	a = h.send("POST", base, `{"name":"uploads","size_bytes":2097152,"workload":"worker","path":"/srv/uploads"}`)
 	wantStatus(t, "declare", a, http.StatusCreated)
 	c := decodeAs[volumes.Created](t, a)
-	if c.SpecRevision != 2 || c.Volume.Name != "uploads" || c.Volume.Mounts[0] != (volumes.Mount{Workload: "worker", Path: "/srv/uploads"}) {
+	if c.Spec.Number != 2 || c.Volume.ID == nil || c.Volume.Name != "uploads" || c.Volume.Mounts[0] != (volumes.Mount{Workload: "worker", Path: "/srv/uploads"}) {
 		t.Fatalf("declare answered %s", a.body)
 	}
 	got := newEntries(before, h.auditEntries(t))
-	if len(got) != 1 || got[0].Action != "volume.create" || *got[0].TargetID != "uploads" {
+	if len(got) != 1 || got[0].Action != "volume.create" || *got[0].TargetID != *c.Volume.ID {
 		t.Fatalf("audit = %v", actionsOf(got))
 	}
 	rev := decodeAs[specAnswer](t, h.send("GET", api+"/apps/"+app+"/specs/2", ""))
@@ -212,4 +212,78 @@ func TestVolumesAPI(t *testing.T) {
 			t.Errorf("%s: field = %v (%s)", c.name, e.Details["field"], e.Message)
 		}
 	}
+}
+
+// keptVolume makes an app with volumes (rows made by declaring one),
+// deletes it keeping them, and returns the app's slug and the ID of its
+// kept volume "files".
+func (h *harness) keptVolume(t testing.TB, name string) (slug, volumeID string) {
+	t.Helper()
+	app := h.app(t, name)
+	h.specRevision(t, app)
+	a := h.send("POST", api+"/apps/"+app+"/volumes", `{"name":"files","path":"/files"}`)
+	if a.status != http.StatusCreated {
+		t.Fatalf("declare a volume: %d %s", a.status, a.body)
+	}
+	id := *decodeAs[volumes.Created](t, a).Volume.ID
+	got := decodeAs[appAnswer](t, h.send("GET", api+"/apps/"+app, ""))
+	if a := h.send("DELETE", api+"/apps/"+app+"?backup=true", ""); a.status != http.StatusNoContent {
+		t.Fatalf("delete the app keeping its volumes: %d %s", a.status, a.body)
+	}
+	return got.App.Slug, id
+}
+
+// TestVolumesAsResources: volumes have IDs, outlive their app (listed with
+// app_gone_at), are taken over by a new app of the same slug, deleted
+// explicitly; deleting an app with storage needs a decision, force marks
+// its data discarded, and require_backup_before_destroy refuses force.
+func TestVolumesAsResources(t *testing.T) {
+	h := newHarness(t)
+	slug, kept := h.keptVolume(t, "Keeper")
+	all := decodeAs[volumeListDTO](t, h.send("GET", api+"/volumes", "")).Items
+	found := false
+	for _, v := range all {
+		if v.ID != nil && *v.ID == kept {
+			found = v.AppGoneAt != nil && v.Name == "files"
+		}
+	}
+	if !found {
+		t.Fatalf("GET /volumes = %+v, want %s kept with app_gone_at", all, kept)
+	}
+
+	// A new app of the same slug takes it over.
+	app := h.app(t, "Keeper")
+	if got := decodeAs[appAnswer](t, h.send("GET", api+"/apps/"+app, "")).App.Slug; got != slug {
+		t.Fatalf("slug %q, want %q", got, slug)
+	}
+	h.specRevision(t, app)
+	a := h.send("POST", api+"/apps/"+app+"/volumes", jsonOf(map[string]any{"name": "files", "path": "/files", "volume_id": kept}))
+	wantStatus(t, "take over", a, http.StatusCreated)
+	if c := decodeAs[volumes.Created](t, a); *c.Volume.ID != kept || c.Volume.AppGoneAt != nil {
+		t.Fatalf("take over = %s", a.body)
+	}
+	wantError(t, "delete a live volume", h.send("DELETE", api+"/volumes/"+kept, ""), http.StatusConflict, errcode.StateInvalid)
+
+	// No decision: refused; force under require_backup_before_destroy:
+	// refused; force: discarded.
+	wantError(t, "no decision", h.send("DELETE", api+"/apps/"+app, ""), http.StatusConflict, errcode.StateBackupDecision)
+	wantStatus(t, "policy", h.send("PUT", api+"/policy", `{"policy":{"require_backup_before_destroy":true}}`), http.StatusOK)
+	wantError(t, "force under policy", h.send("DELETE", api+"/apps/"+app+"?force=true", ""), http.StatusForbidden, errcode.PolicyBackupRequired)
+	wantStatus(t, "policy", h.send("PUT", api+"/policy", `{"policy":{}}`), http.StatusOK)
+	wantStatus(t, "force", h.send("DELETE", api+"/apps/"+app+"?force=true", ""), http.StatusNoContent)
+	deleted := h.eventsOf(t, "app.deleted", "")
+	if last := deleted[len(deleted)-1]; last.Data["volumes_discarded"] != true || last.Data["backup_id"] != nil {
+		t.Errorf("app.deleted = %v", last.Data)
+	}
+	for _, v := range decodeAs[volumeListDTO](t, h.send("GET", api+"/volumes", "")).Items {
+		if *v.ID == kept {
+			t.Errorf("a discarded volume is listed: %+v", v)
+		}
+	}
+	wantError(t, "delete a discarded volume", h.send("DELETE", api+"/volumes/"+kept, ""), http.StatusNotFound, errcode.NotFound)
+
+	// A kept volume deleted explicitly.
+	_, other := h.keptVolume(t, "Other Keeper")
+	wantStatus(t, "delete a kept volume", h.send("DELETE", api+"/volumes/"+other, ""), http.StatusNoContent)
+	wantError(t, "again", h.send("DELETE", api+"/volumes/"+other, ""), http.StatusNotFound, errcode.NotFound)
 }

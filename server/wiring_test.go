@@ -77,7 +77,7 @@ func wireStorage(t testing.TB, store *raftstore.Store, dir string, procs *proces
 	sl := slots.NewService(slots.Deps{Store: store, Ring: ring, Now: now, Logger: log,
 		Provisioners: func() []slots.Loaded { return slots.ProvisionersOf(ad.Current()) }})
 	ring.OnRotate(sl)
-	return wired{apps: apps.NewService(store, now), launcher: launcher.NewService(store, now), icons: icon.NewService(store, now), secrets: sec, specs: spec.NewService(store, now), adapters: ad, ring: ring, set: set, slots: sl, volumes: volumes.NewService(store, now)}
+	return wired{apps: apps.NewService(store, now), launcher: launcher.NewService(store, now), icons: icon.NewService(store, now), secrets: sec, specs: spec.NewService(store, now), adapters: ad, ring: ring, set: set, slots: sl, volumes: volumes.NewService(store, now, procs)}
 }
 
 // wireSources builds the sources service as cmd/svc does, with the work dir

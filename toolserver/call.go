@@ -112,6 +112,11 @@ func (t *tool) parse(raw json.RawMessage) (call, error) {
 			c.idemKey = s
 		}
 	}
+	for _, q := range t.op.Query {
+		if q.Default != "" && c.query[q.Name] == nil && (q.DefaultUnless == "" || !given(c.query[q.DefaultUnless])) {
+			c.query.Set(q.Name, q.Default)
+		}
+	}
 	for _, p := range t.op.PathParams() {
 		if c.path[p] == "" {
 			return c, argsErrorf("%s needs %s (%s)", t.op.Name, p, pathDoc(p))
@@ -247,4 +252,9 @@ func refusalOf(err error) *mcp.CallToolResult {
 
 func textError(text string, structured any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: structured}
+}
+
+// given says whether a query parameter was given as anything but false.
+func given(vals []string) bool {
+	return len(vals) > 0 && vals[0] != "false"
 }

@@ -91,6 +91,12 @@ func makeTool(op api.Operation) (*tool, error) {
 	}
 	for _, q := range op.Query {
 		s := map[string]any{"type": q.Type, "description": q.Doc}
+		switch {
+		case q.Default != "" && q.DefaultUnless != "":
+			s["description"] = fmt.Sprintf("%s (sent as %s unless %s is given)", q.Doc, q.Default, q.DefaultUnless)
+		case q.Default != "":
+			s["description"] = fmt.Sprintf("%s (sent as %s when not given)", q.Doc, q.Default)
+		}
 		if q.Repeat {
 			s = map[string]any{"type": "array", "items": map[string]any{"type": q.Type}, "description": q.Doc + " (one or more)"}
 			t.repeat[q.Name] = true

@@ -286,3 +286,31 @@ func TestInProcessStreams(t *testing.T) {
 		t.Errorf("rest %q", rest)
 	}
 }
+
+// TestClientDefaults: a query parameter with a client default is sent when
+// the caller gives neither it nor the parameter that excludes it
+// (guarantee 4: deleting an app keeps a final backup unless force).
+func TestClientDefaults(t *testing.T) {
+	del := api.Operation{Name: "apps_delete", Method: "DELETE", Path: "/api/v1/apps/{appID}", Summary: "Delete an app", Verb: "app.delete",
+		Query: []api.QueryParam{{Name: "backup", Type: "boolean", Doc: "keep a copy", Default: "true", DefaultUnless: "force"}, {Name: "force", Type: "boolean", Doc: "discard"}}}
+	tools, err := makeTools([]api.Operation{del})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for args, want := range map[string]string{
+		`{"appID":"a"}`:                              "backup=true",
+		`{"appID":"a","force":true}`:                 "force=true",
+		`{"appID":"a","force":false}`:                "backup=true&force=false",
+		`{"appID":"a","backup":false}`:               "backup=false",
+		`{"appID":"a","backup":true,"force":true}`:   "backup=true&force=true",
+		`{"appID":"a","backup":null,"force":"true"}`: "force=true",
+	} {
+		c, err := tools[0].parse(json.RawMessage(args))
+		if err != nil || c.query.Encode() != want {
+			t.Errorf("%s: query %q, %v; want %q", args, c.query.Encode(), err, want)
+		}
+	}
+	if d := schemaOf(t, tools[0])["properties"].(map[string]any)["backup"].(map[string]any)["description"]; !strings.Contains(d.(string), "true unless force") {
+		t.Errorf("backup's description %q does not say its default", d)
+	}
+}

@@ -131,8 +131,10 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 		Provisioners: func() []slots.Loaded { return slots.ProvisionersOf(ad.Current()) }})
 	ring.OnRotate(sl)
 	store.RunWhileLeader("slots-sweep", raftstore.Every(sweepInterval, sl.SweepDeletedApps))
+	vols := volumes.NewService(store, now, gen.procs)
+	store.RunWhileLeader("volumes-sweep", raftstore.Every(sweepInterval, vols.Sweep))
 	return &storage{apps: apps.NewService(store, now), launcher: launcher.NewService(store, now), icons: icons, secrets: sec, adapters: ad, ring: ring,
-		slots: sl, volumes: volumes.NewService(store, now)}, nil
+		slots: sl, volumes: vols}, nil
 }
 
 // buildSources wires apps' checkouts under the work dir: uploaded archives

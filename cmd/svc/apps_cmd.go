@@ -115,21 +115,23 @@ func newAppsCmd() *cobra.Command {
 	var backup, force bool
 	del := &cobra.Command{
 		Use:   "delete APP",
-		Short: "Delete an app (with volumes: --backup or --force)",
-		Long:  "Delete an app (DELETE /api/v1/apps/{appID}); one with volumes needs --backup (keep a final copy) or --force (discard its data).",
-		Args:  cobra.ExactArgs(1),
+		Short: "Delete an app, keeping a final copy of its volumes unless --force",
+		Long: "Delete an app (DELETE /api/v1/apps/{appID}). An app's volumes are kept as a final copy " +
+			"(?backup=true) unless --force discards their data, as guarantee 4 asks of the CLI.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, a, _, err := f.app(cmd, args[0])
 			if err != nil {
 				return err
 			}
-			if err := c.DeleteApp(cmd.Context(), a.ID, backup, force); err != nil {
+			keep := !force || cmd.Flags().Changed("backup") && backup // both given: the API refuses the mix
+			if err := c.DeleteApp(cmd.Context(), a.ID, keep, force); err != nil {
 				return refusal(cmd.ErrOrStderr(), err)
 			}
 			return f.printer(cmd).line("Deleted app %s (%s)", a.Slug, a.ID) // 204: nothing in JSON
 		},
 	}
-	del.Flags().BoolVar(&backup, "backup", false, "keep a final copy of the app's volumes")
+	del.Flags().BoolVar(&backup, "backup", true, "keep a final copy of the app's volumes (the default; --force instead discards them)")
 	del.Flags().BoolVar(&force, "force", false, "discard the app's volumes without a copy")
 	cmd.AddCommand(calls(list, "apps_list"), calls(get, "apps_get"), calls(create, "apps_create"), calls(del, "apps_delete"))
 	return cmd

@@ -20,7 +20,7 @@ var operations = sync.OnceValue(func() []api.Operation {
 			NoTool: e.NoTool, NoCommand: e.NoCommand,
 		}
 		for _, q := range e.Query {
-			op.Query = append(op.Query, api.QueryParam{Name: q.Name, Type: q.Type, Doc: q.Doc, Repeat: q.Repeat})
+			op.Query = append(op.Query, api.QueryParam{Name: q.Name, Type: q.Type, Doc: q.Doc, Repeat: q.Repeat, Default: q.Default, DefaultUnless: q.DefaultUnless})
 		}
 		out = append(out, op)
 	}

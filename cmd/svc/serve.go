@@ -407,6 +407,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Specs:          specs,
 		Slots:          storage.slots,
 		Volumes:        storage.volumes,
+		Deleter:        storage.volumes,
 		Subscriptions:  subs,
 		Sources:        sources,
 		Adapters:       storage.adapters,

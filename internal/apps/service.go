@@ -166,22 +166,8 @@ func (s *Service) List(c authz.Caller, facts authz.Facts, floor authz.Floor, aft
 // removed by its own package's sweep of apps that no longer exist.
 func (s *Service) Delete(ctx context.Context, id string, d Decision) error {
 	now := s.now()
-	details := map[string]any{"backup": d.Backup, "force": d.Force, "storage": d.Storage}
 	_, err := s.store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
-		app, meta, ok := Apps.Get(r, id)
-		if !ok {
-			return nil, errcode.New(errcode.NotFound, "no app %s", id)
-		}
-		if err := d.check(id); err != nil {
-			return nil, err
-		}
-		ops := append([]raftstore.Op{Apps.DeleteIf(id, meta.ModifyIndex)}, identity.AppGrantsDeleteOps(r, id)...)
-		return append(ops,
-			audit.Record(ctx, now, "app.delete", id, audit.Target{Kind: "app", ID: id}, details),
-			events.Emit(ctx, now, "app.deleted", refOf(app), "", "", map[string]any{
-				"backup_id": nil, "volumes_discarded": d.Force, "reason": d.reason(),
-			}),
-		), nil
+		return DeleteOps(ctx, r, id, d, "", now)
 	})
 	if err != nil {
 		return fmt.Errorf("delete app: %w", err)
@@ -189,15 +175,42 @@ func (s *Service) Delete(ctx context.Context, id string, d Decision) error {
 	return nil
 }
 
+// DeleteOps deletes an app: its row and grants, the audit entry and
+// app.deleted naming backupID (the final backup taken, "" for none), for
+// the write that also keeps or discards its volumes (internal/volumes).
+func DeleteOps(ctx context.Context, r *raftstore.Reader, id string, d Decision, backupID string, now time.Time) ([]raftstore.Op, error) {
+	app, meta, ok := Apps.Get(r, id)
+	if !ok {
+		return nil, errcode.New(errcode.NotFound, "no app %s", id)
+	}
+	if err := d.check(id); err != nil {
+		return nil, err
+	}
+	details := map[string]any{"backup": d.Backup, "force": d.Force, "storage": d.Storage}
+	var backup any
+	if backupID != "" {
+		details["backup_id"], backup = backupID, backupID
+	}
+	ops := append([]raftstore.Op{Apps.DeleteIf(id, meta.ModifyIndex)}, identity.AppGrantsDeleteOps(r, id)...)
+	return append(ops,
+		audit.Record(ctx, now, "app.delete", id, audit.Target{Kind: "app", ID: id}, details),
+		events.Emit(ctx, now, "app.deleted", refOf(app), "", "", map[string]any{
+			"backup_id": backup, "volumes_discarded": d.Force && d.Storage, "reason": d.reason(),
+		}),
+	), nil
+}
+
 // Decision is what the caller chose about a final backup when deleting.
-// An app with storage (volumes) needs Backup or Force; the backup itself
-// arrives with the storage issue, so Backup is recorded in the audit entry
-// and nothing is copied yet.
+// An app with storage (volumes) needs Backup or Force: the caller takes
+// the backup before the deletion and names it (internal/backups).
 type Decision struct {
 	Storage bool // the app declares volumes
 	Backup  bool
 	Force   bool
 	Reason  string // "" means requested
+	// RequireBackup is host policy's require_backup_before_destroy:
+	// discarding an app's data (Force) is refused.
+	RequireBackup bool
 }
 
 // check refuses a decision that is not one.
@@ -205,6 +218,9 @@ func (d Decision) check(id string) error {
 	switch {
 	case d.Backup && d.Force:
 		return errcode.Invalid("backup", "choose backup=true (keep a final copy) or force=true (discard it), not both")
+	case d.Storage && d.Force && d.RequireBackup:
+		return errcode.New(errcode.PolicyBackupRequired, "host policy requires a final backup before app %s's data is discarded", id).
+			WithDetail("setting", "require_backup_before_destroy").WithRemedy("delete with ?backup=true to keep a final copy")
 	case d.Storage && !d.Backup && !d.Force:
 		return errcode.New(errcode.StateBackupDecision, "app %s keeps data in volumes; decide about a final backup", id).
 			WithRemedy("delete with ?backup=true to keep a final copy, or ?force=true to discard the data")

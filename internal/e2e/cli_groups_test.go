@@ -706,12 +706,18 @@ func TestCLIGroups(t *testing.T) {
 		}
 
 		var v struct {
-			SpecRevision int `json:"spec_revision"`
+			Volume struct {
+				ID string `json:"id"`
+			} `json:"volume"`
+			Spec struct {
+				Revision int `json:"revision"`
+			} `json:"spec"`
 		}
 		c.decoded(t, &v, "volumes", "create", "gdemo", "--name", "data", "--path", "/data", "--size-bytes", "1048576")
-		if v.SpecRevision != rev2+1 {
-			t.Errorf("volumes create: spec_revision %d; want %d", v.SpecRevision, rev2+1)
+		if v.Spec.Revision != rev2+1 || !strings.HasPrefix(v.Volume.ID, "vol_") {
+			t.Errorf("volumes create: spec revision %d, volume %q; want %d and a vol_ ID", v.Spec.Revision, v.Volume.ID, rev2+1)
 		}
+		c.sameAsAPI(t, "/volumes", "volumes", "list-all")
 		c.sameAsAPI(t, "/apps/"+appID+"/volumes", "volumes", "list", "gdemo")
 		c.misused(t, "", "volumes", "create", "gdemo", "--size-bytes", "1MiB")
 	})

@@ -11,7 +11,7 @@ import (
 )
 
 // specTable is the specification's catalogue, in its order, plus our one
-// additions (POLICY_TOKEN_LIFETIME_EXCEEDED, STORE_UNAVAILABLE) at the end.
+// additions (POLICY_TOKEN_LIFETIME_EXCEEDED, POLICY_BACKUP_REQUIRED, STORE_UNAVAILABLE) at the end.
 var specTable = []struct {
 	Code   Code
 	Status int
@@ -54,6 +54,7 @@ var specTable = []struct {
 	{"ADAPTER_FAILED", 502},
 	{"ADAPTER_UNAVAILABLE", 502},
 	{"POLICY_TOKEN_LIFETIME_EXCEEDED", 403},
+	{"POLICY_BACKUP_REQUIRED", 403},
 	{"STORE_UNAVAILABLE", 503},
 }
 

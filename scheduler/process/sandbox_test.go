@@ -103,7 +103,7 @@ func TestSandboxHostile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hostLn.Close()
-	other := rt.VolumeDir("app-other", "data")
+	other := rt.VolumeDir("app-other", scheduler.Mount{Volume: "data"})
 	if err := os.MkdirAll(other, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestSandboxHostile(t *testing.T) {
 	if n, _ := strconv.Atoi(got["procs"]); n < 1 || n > 4 {
 		t.Errorf("the probe sees %s processes; in its own PID namespace it sees only its own", got["procs"])
 	}
-	if b, err := os.ReadFile(filepath.Join(rt.VolumeDir("app-hostile", "data"), "f")); err != nil || string(b) != "probe" {
+	if b, err := os.ReadFile(filepath.Join(rt.VolumeDir("app-hostile", scheduler.Mount{Volume: "data"}), "f")); err != nil || string(b) != "probe" {
 		t.Errorf("the volume on the host: %q, %v", b, err)
 	}
 	if _, err := os.Stat("/srv/svc-test"); err == nil {

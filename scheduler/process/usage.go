@@ -94,7 +94,7 @@ func (r *Runtime) Usage(ctx context.Context, jobID string) (scheduler.Usage, err
 		}
 		wu.DiskBytes = dirSize(w.workingDir())
 		for _, m := range w.task.Mounts {
-			wu.Volumes[m.Volume] = dirSize(r.VolumeDir(j.appID, m.Volume))
+			wu.Volumes[m.Volume] = dirSize(r.VolumeDir(j.appID, m))
 		}
 		if res := w.task.Resources; res != nil {
 			wu.Limits = scheduler.Limits{CPUMillis: res.CPUMillis, MemoryBytes: res.MemoryBytes, DiskBytes: res.DiskBytes}

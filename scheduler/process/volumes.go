@@ -1,6 +1,7 @@
 package process
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,20 +14,69 @@ import (
 	"github.com/svchost/svc/scheduler"
 )
 
-// Volumes are an app's directories under WorkDir/volumes/<appID>/<volume>,
-// made (0700) on first use and never removed by the runtime: they outlive
-// jobs and the app. A sandboxed workload sees a volume at its mount path.
-// Without a sandbox the runtime cannot mount at an absolute path, so it
-// points the workload at the directory instead: the environment variable
-// SVC_VOLUME_<NAME> (the volume's name in upper case, '-' as '_') holds
-// its path, and a symbolic link at <artifact dir>/<mount path less its
-// leading '/'> leads to it.
+// Volumes are directories under WorkDir/volumes/<vol_ID>/data, made
+// (0700) on first use and never removed by a job: they outlive jobs and
+// the app, and an app that takes a kept volume over finds its data there
+// (RemoveVolume removes one when the volume is discarded). A volume's
+// directory of the layout from before volumes had IDs,
+// WorkDir/volumes/<appID>/<volume>, is moved to its ID's place the first
+// time a job mounts it. A sandboxed workload sees a volume at its mount
+// path. Without a sandbox the runtime cannot mount at an absolute path,
+// so it points the workload at the directory instead: the environment
+// variable SVC_VOLUME_<NAME> (the volume's name in upper case, '-' as
+// '_') holds its path, and a symbolic link at <artifact dir>/<mount path
+// less its leading '/'> leads to it.
 
-// VolumeDir returns the host directory of an app's volume (which may not
-// exist yet). The names must be plain names (checked by Run; here the
+// VolumeDir returns the host directory of a mount's volume (which may not
+// exist yet): by its ID, or by the app's ID and its name for a mount
+// without one. The names must be plain names (checked by Run; here the
 // caller's).
-func (r *Runtime) VolumeDir(appID, volume string) string {
+func (r *Runtime) VolumeDir(appID string, m scheduler.Mount) string {
+	if m.ID != "" {
+		return r.VolumePath(m.ID)
+	}
+	return r.legacyVolumeDir(appID, m.Volume)
+}
+
+// VolumePath returns the host directory of a volume's data by its ID.
+func (r *Runtime) VolumePath(volumeID string) string {
+	return filepath.Join(r.cfg.WorkDir, "volumes", volumeID, "data")
+}
+
+func (r *Runtime) legacyVolumeDir(appID, volume string) string {
 	return filepath.Join(r.cfg.WorkDir, "volumes", appID, volume)
+}
+
+// RemoveVolume removes a volume's data for good (the volume was
+// discarded). A volume that has none is no error.
+func (r *Runtime) RemoveVolume(volumeID string) error {
+	if !scheduler.PlainName(volumeID) {
+		return errcode.Invalid("volume_id", "the volume ID %q is not a plain name", volumeID)
+	}
+	if err := os.RemoveAll(filepath.Dir(r.VolumePath(volumeID))); err != nil {
+		return fmt.Errorf("remove volume %s: %w", volumeID, err)
+	}
+	return nil
+}
+
+// adoptLegacy moves a volume's data from the layout by app ID and name to
+// its ID's place, once: when the new place has nothing yet.
+func (r *Runtime) adoptLegacy(appID string, m scheduler.Mount) error {
+	if m.ID == "" {
+		return nil
+	}
+	old := r.legacyVolumeDir(appID, m.Volume)
+	if _, err := os.Lstat(old); err != nil {
+		return nil
+	}
+	dir := r.VolumePath(m.ID)
+	if _, err := os.Lstat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return err
+	}
+	return os.Rename(old, dir)
 }
 
 // VolumeEnv is the environment variable that names a volume's directory
@@ -55,8 +105,8 @@ func checkMounts(appID, workload string, mounts []scheduler.Mount) error {
 	}
 	seen := map[string]bool{}
 	for _, m := range mounts {
-		if !scheduler.PlainName(m.Volume) {
-			return errcode.Invalid(field, "the volume name %q is not a plain name", m.Volume)
+		if !scheduler.PlainName(m.Volume) || m.ID != "" && !scheduler.PlainName(m.ID) {
+			return errcode.Invalid(field, "the volume name %q (ID %q) is not a plain name", m.Volume, m.ID)
 		}
 		p := m.Path
 		if !strings.HasPrefix(p, "/") {
@@ -86,7 +136,10 @@ func (r *Runtime) prepareMounts(appID, workDir string, t scheduler.Task, sandbox
 	env := map[string]string{}
 	var binds []bindMount
 	for _, m := range t.Mounts {
-		dir := r.VolumeDir(appID, m.Volume)
+		if err := r.adoptLegacy(appID, m); err != nil {
+			return nil, nil, fmt.Errorf("volume %s: move its data to its ID's place: %w", m.Volume, err)
+		}
+		dir := r.VolumeDir(appID, m)
 		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 			return nil, nil, fmt.Errorf("volume %s: %w", m.Volume, err)
 		}
@@ -164,4 +217,17 @@ func emptyDir(root *os.Root, rel string) bool {
 	defer f.Close()
 	_, err = f.ReadDir(1)
 	return errors.Is(err, io.EOF)
+}
+
+// UsedBytes measures what a volume holds (a bounded walk, as usage
+// readings do); false when it has no data here.
+func (r *Runtime) UsedBytes(_ context.Context, volumeID string) (int64, bool) {
+	if !scheduler.PlainName(volumeID) {
+		return 0, false
+	}
+	dir := r.VolumePath(volumeID)
+	if _, err := os.Stat(dir); err != nil {
+		return 0, false
+	}
+	return dirSize(dir), true
 }

@@ -45,7 +45,7 @@ func TestVolumeWithoutSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	dir := rt.VolumeDir("app-1", "user-files")
+	dir := rt.VolumeDir("app-1", scheduler.Mount{Volume: "user-files"})
 	waitUntil(t, "the workload's write through the link", func() (bool, string) {
 		b, err := os.ReadFile(filepath.Join(dir, "f"))
 		return err == nil && string(b) == "via-link\n", string(b)
@@ -98,5 +98,56 @@ func TestMountsRefused(t *testing.T) {
 				t.Errorf("run = %v, want VALID_INVALID", err)
 			}
 		})
+	}
+}
+
+// TestVolumeByIDAdoptsLegacyData: a mount with a volume ID keeps its data
+// under the ID; data kept by the app's ID and the volume's name (before
+// volumes had IDs) is moved there on first use, and the workload reads it;
+// RemoveVolume removes it for good.
+func TestVolumeByIDAdoptsLegacyData(t *testing.T) {
+	cfg := testConfig(t)
+	rt := newRuntime(t, cfg)
+	legacy := rt.VolumeDir("app-1", scheduler.Mount{Volume: "data"})
+	if err := os.MkdirAll(legacy, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(legacy, "old"), []byte("kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	mount := scheduler.Mount{Volume: "data", ID: "vol_01TEST", Path: "/data"}
+	_, err := rt.Run(ctx, scheduler.Job{ID: "job-id", AppID: "app-1", Workloads: map[string]scheduler.Task{"w": {
+		Artifact: commandArtifact(t),
+		Command:  []string{"sh", "-c", `cat "$SVC_VOLUME_DATA/old" > "$SVC_VOLUME_DATA/copy"; exec sleep 1000`},
+		NoPort:   true,
+		Mounts:   []scheduler.Mount{mount},
+	}}})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	dir := rt.VolumePath("vol_01TEST")
+	if got := rt.VolumeDir("app-1", mount); got != dir {
+		t.Fatalf("VolumeDir = %q, want the ID's place %q", got, dir)
+	}
+	waitUntil(t, "the workload's copy of the adopted data", func() (bool, string) {
+		b, err := os.ReadFile(filepath.Join(dir, "copy"))
+		return err == nil && string(b) == "kept", string(b)
+	})
+	if _, err := os.Lstat(legacy); err == nil {
+		t.Errorf("the old place %s is still there", legacy)
+	}
+	if err := rt.Stop(ctx, "job-id"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.RemoveVolume("vol_01TEST"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Dir(dir)); err == nil {
+		t.Error("the volume is still there after RemoveVolume")
+	}
+	if err := rt.RemoveVolume("../etc"); !errcode.Has(err, errcode.ValidInvalid) {
+		t.Errorf("RemoveVolume(../etc) = %v, want VALID_INVALID", err)
 	}
 }

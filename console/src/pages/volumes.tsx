@@ -79,8 +79,8 @@ export function Volumes(props: AppPageProps) {
       const n = Number(size);
       const per = units.find((u) => u.label === unit)?.bytes ?? 1 << 30;
       const body = { name: name.trim(), size_bytes: Math.round(n * per), workload: workload || undefined, path: path.trim() };
-      const c = await call<{ volume: Volume; spec_revision: number }>("POST", "/apps/" + seg(appID) + "/volumes", body);
-      setMade({ name: c.volume.name, rev: c.spec_revision });
+      const c = await call<{ volume: Volume; spec: { revision: number } }>("POST", "/apps/" + seg(appID) + "/volumes", body);
+      setMade({ name: c.volume.name, rev: c.spec.revision });
       setName("");
       setPath("");
       await loadWorkloads();
