@@ -231,3 +231,23 @@ func (r *Runtime) UsedBytes(_ context.Context, volumeID string) (int64, bool) {
 	}
 	return dirSize(dir), true
 }
+
+// HandOver makes everything in a volume the app's sandbox user's (data
+// restored from a backup is written by the server); nothing to do when
+// users are not switched.
+func (r *Runtime) HandOver(_ context.Context, appID, volumeID string) error {
+	if !scheduler.PlainName(appID) || !scheduler.PlainName(volumeID) {
+		return errcode.Invalid("volume_id", "the volume ID %q is not a plain name", volumeID)
+	}
+	own, err := r.ownerFor(appID)
+	if err != nil {
+		return err
+	}
+	dir := r.VolumePath(volumeID)
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := own.give(d); err != nil {
+			return fmt.Errorf("hand volume %s over to app %s: %w", volumeID, appID, err)
+		}
+	}
+	return nil
+}

@@ -151,3 +151,49 @@ func TestVolumeByIDAdoptsLegacyData(t *testing.T) {
 		t.Errorf("RemoveVolume(../etc) = %v, want VALID_INVALID", err)
 	}
 }
+
+// TestPauseStopsWritesUntilResumed: Pause stops a workload's processes (a
+// counter it writes stays still), resume lets them go on, and pausing an
+// unknown job is NOT_FOUND.
+func TestPauseStopsWritesUntilResumed(t *testing.T) {
+	for name, cfg := range map[string]func(*testing.T) process.Config{"plain": testConfig, "sandbox": sandboxConfig} {
+		t.Run(name, func(t *testing.T) { testPause(t, cfg(t)) })
+	}
+}
+
+func testPause(t *testing.T, cfg process.Config) {
+	rt := newRuntime(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	_, err := rt.Run(ctx, scheduler.Job{ID: "job-p", AppID: "app-p", Workloads: map[string]scheduler.Task{"w": {
+		Artifact: commandArtifact(t),
+		Command:  []string{"sh", "-c", `i=0; while :; do i=$((i+1)); echo $i > "$SVC_VOLUME_DATA/n.tmp"; mv "$SVC_VOLUME_DATA/n.tmp" "$SVC_VOLUME_DATA/n"; sleep 0.02; done`},
+		NoPort:   true,
+		Mounts:   []scheduler.Mount{{Volume: "data", ID: "vol_01PAUSE", Path: "/data"}},
+	}}})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	file := filepath.Join(rt.VolumePath("vol_01PAUSE"), "n")
+	read := func() string { b, _ := os.ReadFile(file); return string(b) }
+	waitUntil(t, "the counter", func() (bool, string) { return read() != "", read() })
+	resume, err := rt.Pause(ctx, "job-p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // a write under way when paused lands
+	still := read()
+	time.Sleep(300 * time.Millisecond)
+	if got := read(); got != still {
+		t.Errorf("the counter moved while paused: %q then %q", still, got)
+	}
+	resume()
+	resume() // twice is harmless
+	waitUntil(t, "the counter after resume", func() (bool, string) { return read() != still, read() })
+	if _, err := rt.Pause(ctx, "job-none"); !errcode.Has(err, errcode.NotFound) {
+		t.Errorf("Pause(unknown) = %v, want NOT_FOUND", err)
+	}
+	if err := rt.Stop(ctx, "job-p"); err != nil {
+		t.Fatal(err)
+	}
+}
