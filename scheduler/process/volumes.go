@@ -243,11 +243,8 @@ func (r *Runtime) HandOver(_ context.Context, appID, volumeID string) error {
 	if err != nil {
 		return err
 	}
-	dir := r.VolumePath(volumeID)
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := own.give(d); err != nil {
-			return fmt.Errorf("hand volume %s over to app %s: %w", volumeID, appID, err)
-		}
+	if err := own.give(filepath.Dir(r.VolumePath(volumeID))); err != nil { // the volume's directory and all in it
+		return fmt.Errorf("hand volume %s over to app %s: %w", volumeID, appID, err)
 	}
 	return nil
 }
