@@ -89,8 +89,11 @@ type Deps struct {
 	Specs     specsService
 	Slots     slotsService
 	Volumes   volumesService
-	// Deleter deletes apps with the decision about their volumes' data.
+	// Deleter deletes apps with the decision about their volumes' data
+	// (a final backup first, with backup=true).
 	Deleter appDeleter
+	// Backups takes, lists, verifies and restores backups.
+	Backups backupsAll
 	// Subscriptions manages event subscriptions and their delivery logs.
 	Subscriptions subscriptionsAll
 	Adapters      adaptersService

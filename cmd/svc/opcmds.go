@@ -75,7 +75,8 @@ var resourceShort = map[string]string{
 	"secrets":       "An app's secrets (/api/v1/apps/{appID}/secrets)",
 	"specs":         "An app's spec revisions: list, write, pin, diff, export (/api/v1/apps/{appID}/specs)",
 	"slots":         "An app's slots: the dependencies it needs filled (/api/v1/apps/{appID}/slots)",
-	"volumes":       "An app's volumes (/api/v1/apps/{appID}/volumes)",
+	"volumes":       "Volumes: an app's, every one, kept ones of deleted apps (/api/v1/apps/{appID}/volumes, /api/v1/volumes)",
+	"backups":       "Backups of apps' volumes: take, list, verify, restore (/api/v1/backups)",
 	"deployments":   "An app's deployments: deploy, roll back, approve, reject, logs (/api/v1/apps/{appID}/deployments)",
 	"capacity":      "What the host has and what apps commit of it (/api/v1/capacity)",
 	"events":        "The event catalogue: every event name, its scope and data (/api/v1/events)",
@@ -90,6 +91,7 @@ var argNames = map[string]string{
 	"appID": "APP", "depID": "DEPLOYMENT", "key": "KEY", "rev": "REVISION", "a": "FROM", "b": "TO",
 	"userID": "USER", "groupID": "GROUP", "roleID": "ROLE", "tokenID": "TOKEN", "grantID": "GRANT",
 	"sectionID": "SECTION", "adapterID": "ADAPTER", "probeID": "PROBE", "subscriptionID": "SUBSCRIPTION", "deliveryID": "DELIVERY",
+	"volumeID": "VOLUME", "backupID": "BACKUP",
 }
 
 // reservedFlags are flags every client command has; a body field of the

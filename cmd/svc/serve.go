@@ -367,6 +367,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	// Detection proposes what the plan's runtime can build.
 	det.UseRuntimes(plans)
 	sched := buildScheduler(gen, store, storage, specs, plans, sources, pol, metrics, now)
+	bk := buildBackups(gen, store, storage, sched, now)
 	// Every node keeps copies of the builds a new leader would run.
 	go func() { _ = raftstore.Every(syncInterval, sched.SyncArtifacts)(ctx) }()
 	// Before the server exists: see firstRun.
@@ -407,7 +408,8 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Specs:          specs,
 		Slots:          storage.slots,
 		Volumes:        storage.volumes,
-		Deleter:        storage.volumes,
+		Deleter:        bk,
+		Backups:        bk,
 		Subscriptions:  subs,
 		Sources:        sources,
 		Adapters:       storage.adapters,

@@ -11,6 +11,7 @@ import (
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/internal/backups"
 	"github.com/svchost/svc/internal/detection"
 	"github.com/svchost/svc/internal/events"
 	"github.com/svchost/svc/internal/icon"
@@ -42,7 +43,7 @@ func Tables() []raftstore.Def {
 		spec.Heads,
 		keyring.Keys,
 	}
-	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), detection.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables(), subscriptions.Tables(), scheduler.Tables(), edge.Tables(), volumes.Tables()} {
+	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), detection.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables(), subscriptions.Tables(), scheduler.Tables(), edge.Tables(), volumes.Tables(), backups.Tables()} {
 		tables = append(tables, ts...)
 	}
 	return tables

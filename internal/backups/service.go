@@ -1,0 +1,278 @@
+package backups
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/audit"
+	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/ids"
+	"github.com/svchost/svc/internal/volumes"
+	"github.com/svchost/svc/raftstore"
+)
+
+// Store is what the service needs of the replicated store.
+type Store interface {
+	Update(ctx context.Context, build raftstore.Build) (uint64, error)
+	Read() *raftstore.Reader
+}
+
+var _ Store = (*raftstore.Store)(nil)
+
+// Repo is the backup repository the service writes backups to (the
+// encrypted repository of internal/backuprepo on the configured backup
+// storage). Verify and Restore check every part; their refusals are
+// BACKUP_INCOMPLETE or BACKUP_DECRYPT_FAILED (NOT_FOUND for a backup the
+// storage does not hold).
+type Repo interface {
+	Write(ctx context.Context, backupID string, parts []Part) (Stored, error)
+	Verify(ctx context.Context, backupID string) []error
+	Restore(ctx context.Context, backupID string, targets map[string]string) error
+	Delete(ctx context.Context, backupID string) error
+}
+
+// Part is one directory tree a backup holds, by name.
+type Part struct {
+	Name string
+	Dir  string
+}
+
+// Stored is what a backup came to in the repository: the bytes stored
+// for it (new and reused chunks) and the bytes it holds.
+type Stored struct {
+	SizeBytes  int64
+	PlainBytes int64
+}
+
+// Data is where volumes' data is (the runtime that keeps it): a
+// volume's directory, and handing restored data to the app's user.
+type Data interface {
+	VolumePath(volumeID string) string
+	HandOver(ctx context.Context, appID, volumeID string) error
+}
+
+// Runner pauses and restarts what an app runs around a copy or a
+// restore (the scheduler).
+type Runner interface {
+	Quiesce(ctx context.Context, appID string) (resume func(), how string, err error)
+	Restart(ctx context.Context, appID string) (apps.App, error)
+}
+
+// AppDeleter deletes an app keeping or discarding its volumes (the
+// volumes package), naming the final backup.
+type AppDeleter interface {
+	DeleteApp(ctx context.Context, appID string, d apps.Decision, backupID string) error
+}
+
+var _ AppDeleter = (*volumes.Service)(nil)
+
+// Deps are the service's collaborators. Repo returns the repository over
+// the configured backup storage (ADAPTER_UNAVAILABLE when there is none).
+type Deps struct {
+	Store   Store
+	Repo    func() (Repo, error)
+	Data    Data
+	Runner  Runner
+	Volumes AppDeleter
+	Now     func() time.Time
+	Log     *slog.Logger
+}
+
+// Service takes, lists, verifies and restores backups.
+type Service struct {
+	d Deps
+	// restores are the restores under way, by app ID: one at a time.
+	mu       sync.Mutex
+	restores map[string]bool
+	wg       sync.WaitGroup
+}
+
+// New returns the backups service.
+func New(d Deps) *Service {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{d: d, restores: map[string]bool{}}
+}
+
+// Wait waits for restores under way (a server shutting down).
+func (s *Service) Wait() { s.wg.Wait() }
+
+// Filter narrows a listing.
+type Filter struct {
+	AppID string
+	Kind  string
+}
+
+// List returns the backups, newest first.
+func (s *Service) List(f Filter) ([]Backup, error) {
+	if f.Kind != "" && !slices.Contains([]string{KindRolling, KindOnDelete, KindDR}, f.Kind) {
+		return nil, errcode.Invalid("kind", "kind is rolling, on_delete or dr_bundle")
+	}
+	q := raftstore.Query{}
+	if f.AppID != "" {
+		q = raftstore.Query{Index: "app", Key: f.AppID}
+	}
+	items, _ := Backups.List(s.d.Store.Read(), q)
+	out := []Backup{}
+	for _, it := range items {
+		if f.Kind == "" || it.Value.Kind == f.Kind {
+			out = append(out, it.Value)
+		}
+	}
+	slices.SortFunc(out, func(a, b Backup) int { return -a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+// Get returns one backup.
+func (s *Service) Get(id string) (Backup, error) {
+	b, _, ok := Backups.Get(s.d.Store.Read(), id)
+	if !ok {
+		return Backup{}, errcode.New(errcode.NotFound, "no backup %s", id)
+	}
+	return b, nil
+}
+
+// Request asks for a backup now: of an app's volumes, or without AppID a
+// disaster-recovery bundle of the whole installation.
+type Request struct {
+	AppID string `json:"app_id,omitempty" doc:"the app whose volumes to back up; without it, a dr_bundle of the whole installation"`
+}
+
+// Create records a backup asked for now (pending; the leader's runner
+// takes it) and answers it.
+func (s *Service) Create(ctx context.Context, req Request) (Backup, error) {
+	if req.AppID == "" {
+		return Backup{}, errcode.New(errcode.PlanCapabilityUnsupp, "disaster-recovery bundles are not available in this build yet").
+			WithRemedy("back up each app with app_id; keep a copy of the work dir's keyring for the store")
+	}
+	now := s.d.Now()
+	var out Backup
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		b, ops, err := s.newBackupOps(ctx, r, req.AppID, KindRolling, StatePending, false, now)
+		out = b
+		return ops, err
+	})
+	if err != nil {
+		return Backup{}, fmt.Errorf("create backup: %w", err)
+	}
+	return out, nil
+}
+
+// newBackupOps builds a new backup of an app's volumes, with its audit
+// entry; STATE_INVALID for an app without volumes.
+func (s *Service) newBackupOps(ctx context.Context, r *raftstore.Reader, appID, kind, state string, scheduled bool, now time.Time) (Backup, []raftstore.Op, error) {
+	app, _, ok := apps.Apps.Get(r, appID)
+	if !ok {
+		return Backup{}, nil, errcode.New(errcode.NotFound, "no app %s", appID).WithDetail("field", "app_id")
+	}
+	vols := volumes.Attached(r, appID)
+	if len(vols) == 0 {
+		return Backup{}, nil, errcode.New(errcode.StateInvalid, "app %s has no volumes to back up", appID).
+			WithRemedy("a volume is made when a deploy first mounts it")
+	}
+	id := appID
+	b := Backup{ID: ids.NewAt(ids.Backup, now), Kind: kind, AppID: &id, AppSlug: app.Slug, State: state, Scheduled: scheduled, CreatedAt: now}
+	for _, name := range slices.Sorted(maps.Keys(vols)) {
+		v := vols[name]
+		b.Volumes = append(b.Volumes, Volume{ID: v.ID, Name: v.Name, SizeBytes: v.SizeBytes})
+	}
+	return b, []raftstore.Op{Backups.Insert(&b), audit.Record(ctx, now, "backup.create", appID, audit.Target{Kind: "backup", ID: b.ID},
+		map[string]any{"kind": kind, "scheduled": scheduled, "volumes": len(b.Volumes)})}, nil
+}
+
+// take copies a running backup's volumes into the repository and records
+// the outcome. It returns the failure.
+func (s *Service) take(ctx context.Context, b Backup) error {
+	man, how, err := s.copyVolumes(ctx, b)
+	return errors.Join(err, s.finish(ctx, b, backupOutcome{stored: man, how: how, err: err}))
+}
+
+// backupOutcome is what taking a backup came to.
+type backupOutcome struct {
+	stored Stored
+	how    string
+	err    error
+}
+
+// finish records a backup's outcome: completed with backup.completed, or
+// failed with backup.failed.
+func (s *Service) finish(ctx context.Context, b Backup, o backupOutcome) error {
+	now := s.d.Now()
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		cur, meta, ok := Backups.Get(r, b.ID)
+		if !ok {
+			return nil, nil
+		}
+		cur.CompletedAt, cur.Consistency = &now, o.how
+		ref := appRef(r, cur)
+		if o.err != nil {
+			cur.State, cur.Error = StateFailed, problemOf(o.err)
+			return []raftstore.Op{Backups.PutIf(&cur, meta.ModifyIndex),
+				events.Emit(ctx, now, "backup.failed", ref, "backup", cur.ID, map[string]any{
+					"scheduled": cur.Scheduled, "message": cur.Error.Message, "remedy": cur.Error.Remedy, "reason": cur.Error.Code,
+				})}, nil
+		}
+		cur.State, cur.SizeBytes, cur.PlainBytes = StateCompleted, o.stored.SizeBytes, o.stored.PlainBytes
+		return []raftstore.Op{Backups.PutIf(&cur, meta.ModifyIndex),
+			events.Emit(ctx, now, "backup.completed", ref, "backup", cur.ID, map[string]any{
+				"backup_id": cur.ID, "kind": cur.Kind, "size_bytes": cur.SizeBytes,
+			})}, nil
+	})
+	return err
+}
+
+// copyVolumes writes the backup's volumes to the repository with the app
+// quiesced, and says how the copy was consistent.
+func (s *Service) copyVolumes(ctx context.Context, b Backup) (Stored, string, error) {
+	repo, err := s.d.Repo()
+	if err != nil {
+		return Stored{}, "", err
+	}
+	parts := make([]Part, 0, len(b.Volumes))
+	for _, v := range b.Volumes {
+		parts = append(parts, Part{Name: partName(v.ID), Dir: s.d.Data.VolumePath(v.ID)})
+	}
+	resume, how, err := s.d.Runner.Quiesce(ctx, b.app())
+	if err != nil {
+		return Stored{}, "", errcode.Wrap(err, errcode.AdapterFailed, "pause app %s for the copy: %v", b.app(), err)
+	}
+	defer resume()
+	man, err := repo.Write(ctx, b.ID, parts)
+	return man, how, err
+}
+
+// partName is a volume's part in a backup.
+func partName(volumeID string) string { return "volume/" + volumeID }
+
+// appRef names the backup's app for its events (nil for a bundle, or an
+// app deleted meanwhile: the event is then install-wide).
+func appRef(r *raftstore.Reader, b Backup) *events.AppRef {
+	if b.AppID == nil {
+		return nil
+	}
+	a, _, ok := apps.Apps.Get(r, *b.AppID)
+	if !ok {
+		return &events.AppRef{ID: *b.AppID, Slug: b.AppSlug, Name: b.AppSlug}
+	}
+	return &events.AppRef{ID: a.ID, Name: a.Name, Slug: a.Slug}
+}
+
+// problemOf records an error: its code, message and remedy.
+func problemOf(err error) *Problem {
+	if e, ok := errcode.As(err); ok {
+		return &Problem{Code: string(e.Code), Message: e.Message, Remedy: e.Remedy}
+	}
+	return &Problem{Code: string(errcode.Internal), Message: "the backup failed; the server's log has the cause"}
+}

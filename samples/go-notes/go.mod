@@ -1,0 +1,3 @@
+module example.com/go-notes
+
+go 1.22
