@@ -330,6 +330,12 @@ func (s *Service) Exec(ctx context.Context, appID, workload string, command []st
 	return ex.Exec(ctx, ExecRequest{JobID: rel.JobID, Workload: workload, Command: command, TTY: true, Rows: rows, Cols: cols})
 }
 
+// VolumeHolder is a runtime that keeps its volumes' data on this server
+// (the process runtime), where backups read and restore it.
+type VolumeHolder interface {
+	HoldsVolumes() bool
+}
+
 // Pauser is a runtime that can pause a job's processes while its volumes
 // are copied.
 type Pauser interface {
@@ -340,7 +346,8 @@ type Pauser interface {
 // backup): it returns resume, and how the copy is consistent: "paused"
 // when the runtime paused the app's processes, "stopped" when the app
 // runs nothing, "live" when the runtime cannot pause (the copy is then
-// taken while the app writes).
+// taken while the app writes). An app whose runtime keeps its volumes
+// elsewhere (Nomad's host volumes) is PLAN_CAPABILITY_UNSUPPORTED.
 func (s *Service) Quiesce(ctx context.Context, appID string) (func(), string, error) {
 	rel, rt, err := s.release(appID)
 	if errcode.Has(err, errcode.StateInvalid) {
@@ -348,6 +355,10 @@ func (s *Service) Quiesce(ctx context.Context, appID string) (func(), string, er
 	}
 	if err != nil {
 		return nil, "", err
+	}
+	if h, ok := rt.(VolumeHolder); !ok || !h.HoldsVolumes() {
+		return nil, "", errcode.New(errcode.PlanCapabilityUnsupp, "app %s runs on runtime %s, whose volumes are not on this server: they cannot be backed up or restored here", appID, rel.Runtime).
+			WithRemedy("back up the runtime's volumes with its own tools (docs/storage.md)")
 	}
 	p, ok := rt.(Pauser)
 	if !ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -242,11 +243,19 @@ func (s *Service) copyVolumes(ctx context.Context, b Backup) (Stored, string, er
 	}
 	parts := make([]Part, 0, len(b.Volumes))
 	for _, v := range b.Volumes {
-		parts = append(parts, Part{Name: partName(v.ID), Dir: s.d.Data.VolumePath(v.ID)})
+		dir := s.d.Data.VolumePath(v.ID)
+		// A volume no job mounted yet is empty.
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return Stored{}, "", fmt.Errorf("volume %s: %w", v.ID, err)
+		}
+		parts = append(parts, Part{Name: partName(v.ID), Dir: dir})
 	}
 	resume, how, err := s.d.Runner.Quiesce(ctx, b.app())
+	if _, coded := errcode.As(err); err != nil && !coded {
+		err = errcode.Wrap(err, errcode.AdapterFailed, "pause app %s for the copy: %v", b.app(), err)
+	}
 	if err != nil {
-		return Stored{}, "", errcode.Wrap(err, errcode.AdapterFailed, "pause app %s for the copy: %v", b.app(), err)
+		return Stored{}, "", err
 	}
 	defer resume()
 	man, err := repo.Write(ctx, b.ID, parts)

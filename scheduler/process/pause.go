@@ -39,3 +39,7 @@ func (r *Runtime) Pause(_ context.Context, jobID string) (func(), error) {
 		}
 	}, nil
 }
+
+// HoldsVolumes says that the process runtime keeps its volumes' data on
+// this server (under the work dir), where backups read and restore it.
+func (r *Runtime) HoldsVolumes() bool { return true }
