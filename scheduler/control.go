@@ -171,7 +171,9 @@ func lastDeployment(r *raftstore.Reader, appID string) *Deployment {
 	return nil
 }
 
-// Usage reads the resources an app's workloads use now.
+// Usage reads the resources an app's workloads use now. On the leader
+// the reading also counts against the app's disk limits: it may warn
+// (app.disk_warning), never stop (disk.go).
 func (s *Service) Usage(ctx context.Context, appID string) (Usage, error) {
 	rel, rt, err := s.release(appID)
 	if err != nil {
@@ -185,6 +187,9 @@ func (s *Service) Usage(ctx context.Context, appID string) (Usage, error) {
 	u, err := ur.Usage(ctx, rel.JobID)
 	if errcode.Has(err, errcode.NotFound) {
 		return Usage{Supported: true, HostCPUMillis: host.CPUMillis, HostMemoryBytes: host.MemoryBytes, Workloads: map[string]WorkloadUsage{}}, nil
+	}
+	if err == nil {
+		s.noteUsage(ctx, rel, u) // the reading counts against the disk limits (disk.go)
 	}
 	return u, err
 }

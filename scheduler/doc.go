@@ -3,8 +3,8 @@
 // It declares the runtime adapter interface (runtime.go), shaped after
 // Nomad's model: a Job per app revision, a Task per workload, JobStatus
 // with each workload's running state, restarts, exit code and health, and
-// the optional capabilities LogReader, LogFollower, UsageReader, HostReader
-// and Execer. scheduler/process (the embedded default) and scheduler/nomad
+// the optional capabilities LogReader, LogFollower, UsageReader,
+// DiskReader, HostReader, Execer and WriteDropper (among others). scheduler/process (the embedded default) and scheduler/nomad
 // implement it (LogFollower: the process runtime only, without polling;
 // Nomad's logs API can follow, not done yet); scheduler/runtimetest is the
 // contract suite they pass.
@@ -44,14 +44,24 @@
 //     only its own app), logs every action with the app, the deployment
 //     and why, and reports passes, durations and actions to an Observer
 //     (internal/telemetry's /metrics);
+//   - disk limits (disk.go, CheckDisk, leader only): every
+//     Config.DiskInterval a reading of every running app whose workloads
+//     have resources.disk_bytes (a workload's own disk, not its volumes);
+//     near the limit (DiskNearPercent) app.disk_warning once per crossing,
+//     over it a warning saying so, over it at two checks in a row the app
+//     stopped and meant to stay so (app.disk_stopped, the system's audited
+//     app.stop), its job stopped and its writes dropped; decided by
+//     decideDisk (pure, table-tested) from what the leader remembers of
+//     each app; a reading of GET …/usage on the leader warns, never stops;
 //   - control.go and capacity.go: start/stop/restart, status, usage, logs,
 //     exec, capacity and host ports.
 //
 // The app's state and desired state are the apps package's: the deploy
 // worker and the reconciler report what happened (apps.TransitionOps: a
 // deploy began or ended, the workloads were observed so) and start and stop
-// set the desired state (apps.DesiredOps), each inside the scheduler's own
-// one write; this package never writes the apps table itself. Anything that
+// set the desired state (apps.DesiredOps; the disk limits' stop both at
+// once, TransitionOps with Desired), each inside the scheduler's own one
+// write; this package never writes the apps table itself. Anything that
 // talks to a runtime happens before or after a write, never inside its
 // build.
 //

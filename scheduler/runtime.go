@@ -387,6 +387,17 @@ type Discarder interface {
 	Discard(ctx context.Context, jobID string) error
 }
 
+// WriteDropper is the optional capability of dropping what a stopped
+// job's workloads wrote outside their volumes (their working directories)
+// while the job may still run again: its next run starts from its built
+// files, as a Nomad allocation starts with a fresh ephemeral disk. Unlike
+// Discard, nothing a run needs is dropped (credentials, artifacts), and
+// logs stay. The scheduler drops a job's writes when it stops the app
+// for going over its disk limit. STATE_INVALID while the job runs.
+type WriteDropper interface {
+	DropWrites(ctx context.Context, jobID string) error
+}
+
 // BuildCanceler is the optional capability of a runtime whose builds run
 // outside the server that asked for them (a Nomad batch job) and so
 // outlive it: it stops every build of a deployment (build IDs
@@ -447,6 +458,16 @@ type Limits struct {
 // UsageReader is the optional capability of reading a job's resource use.
 type UsageReader interface {
 	Usage(ctx context.Context, jobID string) (Usage, error)
+}
+
+// DiskReader is the optional capability of reading only the disk a job's
+// workloads use, by workload: what a Usage reading reports as each
+// workload's DiskBytes, without the rest of a reading (a CPU sample
+// waits). The scheduler's disk limits read every running app's at every
+// check; an app on a runtime without it is not checked (its GET …/usage
+// readings still count).
+type DiskReader interface {
+	DiskUsage(ctx context.Context, jobID string) (map[string]int64, error)
 }
 
 // Host is what a runtime's machine has, for capacity decisions.

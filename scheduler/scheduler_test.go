@@ -366,6 +366,8 @@ type options struct {
 	workers      int
 	log          *slog.Logger
 	metrics      scheduler.Observer
+	// diskInterval is CheckDisk's (0: the default).
+	diskInterval time.Duration
 }
 
 func newFixture(t testing.TB, o options) *fixture {
@@ -378,7 +380,7 @@ func newFixture(t testing.TB, o options) *fixture {
 		o.backoff = []time.Duration{time.Millisecond, time.Millisecond}
 	}
 	cfg := scheduler.Config{Backoff: o.backoff, Interval: 20 * time.Millisecond, StableAfter: time.Hour,
-		StartTimeout: o.startTimeout, Workers: o.workers}
+		StartTimeout: o.startTimeout, Workers: o.workers, DiskInterval: o.diskInterval}
 	if o.log == nil {
 		o.log = slog.New(slog.DiscardHandler)
 	}

@@ -98,6 +98,9 @@ type Config struct {
 	// Workers is how many apps the reconciler reconciles at once; 0
 	// means 16.
 	Workers int
+	// DiskInterval is how often CheckDisk reads the disk of every running
+	// app with a disk limit (disk.check_interval); 0 means a minute.
+	DiskInterval time.Duration
 }
 
 // Deps are the scheduler's collaborators.
@@ -128,6 +131,8 @@ type Service struct {
 	tracks    map[string]*track
 	inflight  map[string]bool // apps the reconciler is reconciling now
 	slots     chan struct{}   // the reconciler's workers: one slot each
+
+	disk *diskState // disk limits' memory (disk.go)
 }
 
 // NewService returns the scheduler service.
@@ -151,6 +156,9 @@ func NewService(cfg Config, d Deps) *Service {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 16
 	}
+	if cfg.DiskInterval <= 0 {
+		cfg.DiskInterval = time.Minute
+	}
 	if d.Now == nil {
 		d.Now = time.Now
 	}
@@ -161,7 +169,7 @@ func NewService(cfg Config, d Deps) *Service {
 		d.Metrics = noMetrics{}
 	}
 	return &Service{cfg: cfg, d: d, logs: newLogHub(d.Now), executing: map[string]bool{}, tracks: map[string]*track{},
-		inflight: map[string]bool{}, slots: make(chan struct{}, cfg.Workers)}
+		inflight: map[string]bool{}, slots: make(chan struct{}, cfg.Workers), disk: newDiskState()}
 }
 
 func appRef(a apps.App) *events.AppRef { return &events.AppRef{ID: a.ID, Name: a.Name, Slug: a.Slug} }

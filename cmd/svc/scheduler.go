@@ -104,8 +104,8 @@ func (s runtimeSource) Runtime(id string) (scheduler.Runtime, error) {
 // it lacks from the other servers.
 const syncInterval = 15 * time.Second
 
-// buildScheduler wires deploys and the reconciler (reporting to metrics),
-// and starts their leader loops.
+// buildScheduler wires deploys, the reconciler (reporting to metrics) and
+// the disk limits' check, and starts their leader loops.
 func buildScheduler(gen *generation, store *raftstore.Store, st *storage, specs *spec.Service, plans *plan.Service,
 	sources *source.Service, pol *policy.Service, metrics scheduler.Observer, now func() time.Time) *scheduler.Service {
 	cfg := gen.cfg
@@ -116,6 +116,7 @@ func buildScheduler(gen *generation, store *raftstore.Store, st *storage, specs 
 		RoutingMode:  cfg.Server.RoutingMode,
 		PortStart:    cfg.App.PortStart,
 		PortEnd:      cfg.App.PortEnd,
+		DiskInterval: cfg.Disk.CheckInterval,
 	}, scheduler.Deps{
 		Store: store, Specs: specs, Plans: plans, Sources: sources, Slots: st.slots, Secrets: st.secrets,
 		Policy: pol, Runtimes: runtimeSource{ad: st.adapters}, Now: now, Log: gen.log, Metrics: metrics,
@@ -131,6 +132,12 @@ func buildScheduler(gen *generation, store *raftstore.Store, st *storage, specs 
 			return nil
 		}
 		return sch.Reconcile(ctx)
+	})
+	store.RunWhileLeader("disk-limits", func(ctx context.Context) error {
+		if err := waitAdapters(ctx, st.adapters); err != nil {
+			return nil
+		}
+		return sch.CheckDisk(ctx)
 	})
 	store.RunWhileLeader("scheduler-sweep", raftstore.Every(sweepInterval, sch.SweepDeletedApps))
 	store.RunWhileLeader("deploy-prune", raftstore.Every(sweepInterval, sch.Prune))

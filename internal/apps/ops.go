@@ -100,6 +100,11 @@ type Transition struct {
 	Succeeded bool
 	Prior     string
 	Released  bool
+	// Desired, when set, is also the desired state the app is meant to be
+	// in afterwards (DesiredRunning or DesiredStopped), in the same put:
+	// the system stopping an app (over its disk limit) observes it
+	// stopped and means it to stay so, in one write.
+	Desired string
 }
 
 // TransitionOps returns the operations that move an app's state as t
@@ -114,13 +119,21 @@ type Transition struct {
 //     be while a release serves it, and draft when nothing was ever
 //     deployed;
 //   - an observation never moves an app a deploy holds (deploying), nor
-//     one that is failed (it stays failed until somebody deploys it).
+//     one that is failed (it stays failed until somebody deploys it);
+//   - Desired, when set, is the desired state afterwards, whatever the
+//     state does (a deploy's success still leaves it running).
 func TransitionOps(ctx context.Context, r *raftstore.Reader, id string, t Transition, now time.Time) ([]raftstore.Op, error) {
+	if t.Desired != "" && t.Desired != DesiredRunning && t.Desired != DesiredStopped {
+		return nil, errcode.New(errcode.Internal, "no desired state %q", t.Desired)
+	}
 	a, meta, ok := Apps.Get(r, id)
 	if !ok {
 		return nil, errcode.New(errcode.NotFound, "no app %s", id)
 	}
 	from, desired := a.State, a.DesiredState
+	if t.Desired != "" {
+		desired = t.Desired
+	}
 	to := from
 	switch t.Cause {
 	case DeployBegan:

@@ -241,6 +241,9 @@ func TestTransitionRules(t *testing.T) {
 		{"observed degraded", apps.StateRunning, apps.DesiredRunning, apps.Transition{Cause: apps.Observed, To: apps.StateDegraded}, apps.StateDegraded, apps.DesiredRunning},
 		{"observation does not move a deploy", apps.StateDeploying, apps.DesiredRunning, apps.Transition{Cause: apps.Observed, To: apps.StateRunning}, apps.StateDeploying, apps.DesiredRunning},
 		{"observation does not revive a failed app", apps.StateFailed, apps.DesiredRunning, apps.Transition{Cause: apps.Observed, To: apps.StateRunning}, apps.StateFailed, apps.DesiredRunning},
+		{"observed stopped and meant to stay so", apps.StateRunning, apps.DesiredRunning, apps.Transition{Cause: apps.Observed, To: apps.StateStopped, Desired: apps.DesiredStopped}, apps.StateStopped, apps.DesiredStopped},
+		{"meant stopped while a deploy holds it", apps.StateDeploying, apps.DesiredRunning, apps.Transition{Cause: apps.Observed, To: apps.StateStopped, Desired: apps.DesiredStopped}, apps.StateDeploying, apps.DesiredStopped},
+		{"a deploy's success still means to run", apps.StateDeploying, apps.DesiredRunning, apps.Transition{Cause: apps.DeployEnded, Succeeded: true, Desired: apps.DesiredStopped}, apps.StateRunning, apps.DesiredRunning},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -278,6 +281,12 @@ func TestTransitionRules(t *testing.T) {
 		return apps.TransitionOps(f.ctx, r, "app_missing", apps.Transition{Cause: apps.Observed, To: apps.StateRunning}, time.Now())
 	}); errcode.CodeOf(err) != errcode.NotFound {
 		t.Errorf("transition of a missing app: %v", err)
+	}
+	a := f.create(t, "Odd")
+	if _, err := f.store.Update(f.ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		return apps.TransitionOps(f.ctx, r, a.ID, apps.Transition{Cause: apps.Observed, To: apps.StateStopped, Desired: "paused"}, time.Now())
+	}); errcode.CodeOf(err) != errcode.Internal {
+		t.Errorf("a desired state that is none: %v", err)
 	}
 }
 

@@ -94,6 +94,11 @@ type Config struct {
 		AttemptTimeout time.Duration
 		DisableAfter   time.Duration
 	}
+	// Disk is the disk limits' check: how often the leader reads the disk
+	// use of every running app with a limit (resources.disk_bytes).
+	Disk struct {
+		CheckInterval time.Duration
+	}
 	Reconciler struct {
 		Backoff []time.Duration
 		// Workers is how many apps the reconciler reconciles at once
@@ -158,6 +163,14 @@ type LoadArgs struct {
 // ShippedBackoff is the reconciler's shipped retry schedule. Treat it as
 // read-only; Load hands out copies.
 var ShippedBackoff = []time.Duration{5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute}
+
+// The bounds of disk.check_interval: a reading walks every running app's
+// files, so not more often than every second; and at least daily, or a
+// disk limit would hardly be one.
+const (
+	MinDiskCheckInterval = time.Second
+	MaxDiskCheckInterval = 24 * time.Hour
+)
 
 // ShippedRetrySchedule is the webhook retry schedule the specification
 // ships. Treat it as read-only; Load hands out copies.
@@ -291,6 +304,7 @@ func (l *loader) applyDefaults() {
 	c.Log.Format = "text"
 	c.Reconciler.Backoff = slices.Clone(ShippedBackoff)
 	c.Reconciler.Workers = 16
+	c.Disk.CheckInterval = time.Minute
 	c.Events.RetrySchedule = slices.Clone(ShippedRetrySchedule)
 	c.Events.AttemptTimeout = 15 * time.Second
 	c.Events.DisableAfter = 24 * time.Hour

@@ -77,6 +77,7 @@ func TestDefaults(t *testing.T) {
 		{"log.level", c.Log.Level, slog.LevelInfo},
 		{"log.format", c.Log.Format, "text"},
 		{"reconciler.backoff", c.Reconciler.Backoff, ShippedBackoff},
+		{"disk.check_interval", c.Disk.CheckInterval, time.Minute},
 		{"cluster.node_id", c.Cluster.NodeID, ""},
 		{"cluster.raft_addr", c.Cluster.RaftAddr, ""},
 		{"cluster.peers", len(c.Cluster.Peers), 0},
@@ -106,6 +107,7 @@ func TestDefaults(t *testing.T) {
 		{Name: "cluster.snapshot_threshold", Env: "SVC_CLUSTER_SNAPSHOT_THRESHOLD", Value: "8192", Origin: "default"},
 		{Name: "cluster.trailing_logs", Env: "SVC_CLUSTER_TRAILING_LOGS", Value: "10240", Origin: "default"},
 		{Name: "database.url", Env: "SVC_DATABASE_URL", Origin: "default"},
+		{Name: "disk.check_interval", Env: "SVC_DISK_CHECK_INTERVAL", Value: "1m0s", Origin: "default"},
 		{Name: "events.attempt_timeout", Env: "SVC_EVENTS_ATTEMPT_TIMEOUT", Value: "15s", Origin: "default"},
 		{Name: "events.disable_after", Env: "SVC_EVENTS_DISABLE_AFTER", Value: "24h0m0s", Origin: "default"},
 		{Name: "events.retry_schedule", Env: "SVC_EVENTS_RETRY_SCHEDULE", Value: "1m0s,5m0s,30m0s,2h0m0s,6h0m0s,12h0m0s", Origin: "default"},
@@ -174,6 +176,7 @@ policy:
 		"SVC_SERVER_ADDR":                          ":7070",
 		"SVC_APP_PORT_END":                         "10010",
 		"SVC_LOG_FORMAT":                           "json",
+		"SVC_DISK_CHECK_INTERVAL":                  "15s",
 		"SVC_POLICY_MIN_SECURITY_SCORE":            "80",
 		"SVC_POLICY_REQUIRE_BACKUP_BEFORE_DESTROY": "yes",
 	}
@@ -197,6 +200,7 @@ policy:
 		"log.format":              {"json", OriginEnvironment},
 		"reconciler.backoff":      {"10s,30s,1m0s,5m0s,10m0s,15m0s", OriginConfigFile},
 		"cluster.node_id":         {"file-node", OriginConfigFile},
+		"disk.check_interval":     {"15s", OriginEnvironment},
 	}
 	got := settingsByName(c)
 	for name, w := range want {
@@ -208,7 +212,8 @@ policy:
 		})
 	}
 	if c.Server.Addr != ":7070" || c.App.PortStart != 10000 || c.App.PortEnd != 10010 || c.Log.Level != slog.LevelDebug ||
-		c.Log.Format != "json" || c.Server.ShutdownTimeout != 10*time.Second || c.Cluster.NodeID != "file-node" {
+		c.Log.Format != "json" || c.Server.ShutdownTimeout != 10*time.Second || c.Cluster.NodeID != "file-node" ||
+		c.Disk.CheckInterval != 15*time.Second {
 		t.Errorf("typed fields do not match the settings: %+v", c)
 	}
 	if len(c.Warnings) != 0 {
@@ -385,7 +390,7 @@ func TestFileErrors(t *testing.T) {
 		content string
 		want    string // after "config file <path>: "
 	}{
-		{"unknown section", "servr:\n  addr: :80\n", "servr: unknown key (known keys: admin, app, cluster, database, events, log, reconciler, runtime, server, policy)"},
+		{"unknown section", "servr:\n  addr: :80\n", "servr: unknown key (known keys: admin, app, cluster, database, disk, events, log, reconciler, runtime, server, policy)"},
 		{"unknown key", "app:\n  port_begin: 9000\n", "app.port_begin: unknown key (known keys under app: port_start, port_end)"},
 		{"odd key", "app:\n  \"port start\": 9000\n", `app."port start": unknown key (known keys under app: port_start, port_end)`},
 		{"nested too deep", "server:\n  addr:\n    host: x\n", "server.addr: expected a single value, not a mapping"},
@@ -399,6 +404,10 @@ func TestFileErrors(t *testing.T) {
 		{"backoff item list", "reconciler:\n  backoff: [5s, [1s]]\n", "reconciler.backoff: item 2 is not a single value"},
 		{"backoff bad item", "reconciler:\n  backoff: [5s, 5]\n", `reconciler.backoff: step 2: "5" is not a duration (accepted: a Go duration such as 30s or 1m30s)`},
 		{"no workers", "reconciler:\n  workers: 0\n", `reconciler.workers: "0" is not a whole number from 1 to 1024`},
+		{"disk check not a duration", "disk:\n  check_interval: often\n", `disk.check_interval: "often" is not a duration (accepted: a Go duration such as 30s or 1m30s)`},
+		{"disk check too often", "disk:\n  check_interval: 500ms\n", `disk.check_interval: "500ms" is not from 1s to 24h0m0s`},
+		{"disk check too rare", "disk:\n  check_interval: 25h\n", `disk.check_interval: "25h" is not from 1s to 24h0m0s`},
+		{"disk check zero", "disk:\n  check_interval: 0s\n", `disk.check_interval: "0s" is not greater than zero`},
 		{"database external", "database:\n  url: mysql://root:" + canary + "@db/svc\n",
 			`database.url: "mysql://root:xxxxx@db/svc" cannot be used: svc keeps its state in its embedded replicated Raft store and cannot use an external database; remove database.url from the config file, or point it at a store directory with file:///path`},
 		{"policy unknown", "policy:\n  max_widgets: 3\n", `policy.max_widgets: unknown policy setting "max_widgets" (known settings: ` + strings.Join(policy.Names(), ", ") + ")"},

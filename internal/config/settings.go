@@ -321,6 +321,18 @@ var defs = [...]def{
 		format: func(c *Config) string { return c.Events.DisableAfter.String() },
 	},
 	{
+		name: "disk.check_interval",
+		parse: func(c *Config, v string, _ Origin) error {
+			d, err := parseDuration(v)
+			if err == nil && (d < MinDiskCheckInterval || d > MaxDiskCheckInterval) {
+				err = fmt.Errorf("%s is not from %s to %s", quote(v), MinDiskCheckInterval, MaxDiskCheckInterval)
+			}
+			c.Disk.CheckInterval = d
+			return err
+		},
+		format: func(c *Config) string { return c.Disk.CheckInterval.String() },
+	},
+	{
 		name: "reconciler.backoff", list: true,
 		parse: func(c *Config, v string, _ Origin) error {
 			b, err := parseBackoff(v)

@@ -60,6 +60,9 @@ func Render(ev *events.Event, consoleURL string) Message {
 	}
 	kind, _ := events.Lookup(ev.Type)
 	what := sentences[ev.Type]
+	if ev.Type == "app.disk_warning" && ev.Data["over"] == true {
+		what = "over its disk limit; stopped at the next check if still over"
+	}
 	if what == "" {
 		what = kind.Meaning
 	}

@@ -13,7 +13,9 @@ import (
 // Usage reads each workload's use from its running allocation's stats
 // (/v1/client/allocation/<id>/stats): CPU is Nomad's percent of one core
 // in thousandths of a core (ten per percent), memory the RSS (or, where Nomad measures no
-// RSS, its memory usage). Nomad reports no disk use: DiskBytes is 0.
+// RSS, its memory usage). Nomad reports no disk use: DiskBytes is 0, so
+// the scheduler's disk limits never stop a Nomad app (Nomad itself only
+// places by ephemeral_disk, it does not enforce it).
 // Limits are the task's as the job asked (CPU shares count 1000 MHz per
 // core). The host is Host's sum of the eligible nodes. A workload without
 // a running allocation reads as 0. Limits: see limitsOf.

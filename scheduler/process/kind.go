@@ -39,15 +39,17 @@ func KindFor(rt *Runtime) adapters.Kind {
 type instance struct{ rt *Runtime }
 
 var (
-	_ adapters.Instance     = (*instance)(nil)
-	_ scheduler.Runtime     = (*instance)(nil)
-	_ scheduler.LogReader   = (*instance)(nil)
-	_ scheduler.LogFollower = (*instance)(nil)
-	_ scheduler.UsageReader = (*instance)(nil)
-	_ scheduler.HostReader  = (*instance)(nil)
-	_ scheduler.Execer      = (*instance)(nil)
-	_ scheduler.Discarder   = (*instance)(nil)
-	_ scheduler.Pruner      = (*instance)(nil)
+	_ adapters.Instance      = (*instance)(nil)
+	_ scheduler.Runtime      = (*instance)(nil)
+	_ scheduler.LogReader    = (*instance)(nil)
+	_ scheduler.LogFollower  = (*instance)(nil)
+	_ scheduler.UsageReader  = (*instance)(nil)
+	_ scheduler.HostReader   = (*instance)(nil)
+	_ scheduler.Execer       = (*instance)(nil)
+	_ scheduler.Discarder    = (*instance)(nil)
+	_ scheduler.Pruner       = (*instance)(nil)
+	_ scheduler.DiskReader   = (*instance)(nil)
+	_ scheduler.WriteDropper = (*instance)(nil)
 )
 
 // Check says whether the work directory is there and usable.
@@ -137,6 +139,14 @@ func (i *instance) Exec(ctx context.Context, req scheduler.ExecRequest) (schedul
 }
 
 func (i *instance) Discard(ctx context.Context, jobID string) error { return i.rt.Discard(ctx, jobID) }
+
+func (i *instance) DropWrites(ctx context.Context, jobID string) error {
+	return i.rt.DropWrites(ctx, jobID)
+}
+
+func (i *instance) DiskUsage(ctx context.Context, jobID string) (map[string]int64, error) {
+	return i.rt.DiskUsage(ctx, jobID)
+}
 
 func (i *instance) RemoveArtifact(ctx context.Context, art scheduler.Artifact) error {
 	return i.rt.RemoveArtifact(ctx, art)

@@ -124,16 +124,18 @@ type Runtime struct {
 }
 
 var (
-	_ scheduler.Runtime     = (*Runtime)(nil)
-	_ scheduler.Builder     = (*Runtime)(nil)
-	_ scheduler.Runner      = (*Runtime)(nil)
-	_ scheduler.LogReader   = (*Runtime)(nil)
-	_ scheduler.LogFollower = (*Runtime)(nil)
-	_ scheduler.UsageReader = (*Runtime)(nil)
-	_ scheduler.HostReader  = (*Runtime)(nil)
-	_ scheduler.Execer      = (*Runtime)(nil)
-	_ scheduler.Discarder   = (*Runtime)(nil)
-	_ scheduler.Pruner      = (*Runtime)(nil)
+	_ scheduler.Runtime      = (*Runtime)(nil)
+	_ scheduler.Builder      = (*Runtime)(nil)
+	_ scheduler.Runner       = (*Runtime)(nil)
+	_ scheduler.LogReader    = (*Runtime)(nil)
+	_ scheduler.LogFollower  = (*Runtime)(nil)
+	_ scheduler.UsageReader  = (*Runtime)(nil)
+	_ scheduler.HostReader   = (*Runtime)(nil)
+	_ scheduler.Execer       = (*Runtime)(nil)
+	_ scheduler.Discarder    = (*Runtime)(nil)
+	_ scheduler.Pruner       = (*Runtime)(nil)
+	_ scheduler.DiskReader   = (*Runtime)(nil)
+	_ scheduler.WriteDropper = (*Runtime)(nil)
 )
 
 // New returns a process runtime after checking its configuration. Before
@@ -436,8 +438,16 @@ func (r *Runtime) workingCopy(jobID, workload, artifact string, own owner) (stri
 }
 
 // Discard removes what a stopped job's workloads wrote in their working
-// directories; its logs stay. STATE_INVALID while the job runs.
+// directories; its logs stay. STATE_INVALID while the job runs. It is
+// DropWrites: a job of the process runtime keeps nothing else.
 func (r *Runtime) Discard(ctx context.Context, jobID string) error {
+	return r.DropWrites(ctx, jobID)
+}
+
+// DropWrites removes the stopped job's working directories (what its
+// workloads wrote outside their volumes); a later run of the job copies
+// its artifacts afresh. Its logs stay. STATE_INVALID while the job runs.
+func (r *Runtime) DropWrites(ctx context.Context, jobID string) error {
 	if !scheduler.PlainName(jobID) {
 		return errcode.Invalid("job_id", "the job ID %q is not a plain name", jobID)
 	}

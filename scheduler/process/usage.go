@@ -16,11 +16,16 @@ import (
 // reports the CPU used between the samples (utime+stime of the processes
 // in the group at both samples) as thousandths of a core; memory is the
 // group's resident set at the second sample. Nothing samples in the
-// background. Disk is the size of the artifact directory and each mounted
-// volume's, by a bounded walk (maxWalk entries each; past that it counts
-// what it saw). Limits are the task's resources as declared: the process
-// runtime reads use but enforces no limit. A static workload is served by
-// the runtime's own process: its CPU and memory read as 0.
+// background. Disk is the size of the workload's working directory (its
+// working copy of the artifact and what it wrote there; a static site's
+// artifact), and each mounted volume's apart, by a bounded walk (maxWalk
+// entries each; past that it counts what it saw; links are not followed,
+// so a volume's link in the working directory does not count). DiskUsage
+// reads the disk alone, without the sampling window. Limits are the
+// task's resources as declared: the process runtime reads use but
+// enforces no limit (the scheduler stops an app over its disk limit). A
+// static workload is served by the runtime's own process: its CPU and
+// memory read as 0.
 
 // maxWalk bounds the entries one disk reading visits.
 const maxWalk = 100_000
@@ -102,6 +107,23 @@ func (r *Runtime) Usage(ctx context.Context, jobID string) (scheduler.Usage, err
 		u.Workloads[name] = wu
 	}
 	return u, nil
+}
+
+// DiskUsage reads only each workload's disk use, as Usage reports it
+// (the size of its working directory), without Usage's sampling window.
+func (r *Runtime) DiskUsage(ctx context.Context, jobID string) (map[string]int64, error) {
+	j := r.job(jobID)
+	if j == nil {
+		return nil, notFound(jobID)
+	}
+	out := map[string]int64{}
+	for name, w := range j.snapshot() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out[name] = dirSize(w.workingDir())
+	}
+	return out, nil
 }
 
 // Host says what this machine has: every CPU and MemTotal.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/scheduler"
 )
@@ -53,6 +54,13 @@ func TestUsageReadsProcessGroup(t *testing.T) {
 	}
 	if s, ok := u.Workloads["site"]; !ok || s.CPUMillis != 0 || s.MemoryBytes != 0 {
 		t.Errorf("static workload's usage = %+v, %v; want present with no CPU or memory of its own", s, ok)
+	}
+	disk, err := rt.DiskUsage(ctx, "job-busy")
+	if err != nil || len(disk) != 2 || disk["busy"] < 5000 || disk["busy"] >= 300000 {
+		t.Errorf("DiskUsage = %v, %v; want both workloads, busy's working copy without its volume", disk, err)
+	}
+	if _, err := rt.DiskUsage(ctx, "job-none"); !errcode.Has(err, errcode.NotFound) {
+		t.Errorf("DiskUsage of an unknown job = %v; want NOT_FOUND", err)
 	}
 	h, err := rt.Host(ctx)
 	if err != nil {

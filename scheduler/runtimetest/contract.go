@@ -227,7 +227,9 @@ func shellCommand(t *testing.T, newRuntime Factory) {
 
 // freshWorkingCopy: what a job's workload writes in its directory is not
 // seen by the next job of the same artifact (a redeploy, a rollback): the
-// artifact itself is never written.
+// artifact itself is never written. A runtime that drops a stopped job's
+// writes (WriteDropper) runs that job again from its built files, and
+// refuses to drop them while it runs.
 func freshWorkingCopy(t *testing.T, newRuntime Factory) {
 	needTools(t, "sh", "python3")
 	b, r := newRuntime(t)
@@ -241,10 +243,29 @@ func freshWorkingCopy(t *testing.T, newRuntime Factory) {
 	if got := get(t, addr, "/leftover.txt"); !strings.Contains(got, "leftover") {
 		t.Fatalf("job A's own file = %q", got)
 	}
+	if wd, ok := r.(scheduler.WriteDropper); ok {
+		if err := wd.DropWrites(ctx, "job-fresh-a"); !errcode.Has(err, errcode.StateInvalid) {
+			t.Errorf("DropWrites of a running job = %v; want STATE_INVALID", err)
+		}
+	}
 	stopAndGone(ctx, t, r, "job-fresh-a", addr)
 	addr = serveFiles(ctx, t, r, art, "job-fresh-b", "")
 	if body, err := tryGet(addr, "/leftover.txt"); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("job B of the same artifact sees job A's file: %q, %v", body, err)
+	}
+	// The scheduler stops an app over its disk limit and drops what its
+	// job wrote: the same job, run again, starts from its built files.
+	if wd, ok := r.(scheduler.WriteDropper); ok {
+		if err := wd.DropWrites(ctx, "job-fresh-a"); err != nil {
+			t.Fatalf("DropWrites of a stopped job: %v", err)
+		}
+		addr = serveFiles(ctx, t, r, art, "job-fresh-a", "")
+		if body, err := tryGet(addr, "/leftover.txt"); err == nil || !strings.Contains(err.Error(), "404") {
+			t.Errorf("job A run again after DropWrites sees what it wrote before: %q, %v", body, err)
+		}
+		if body := get(t, addr, "/index.html"); !strings.Contains(body, "fresh") {
+			t.Errorf("job A run again after DropWrites: GET /index.html = %q, want its built file", body)
+		}
 	}
 }
 
