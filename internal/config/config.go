@@ -99,6 +99,12 @@ type Config struct {
 	Disk struct {
 		CheckInterval time.Duration
 	}
+	// Backups are encrypted to the installation's own key (keyring/backup-key
+	// in the work dir) and to these age public keys (age1…): the holder of
+	// any of their identities can read every backup.
+	Backups struct {
+		Recipients []string
+	}
 	Reconciler struct {
 		Backoff []time.Duration
 		// Workers is how many apps the reconciler reconciles at once

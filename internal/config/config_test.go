@@ -99,6 +99,7 @@ func TestDefaults(t *testing.T) {
 		{Name: "admin.password", Env: "SVC_ADMIN_PASSWORD", Origin: "default", Secret: true},
 		{Name: "app.port_end", Env: "SVC_APP_PORT_END", Value: "9019", Origin: "default"},
 		{Name: "app.port_start", Env: "SVC_APP_PORT_START", Value: "9000", Origin: "default"},
+		{Name: "backups.recipients", Env: "SVC_BACKUPS_RECIPIENTS", Origin: "default"},
 		{Name: "cluster.node_id", Env: "SVC_CLUSTER_NODE_ID", Origin: "default"},
 		{Name: "cluster.peers", Env: "SVC_CLUSTER_PEERS", Origin: "default"},
 		{Name: "cluster.raft_addr", Env: "SVC_CLUSTER_RAFT_ADDR", Origin: "default"},
@@ -390,7 +391,7 @@ func TestFileErrors(t *testing.T) {
 		content string
 		want    string // after "config file <path>: "
 	}{
-		{"unknown section", "servr:\n  addr: :80\n", "servr: unknown key (known keys: admin, app, cluster, database, disk, events, log, reconciler, runtime, server, policy)"},
+		{"unknown section", "servr:\n  addr: :80\n", "servr: unknown key (known keys: admin, app, backups, cluster, database, disk, events, log, reconciler, runtime, server, policy)"},
 		{"unknown key", "app:\n  port_begin: 9000\n", "app.port_begin: unknown key (known keys under app: port_start, port_end)"},
 		{"odd key", "app:\n  \"port start\": 9000\n", `app."port start": unknown key (known keys under app: port_start, port_end)`},
 		{"nested too deep", "server:\n  addr:\n    host: x\n", "server.addr: expected a single value, not a mapping"},
@@ -661,7 +662,7 @@ func TestEmptyValues(t *testing.T) {
 		"SVC_DATABASE_URL", "SVC_SERVER_ISSUER", "SVC_SERVER_EXTERNAL_URL", "SVC_SERVER_PROXY_UPSTREAM",
 		"SVC_ADMIN_PASSWORD", "SVC_CLUSTER_NODE_ID", "SVC_CLUSTER_RAFT_ADDR", "SVC_CLUSTER_PEERS", "SVC_CLUSTER_SECRET",
 		"SVC_RUNTIME_ADVERTISE_HOST", "SVC_RUNTIME_SANDBOX_HOST_PORTS", "SVC_RUNTIME_GO_CACHE_SEED",
-		"SVC_SERVER_TRUSTED_PROXIES", "SVC_SERVER_APPS_DOMAIN",
+		"SVC_SERVER_TRUSTED_PROXIES", "SVC_SERVER_APPS_DOMAIN", "SVC_BACKUPS_RECIPIENTS",
 	}
 	for _, d := range defs {
 		t.Run(d.env(), func(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"filippo.io/age"
+
 	"github.com/svchost/svc/internal/clientip"
 )
 
@@ -319,6 +321,24 @@ var defs = [...]def{
 			return err
 		},
 		format: func(c *Config) string { return c.Events.DisableAfter.String() },
+	},
+	{
+		name: "backups.recipients", list: true, emptyUnset: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			var keys []string
+			for k := range strings.SplitSeq(v, ",") {
+				if k = strings.TrimSpace(k); k == "" {
+					continue
+				}
+				if _, err := age.ParseX25519Recipient(k); err != nil {
+					return fmt.Errorf("%s is not an age public key (age1…)", quote(k))
+				}
+				keys = append(keys, k)
+			}
+			c.Backups.Recipients = keys
+			return nil
+		},
+		format: func(c *Config) string { return strings.Join(c.Backups.Recipients, ",") },
 	},
 	{
 		name: "disk.check_interval",
