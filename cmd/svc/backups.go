@@ -1,28 +1,133 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
 	"time"
 
+	"github.com/svchost/svc/backupstores/local"
+	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/backuprepo"
 	"github.com/svchost/svc/internal/backups"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler"
 )
 
+// Where backups keep their files in the work dir: the installation's
+// backup key beside the key-encryption key, the default local backup
+// storage, and the journals of restores under way.
+func backupKeyFile(workDir string) string  { return filepath.Join(workDir, "keyring", "backup-key") }
+func backupStoreDir(workDir string) string { return filepath.Join(workDir, "backups") }
+func restoreJournal(workDir string) string { return filepath.Join(workDir, "restores") }
+
 // buildBackups wires backups: the repository over the backup storage, the
 // process runtime's volumes, the scheduler's pause and restart around a
 // copy or a restore, and the runner (a leader loop: pending and rolling
-// backups, retention).
-func buildBackups(gen *generation, store *raftstore.Store, st *storage, sched *scheduler.Service, now func() time.Time) *backups.Service {
-	svc := backups.New(backups.Deps{Store: store, Repo: repoOf(gen, st), Data: gen.procs, Runner: sched, Volumes: st.volumes,
+// backups, retention). A restore a kill interrupted is finished first.
+func buildBackups(gen *generation, store *raftstore.Store, st *storage, sched *scheduler.Service, now func() time.Time) (*backups.Service, error) {
+	work := gen.cfg.Server.WorkDir
+	id, err := backups.LoadIdentity(backupKeyFile(work))
+	if err != nil {
+		return nil, &exitError{code: 1, err: err}
+	}
+	recipients, err := backups.ParseRecipients(gen.cfg.Backups.Recipients)
+	if err != nil {
+		return nil, &exitError{code: 1, err: err}
+	}
+	keys := backuprepo.Keys{Identity: id, Recipients: recipients}
+	if err := backuprepo.New(nil, keys, restoreJournal(work)).Recover(); err != nil {
+		return nil, &exitError{code: 1, err: fmt.Errorf("finish an interrupted restore: %w", err)}
+	}
+	repos := &repos{keys: keys, journal: restoreJournal(work), defaultDir: backupStoreDir(work), set: st.adapters.Current}
+	svc := backups.New(backups.Deps{Store: store, Repo: repos.current, Data: gen.procs, Runner: sched, Volumes: st.volumes,
 		Now: now, Log: gen.log.With("component", "backups")})
 	store.RunWhileLeader("backups", svc.Run)
-	return svc
+	return svc, nil
 }
 
-// repoOf returns the backup repository over the configured backup storage.
-func repoOf(*generation, *storage) func() (backups.Repo, error) {
-	return func() (backups.Repo, error) {
-		return nil, errcode.New(errcode.AdapterUnavailable, "no backup storage is configured")
+// repos gives the repository over the backup storage in force: the
+// configured backup adapter, else the local directory under the work dir.
+// One repository per storage, so that pruning sees every write of this
+// server under way.
+type repos struct {
+	keys       backuprepo.Keys
+	journal    string
+	defaultDir string
+	set        func() *adapters.Set
+
+	mu    sync.Mutex
+	byKey map[any]*repoOf
+}
+
+func (rs *repos) current() (backups.Repo, error) {
+	var st backuprepo.Storage
+	var key any
+	if l, ok := rs.set().Primary(adapters.CategoryBackup); ok {
+		if l.Err != nil {
+			return nil, errcode.New(errcode.AdapterUnavailable, "the backup storage adapter %s did not load: %v", l.Adapter.ID, l.Err)
+		}
+		s, ok := l.Instance.(backuprepo.Storage)
+		if !ok {
+			return nil, errcode.New(errcode.AdapterUnavailable, "adapter %s is not a backup storage", l.Adapter.ID)
+		}
+		st, key = s, l.Adapter.ID
 	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if st == nil {
+		key = "default"
+		if r, ok := rs.byKey[key]; ok {
+			return r, nil
+		}
+		l, err := local.New(rs.defaultDir)
+		if err != nil {
+			return nil, err
+		}
+		st = l
+	}
+	if r, ok := rs.byKey[key]; ok {
+		return r, nil
+	}
+	if rs.byKey == nil {
+		rs.byKey = map[any]*repoOf{}
+	}
+	r := &repoOf{r: backuprepo.New(st, rs.keys, rs.journal)}
+	rs.byKey[key] = r
+	return r, nil
+}
+
+// repoOf is a backuprepo.Repo as the backups service uses it.
+type repoOf struct{ r *backuprepo.Repo }
+
+var _ backups.Repo = (*repoOf)(nil)
+
+func (o *repoOf) Write(ctx context.Context, id string, parts []backups.Part) (backups.Stored, error) {
+	ps := make([]backuprepo.Part, 0, len(parts))
+	for _, p := range parts {
+		ps = append(ps, backuprepo.Part{Name: p.Name, Dir: p.Dir})
+	}
+	m, err := o.r.Write(ctx, id, ps)
+	return backups.Stored{SizeBytes: m.SizeBytes, PlainBytes: m.PlainBytes}, err
+}
+
+func (o *repoOf) Verify(ctx context.Context, id string) []error {
+	_, errs := o.r.Verify(ctx, id)
+	return errs
+}
+
+func (o *repoOf) Restore(ctx context.Context, id string, targets map[string]string) error {
+	return o.r.Restore(ctx, id, targets)
+}
+
+// Delete removes a backup, then the chunks no backup uses any more (a
+// failed prune is tried again at the next deletion).
+func (o *repoOf) Delete(ctx context.Context, id string) error {
+	if err := o.r.Delete(ctx, id); err != nil {
+		return err
+	}
+	_, _ = o.r.Prune(ctx)
+	return nil
 }

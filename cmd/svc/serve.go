@@ -367,7 +367,10 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	// Detection proposes what the plan's runtime can build.
 	det.UseRuntimes(plans)
 	sched := buildScheduler(gen, store, storage, specs, plans, sources, pol, metrics, now)
-	bk := buildBackups(gen, store, storage, sched, now)
+	bk, err := buildBackups(gen, store, storage, sched, now)
+	if err != nil {
+		return nil, err
+	}
 	// Every node keeps copies of the builds a new leader would run.
 	go func() { _ = raftstore.Every(syncInterval, sched.SyncArtifacts)(ctx) }()
 	// Before the server exists: see firstRun.

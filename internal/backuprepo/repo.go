@@ -118,9 +118,11 @@ const manifestFormat = 1
 
 var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
-func manifestKey(id string) string { return "backups/" + id }
+// Keys of a backup's objects: IDs are written lower case (storage keys
+// are; ULIDs read the same in either case).
+func manifestKey(id string) string { return "backups/" + strings.ToLower(id) }
 func chunkKey(id string) string    { return "chunks/" + id[:2] + "/" + id }
-func lockKey(id string) string     { return "locks/" + id }
+func lockKey(id string) string     { return "locks/" + strings.ToLower(id) }
 
 // Write backs the parts up as backup id: every file cut into chunks, each
 // chunk encrypted and stored under a name derived from its content (a
@@ -134,7 +136,7 @@ func (r *Repo) Write(ctx context.Context, id string, parts []Part) (Manifest, er
 	r.writing++
 	r.mu.Unlock()
 	defer func() { r.mu.Lock(); r.writing--; r.mu.Unlock() }()
-	lock := lockKey(strings.ToLower(id))
+	lock := lockKey(id)
 	stamp := time.Now().UTC().Format(time.RFC3339)
 	if err := r.st.Put(ctx, lock, strings.NewReader(stamp), int64(len(stamp))); err != nil {
 		return Manifest{}, err
@@ -348,7 +350,7 @@ func (r *Repo) Manifest(ctx context.Context, id string, ids ...age.Identity) (Ma
 	if err != nil {
 		return Manifest{}, errcode.New(errcode.BackupIncomplete, "the manifest of backup %s: %v", id, err)
 	}
-	if m.BackupID != id {
+	if !strings.EqualFold(m.BackupID, id) {
 		return Manifest{}, errcode.New(errcode.BackupIncomplete, "the manifest stored as backup %s is backup %s's", id, m.BackupID)
 	}
 	return m, nil

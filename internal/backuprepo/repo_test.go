@@ -37,6 +37,9 @@ var _ backuprepo.Storage = (*dirStorage)(nil)
 func (d *dirStorage) path(key string) string { return filepath.Join(d.dir, filepath.FromSlash(key)) }
 
 func (d *dirStorage) Put(_ context.Context, key string, r io.Reader, _ int64) error {
+	if key != strings.ToLower(key) {
+		return errcode.Invalid("key", "keys are lower case: %q", key)
+	}
 	p := d.path(key)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
@@ -186,14 +189,14 @@ func TestRoundTripAndDedup(t *testing.T) {
 	f := newFixture(t)
 	src := filepath.Join(f.work, "src")
 	tree(t, src, map[string]string{"a/b.txt": "hello", "big.bin": big(3*backuprepo.ChunkSize+123, 1), "c/d/e": "deep"})
-	m, err := f.repo.Write(ctx, "bkp_1", []backuprepo.Part{{Name: "volume/vol_1", Dir: src}})
+	m, err := f.repo.Write(ctx, "bkp_01A", []backuprepo.Part{{Name: "volume/vol_1", Dir: src}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.PlainBytes != int64(5+3*backuprepo.ChunkSize+123+4) || m.SizeBytes <= m.PlainBytes {
 		t.Fatalf("manifest: plain %d, stored %d", m.PlainBytes, m.SizeBytes)
 	}
-	m2, err := f.repo.Write(ctx, "bkp_2", []backuprepo.Part{{Name: "volume/vol_1", Dir: src}})
+	m2, err := f.repo.Write(ctx, "bkp_01B", []backuprepo.Part{{Name: "volume/vol_1", Dir: src}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,23 +206,23 @@ func TestRoundTripAndDedup(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(src, "a", "b.txt"), []byte("changed"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	m3, err := f.repo.Write(ctx, "bkp_3", []backuprepo.Part{{Name: "volume/vol_1", Dir: src}})
+	m3, err := f.repo.Write(ctx, "bkp_01C", []backuprepo.Part{{Name: "volume/vol_1", Dir: src}})
 	if err != nil || m3.SizeBytes > 64<<10 {
 		t.Errorf("a backup after one small change stored %d bytes (%v)", m3.SizeBytes, err)
 	}
 	want := digest(t, src)
-	if _, problems := f.repo.Verify(ctx, "bkp_3"); len(problems) != 0 {
+	if _, problems := f.repo.Verify(ctx, "bkp_01C"); len(problems) != 0 {
 		t.Fatalf("verify: %v", problems)
 	}
 	dst := filepath.Join(f.work, "dst")
-	if err := f.repo.Restore(ctx, "bkp_3", map[string]string{"volume/vol_1": dst}); err != nil {
+	if err := f.repo.Restore(ctx, "bkp_01C", map[string]string{"volume/vol_1": dst}); err != nil {
 		t.Fatal(err)
 	}
 	if got := digest(t, dst); got != want {
 		t.Fatalf("restored tree:\n%s\nwant:\n%s", got, want)
 	}
 	// Restoring over existing data replaces it whole.
-	if err := f.repo.Restore(ctx, "bkp_1", map[string]string{"volume/vol_1": dst}); err != nil {
+	if err := f.repo.Restore(ctx, "bkp_01A", map[string]string{"volume/vol_1": dst}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dst, "a", "b.txt")); string(b) != "hello" {
@@ -232,7 +235,7 @@ func TestRoundTripAndDedup(t *testing.T) {
 	if n, err := f.repo.Prune(ctx); err != nil || n != 0 {
 		t.Errorf("prune with every backup kept removed %d (%v)", n, err)
 	}
-	for _, id := range []string{"bkp_1", "bkp_2"} {
+	for _, id := range []string{"bkp_01A", "bkp_01B"} {
 		if err := f.repo.Delete(ctx, id); err != nil {
 			t.Fatal(err)
 		}
@@ -240,10 +243,10 @@ func TestRoundTripAndDedup(t *testing.T) {
 	if n, err := f.repo.Prune(ctx); err != nil || n != 1 {
 		t.Errorf("prune after deleting the backups of the old b.txt removed %d (%v); want its chunk", n, err)
 	}
-	if _, problems := f.repo.Verify(ctx, "bkp_3"); len(problems) != 0 {
+	if _, problems := f.repo.Verify(ctx, "bkp_01C"); len(problems) != 0 {
 		t.Errorf("verify after prune: %v", problems)
 	}
-	if _, problems := f.repo.Verify(ctx, "bkp_1"); len(problems) != 1 || !errcode.Has(problems[0], errcode.NotFound) {
+	if _, problems := f.repo.Verify(ctx, "bkp_01A"); len(problems) != 1 || !errcode.Has(problems[0], errcode.NotFound) {
 		t.Errorf("verify of a deleted backup: %v", problems)
 	}
 }

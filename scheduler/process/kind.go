@@ -50,6 +50,8 @@ var (
 	_ scheduler.Pruner       = (*instance)(nil)
 	_ scheduler.DiskReader   = (*instance)(nil)
 	_ scheduler.WriteDropper = (*instance)(nil)
+	_ scheduler.Pauser       = (*instance)(nil)
+	_ scheduler.VolumeHolder = (*instance)(nil)
 )
 
 // Check says whether the work directory is there and usable.
@@ -147,6 +149,10 @@ func (i *instance) DropWrites(ctx context.Context, jobID string) error {
 func (i *instance) DiskUsage(ctx context.Context, jobID string) (map[string]int64, error) {
 	return i.rt.DiskUsage(ctx, jobID)
 }
+
+func (i *instance) Pause(ctx context.Context, jobID string) (func(), error) { return i.rt.Pause(ctx, jobID) }
+
+func (i *instance) HoldsVolumes() bool { return i.rt.HoldsVolumes() }
 
 func (i *instance) RemoveArtifact(ctx context.Context, art scheduler.Artifact) error {
 	return i.rt.RemoveArtifact(ctx, art)
