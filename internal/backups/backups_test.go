@@ -462,7 +462,6 @@ func TestExpiredKeepsHourlyAndDaily(t *testing.T) {
 	}
 }
 
-
 // TestBackupKey: the installation's key is made once (0600) and read back
 // the same; a file that is not an age identity is refused; recipients
 // parse or are refused by number.

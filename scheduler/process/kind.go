@@ -150,7 +150,9 @@ func (i *instance) DiskUsage(ctx context.Context, jobID string) (map[string]int6
 	return i.rt.DiskUsage(ctx, jobID)
 }
 
-func (i *instance) Pause(ctx context.Context, jobID string) (func(), error) { return i.rt.Pause(ctx, jobID) }
+func (i *instance) Pause(ctx context.Context, jobID string) (func(), error) {
+	return i.rt.Pause(ctx, jobID)
+}
 
 func (i *instance) HoldsVolumes() bool { return i.rt.HoldsVolumes() }
 
