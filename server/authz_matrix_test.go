@@ -331,6 +331,26 @@ func (m *matrix) builders() map[string]buildFn {
 			return call{path: api + "/apps/" + m.appID + "/volumes", body: jsonOf(map[string]any{"name": name, "size_bytes": 1 << 20, "path": "/" + name})}
 		},
 		"GET /api/v1/volumes": fixed(api + "/volumes"),
+		"GET /api/v1/backups": fixed(api + "/backups"),
+		"POST /api/v1/backups": func(t *testing.T, _, _ *principal) call {
+			app := h.app(t, uniq("Backed"))
+			h.specRevision(t, app)
+			h.send("POST", api+"/apps/"+app+"/volumes", `{"name":"files","path":"/files"}`)
+			return call{path: api + "/backups", body: jsonOf(map[string]string{"app_id": app})}
+		},
+		"GET /api/v1/backups/{backupID}": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/backups/" + h.backedUp(t, h.app(t, uniq("Backed")))}
+		},
+		"POST /api/v1/backups/{backupID}/verify": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/backups/" + h.backedUp(t, h.app(t, uniq("Backed"))) + "/verify"}
+		},
+		"POST /api/v1/backups/{backupID}/restore": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/backups/" + h.backedUp(t, h.app(t, uniq("Backed"))) + "/restore"}
+		},
+		"POST /api/v1/apps/{appID}/restore": func(t *testing.T, _, _ *principal) call {
+			app := m.cloneApp(t)
+			return call{path: api + "/apps/" + app + "/restore", body: jsonOf(map[string]string{"backup_id": h.backedUp(t, app)})}
+		},
 		"DELETE /api/v1/volumes/{volumeID}": func(t *testing.T, _, _ *principal) call {
 			_, id := h.keptVolume(t, uniq("Kept"))
 			return call{path: api + "/volumes/" + id}

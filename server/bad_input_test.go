@@ -84,6 +84,15 @@ var badValues = map[string][]struct{ name, body, field string }{
 		{"no events", `{"events":[]}`, "events"},
 		{"another app", `{"app_id":"app_01M80000000000000000000000"}`, "app_id"},
 	},
+	"POST /api/v1/backups": {
+		{"app_id not a string", `{"app_id":7}`, "app_id"},
+		{"app_id not a string either", `{"app_id":{"id":"x"}}`, "app_id"},
+	},
+	"POST /api/v1/apps/{appID}/restore": {
+		{"no backup_id", `{}`, "backup_id"},
+		{"backup_id not a string", `{"backup_id":["bkp_1"]}`, "backup_id"},
+		{"an empty backup_id", `{"backup_id":""}`, "backup_id"},
+	},
 	"POST /api/v1/apps/{appID}/passcode": {
 		{"no passcode", `{}`, "passcode"},
 		{"an empty passcode", `{"passcode":""}`, "passcode"},

@@ -153,6 +153,13 @@ func listFillers(h *harness) map[string]func(t *testing.T) listed {
 			post(t, api+"/apps/"+app+"/specs", document("volumes", overAPage, `{"size_bytes":1048576}`), http.StatusCreated)
 			return listed{path: api + "/apps/" + app + "/volumes", many: true}
 		},
+		"GET /api/v1/backups": func(t *testing.T) listed {
+			app := h.app(t, "All Backups")
+			h.specRevision(t, app)
+			post(t, api+"/apps/"+app+"/volumes", `{"name":"files","path":"/files"}`, http.StatusCreated)
+			many(t, func(int) { post(t, api+"/backups", jsonOf(map[string]string{"app_id": app}), http.StatusAccepted) })
+			return listed{path: api + "/backups", many: true}
+		},
 		"GET /api/v1/volumes": func(t *testing.T) listed {
 			app := h.app(t, "All Volumes")
 			post(t, api+"/apps/"+app+"/specs", document("volumes", overAPage, `{"size_bytes":1048576}`), http.StatusCreated)

@@ -138,11 +138,12 @@ func (h *harness) open() {
 	plans := plan.NewService(plan.Deps{Store: store, Specs: w.specs, Slots: w.slots, Secrets: w.secrets, Adapters: w.adapters, Detections: det, Policy: pol})
 	det.UseRuntimes(plans)
 	sched := wireScheduler(store, cfg, w, plans, sources, pol, h.procs, now, log)
+	bk := wireBackups(h.t, store, h.dir, w, h.procs, sched, now, log)
 	ops := operator.New(store, "n1", now)
 	srv, err := New(Deps{
 		Logger: log, Version: "test", Config: cfg,
 		Identity: ident, Sharing: sharing, Policy: pol, Facts: store,
-		Apps: w.apps, Launcher: w.launcher, Icons: w.icons, Secrets: w.secrets, Specs: w.specs, Slots: w.slots, Volumes: w.volumes, Deleter: w.volumes, Sources: sources, Detection: det,
+		Apps: w.apps, Launcher: w.launcher, Icons: w.icons, Secrets: w.secrets, Specs: w.specs, Slots: w.slots, Volumes: w.volumes, Deleter: bk, Backups: bk, Sources: sources, Detection: det,
 		Subscriptions: wireSubscriptions(store, cfg, w.ring, pol, now, log),
 		Plans:         plans, Adapters: w.adapters, Keyring: w.ring, EdgeKeys: wireEdgeKeys(h.t, store, w.ring),
 		Deploys: sched, Approvals: sched, DeployLogs: sched, AppControl: sched, Workloads: sched, Capacity: sched,

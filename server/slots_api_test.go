@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/svchost/svc/internal/adapters"
+	"github.com/svchost/svc/internal/backups"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/pgtest"
 	"github.com/svchost/svc/internal/slots"
@@ -286,4 +290,88 @@ func TestVolumesAsResources(t *testing.T) {
 	_, other := h.keptVolume(t, "Other Keeper")
 	wantStatus(t, "delete a kept volume", h.send("DELETE", api+"/volumes/"+other, ""), http.StatusNoContent)
 	wantError(t, "again", h.send("DELETE", api+"/volumes/"+other, ""), http.StatusNotFound, errcode.NotFound)
+}
+
+// backedUp gives app a volume (its rows made by declaring one) and takes a
+// backup of it, waiting until it completed; it returns the backup's ID.
+func (h *harness) backedUp(t testing.TB, app string) string {
+	t.Helper()
+	h.specRevision(t, app)
+	a := h.send("POST", api+"/apps/"+app+"/volumes", jsonOf(map[string]any{"name": uniq("bk"), "path": "/" + uniq("bk")}))
+	if a.status != http.StatusCreated {
+		t.Fatalf("declare a volume: %d %s", a.status, a.body)
+	}
+	dir := h.procs.VolumePath(*decodeAs[volumes.Created](t, a).Volume.ID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data"), []byte("backed up by "+app), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a = h.send("POST", api+"/backups", jsonOf(map[string]string{"app_id": app}))
+	if a.status != http.StatusAccepted {
+		t.Fatalf("take a backup: %d %s", a.status, a.body)
+	}
+	id := decodeAs[backupAnswer](t, a).Backup.ID
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b := decodeAs[backupAnswer](t, h.send("GET", api+"/backups/"+id, "")).Backup
+		switch {
+		case b.State == "completed":
+			return id
+		case b.State == "failed" || time.Now().After(deadline):
+			t.Fatalf("backup %s: %s %+v", id, b.State, b.Error)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestBackupsAPI: a backup of an app without volumes is refused; one
+// taken is listed by app and kind, verifies ok; with one of its chunks
+// altered on the storage, verify answers the problem and both restores
+// refuse it with 422 BACKUP_INCOMPLETE before anything changes.
+func TestBackupsAPI(t *testing.T) {
+	h := newHarness(t)
+	bare := h.app(t, "Bare")
+	wantError(t, "no volumes", h.send("POST", api+"/backups", jsonOf(map[string]string{"app_id": bare})), http.StatusConflict, errcode.StateInvalid)
+	wantError(t, "a bundle", h.send("POST", api+"/backups", `{}`), http.StatusConflict, errcode.PlanCapabilityUnsupp)
+	app := h.app(t, "Backed")
+	id := h.backedUp(t, app)
+	var list struct {
+		Items []backups.Backup `json:"items"`
+	}
+	list = decodeAs[struct {
+		Items []backups.Backup `json:"items"`
+	}](t, h.send("GET", api+"/backups?app_id="+app+"&kind=rolling", ""))
+	if len(list.Items) != 1 || list.Items[0].ID != id || list.Items[0].SizeBytes == 0 || list.Items[0].Consistency != "stopped" {
+		t.Fatalf("list = %+v", list.Items)
+	}
+	wantError(t, "a bad kind", h.send("GET", api+"/backups?kind=weekly", ""), http.StatusBadRequest, errcode.ValidInvalid)
+	var v backups.Verified
+	v = decodeAs[backups.Verified](t, h.send("POST", api+"/backups/"+id+"/verify", ""))
+	if !v.OK || v.Backup.VerifiedAt == nil {
+		t.Fatalf("verify = %+v", v)
+	}
+
+	chunks, err := filepath.Glob(filepath.Join(h.dir, "backups", "chunks", "*", "*"))
+	if err != nil || len(chunks) == 0 {
+		t.Fatalf("chunks on the storage: %v %v", chunks, err)
+	}
+	b, _ := os.ReadFile(chunks[0])
+	b[len(b)/2] ^= 0x40
+	if err := os.WriteFile(chunks[0], b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v = decodeAs[backups.Verified](t, h.send("POST", api+"/backups/"+id+"/verify", ""))
+	if v.OK || len(v.Problems) != 1 || v.Problems[0].Code != errcode.BackupIncomplete {
+		t.Fatalf("verify of an altered backup = %+v", v)
+	}
+	wantError(t, "restore by backup", h.send("POST", api+"/backups/"+id+"/restore", ""), http.StatusUnprocessableEntity, errcode.BackupIncomplete)
+	wantError(t, "restore by app", h.send("POST", api+"/apps/"+app+"/restore", jsonOf(map[string]string{"backup_id": id})), http.StatusUnprocessableEntity, errcode.BackupIncomplete)
+	wantError(t, "another app's", h.send("POST", api+"/apps/"+bare+"/restore", jsonOf(map[string]string{"backup_id": id})), http.StatusNotFound, errcode.NotFound)
+	for _, e := range h.allEvents(t) {
+		if e.Type == "backup.restored" || e.Type == "app.data_restored" {
+			t.Errorf("a refused restore emitted %s", e.Type)
+		}
+	}
 }

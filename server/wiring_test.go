@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"github.com/svchost/svc/backupstores/local"
+	"github.com/svchost/svc/internal/backuprepo"
+	"github.com/svchost/svc/internal/backups"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -202,5 +205,27 @@ func wireSubscriptions(store *raftstore.Store, cfg *config.Config, ring *keyring
 		Logger: log.With("component", "dispatcher"), NodeID: "n1", ConsoleURL: cfg.Server.ExternalURL,
 		Schedule: cfg.Events.RetrySchedule, AttemptTimeout: cfg.Events.AttemptTimeout, DisableAfter: cfg.Events.DisableAfter})
 	store.RunWhileLeader("dispatcher", d.Run)
+	return svc
+}
+
+// wireBackups builds the backups service as cmd/svc does: the repository
+// over the local backup storage in the harness's directory, encrypted to
+// a key of its own, the process runtime's volumes, the scheduler's pause
+// and restart, and the runner.
+func wireBackups(t testing.TB, store *raftstore.Store, dir string, w wired, rt *process.Runtime, sched *scheduler.Service, now func() time.Time, log *slog.Logger) *backups.Service {
+	t.Helper()
+	id, err := backups.LoadIdentity(filepath.Join(dir, "keyring", "backup-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := local.New(filepath.Join(dir, "backups"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := backups.Over(backuprepo.New(st, backuprepo.Keys{Identity: id}, filepath.Join(dir, "restores")))
+	svc := backups.New(backups.Deps{Store: store, Repo: func() (backups.Repo, error) { return repo, nil },
+		Data: rt, Runner: sched, Volumes: w.volumes, Now: now, Log: log})
+	store.RunWhileLeader("backups", svc.Run)
+	t.Cleanup(svc.Wait)
 	return svc
 }

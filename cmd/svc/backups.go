@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -59,7 +58,7 @@ type repos struct {
 	set        func() *adapters.Set
 
 	mu    sync.Mutex
-	byKey map[any]*repoOf
+	byKey map[any]backups.Repo
 }
 
 func (rs *repos) current() (backups.Repo, error) {
@@ -92,42 +91,9 @@ func (rs *repos) current() (backups.Repo, error) {
 		return r, nil
 	}
 	if rs.byKey == nil {
-		rs.byKey = map[any]*repoOf{}
+		rs.byKey = map[any]backups.Repo{}
 	}
-	r := &repoOf{r: backuprepo.New(st, rs.keys, rs.journal)}
+	r := backups.Over(backuprepo.New(st, rs.keys, rs.journal))
 	rs.byKey[key] = r
 	return r, nil
-}
-
-// repoOf is a backuprepo.Repo as the backups service uses it.
-type repoOf struct{ r *backuprepo.Repo }
-
-var _ backups.Repo = (*repoOf)(nil)
-
-func (o *repoOf) Write(ctx context.Context, id string, parts []backups.Part) (backups.Stored, error) {
-	ps := make([]backuprepo.Part, 0, len(parts))
-	for _, p := range parts {
-		ps = append(ps, backuprepo.Part{Name: p.Name, Dir: p.Dir})
-	}
-	m, err := o.r.Write(ctx, id, ps)
-	return backups.Stored{SizeBytes: m.SizeBytes, PlainBytes: m.PlainBytes}, err
-}
-
-func (o *repoOf) Verify(ctx context.Context, id string) []error {
-	_, errs := o.r.Verify(ctx, id)
-	return errs
-}
-
-func (o *repoOf) Restore(ctx context.Context, id string, targets map[string]string) error {
-	return o.r.Restore(ctx, id, targets)
-}
-
-// Delete removes a backup, then the chunks no backup uses any more (a
-// failed prune is tried again at the next deletion).
-func (o *repoOf) Delete(ctx context.Context, id string) error {
-	if err := o.r.Delete(ctx, id); err != nil {
-		return err
-	}
-	_, _ = o.r.Prune(ctx)
-	return nil
 }

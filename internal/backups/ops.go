@@ -146,6 +146,10 @@ type RestoreRequest struct {
 // nothing, and restarts the app, with app.data_restored and
 // backup.restored. It returns the backup.
 func (s *Service) RestoreApp(ctx context.Context, appID, backupID string) (Backup, error) {
+	if backupID == "" {
+		return Backup{}, errcode.Invalid("backup_id", "backup_id names the backup to restore").
+			WithRemedy("GET /api/v1/backups?app_id=%s lists the app's backups", appID)
+	}
 	b, err := s.completed(backupID)
 	if err != nil {
 		return Backup{}, err

@@ -34,6 +34,7 @@ func (s *Service) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-s.kick: // a backup asked for on this server
 		}
 	}
 }

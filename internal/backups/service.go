@@ -94,6 +94,8 @@ type Service struct {
 	mu       sync.Mutex
 	restores map[string]bool
 	wg       sync.WaitGroup
+	// kick wakes the runner for a backup asked for now.
+	kick chan struct{}
 }
 
 // New returns the backups service.
@@ -104,7 +106,7 @@ func New(d Deps) *Service {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{d: d, restores: map[string]bool{}}
+	return &Service{d: d, restores: map[string]bool{}, kick: make(chan struct{}, 1)}
 }
 
 // Wait waits for restores under way (a server shutting down).
@@ -167,6 +169,10 @@ func (s *Service) Create(ctx context.Context, req Request) (Backup, error) {
 	})
 	if err != nil {
 		return Backup{}, fmt.Errorf("create backup: %w", err)
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
 	}
 	return out, nil
 }
