@@ -1217,3 +1217,22 @@ func TestJobStartOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestQuiesce: an app never deployed runs nothing to pause ("stopped"); an
+// app on a runtime that keeps its volumes elsewhere (this fake, as Nomad's
+// host volumes) cannot be backed up here: PLAN_CAPABILITY_UNSUPPORTED.
+func TestQuiesce(t *testing.T) {
+	f := newFixture(t, options{ports: [2]int{9000, 9001}})
+	appID := f.app(t, webSpec)
+	resume, how, err := f.sch.Quiesce(alice, appID)
+	if err != nil || how != "stopped" || resume == nil {
+		t.Fatalf("quiesce before a deploy = %q, %v", how, err)
+	}
+	resume()
+	if d := f.deploy(t, appID); d.State != scheduler.DepSucceeded {
+		t.Fatalf("deploy %s", d.State)
+	}
+	if _, _, err := f.sch.Quiesce(alice, appID); !errcode.Has(err, errcode.PlanCapabilityUnsupp) {
+		t.Fatalf("quiesce on a runtime without local volumes = %v; want PLAN_CAPABILITY_UNSUPPORTED", err)
+	}
+}
