@@ -1,8 +1,15 @@
 package e2e
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +149,109 @@ func note(t *testing.T, addr, text string) {
 		t.Fatalf("POST /notes: %d", resp.StatusCode)
 	}
 	waitAnswer(t, addr, "/", text)
+}
+
+// TestRestoreKilledIsWholeAfterRestart: a restore of a 48 MiB volume is
+// asked for and the server killed (SIGKILL) at once, a little later, and
+// once the restore is done, four times; after each restart the volume holds wholly the data it had or
+// wholly the backup's, never a mix, and nothing of the restore's staging
+// is left.
+func TestRestoreKilledIsWholeAfterRestart(t *testing.T) {
+	srv := startAppServer(t, "restore-kill")
+	id := srv.createApp(t, "kept")
+	doc := specDoc{"workloads": map[string]any{"web": map[string]any{"primary": true, "build": map[string]any{"kind": "static"}}}}
+	srv.newRevision(t, id, doc)
+	var vc struct {
+		Volume struct {
+			ID string `json:"id"`
+		} `json:"volume"`
+	}
+	srv.must(t, "POST", "/apps/"+id+"/volumes", map[string]any{"name": "data", "path": "/data"}, http.StatusCreated, &vc)
+	dir := filepath.Join(srv.work, "runtime", "volumes", vc.Volume.ID, "data") // the process runtime's work dir
+	fill := func(tag string) string {
+		t.Helper()
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			b := bytes.Repeat([]byte(fmt.Sprintf("%s-%d:", tag, i)), (16<<20)/len(tag)+1)
+			if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "sub", fmt.Sprintf("f%d", i)), b[:16<<20], 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return treeDigest(t, dir)
+	}
+	backedUp := fill("backed-up")
+	var b struct {
+		Backup struct {
+			ID    string `json:"id"`
+			State string `json:"state"`
+		} `json:"backup"`
+	}
+	srv.must(t, "POST", "/backups", map[string]any{"app_id": id}, http.StatusAccepted, &b)
+	deadline := time.Now().Add(scaled(60 * time.Second))
+	for b.Backup.State != "completed" {
+		if b.Backup.State == "failed" || time.Now().After(deadline) {
+			t.Fatalf("backup: %s", b.Backup.State)
+		}
+		time.Sleep(100 * time.Millisecond)
+		srv.must(t, "GET", "/backups/"+b.Backup.ID, nil, http.StatusOK, &b)
+	}
+	outcomes := map[string]int{}
+	for i, wait := range []time.Duration{0, 400 * time.Millisecond, 900 * time.Millisecond, 3 * time.Second} {
+		current := fill(fmt.Sprintf("current-%d", i))
+		srv.must(t, "POST", "/apps/"+id+"/restore", map[string]any{"backup_id": b.Backup.ID}, http.StatusAccepted, nil)
+		time.Sleep(wait)
+		srv.p.kill()
+		srv.p.restart()
+		switch got := treeDigest(t, dir); got {
+		case current:
+			outcomes["old"]++
+		case backedUp:
+			outcomes["new"]++
+		default:
+			t.Fatalf("kill %d: the volume holds a mix:\n%s", i, got)
+		}
+		if left, _ := filepath.Glob(dir + ".restore-*"); len(left) != 0 {
+			t.Fatalf("kill %d: staging left: %v", i, left)
+		}
+	}
+	t.Logf("after 4 kills: %v", outcomes)
+	// Left alone, a restore completes.
+	fill("last")
+	srv.must(t, "POST", "/apps/"+id+"/restore", map[string]any{"backup_id": b.Backup.ID}, http.StatusAccepted, nil)
+	deadline = time.Now().Add(scaled(60 * time.Second))
+	for treeDigest(t, dir) != backedUp {
+		if time.Now().After(deadline) {
+			out, _ := exec.Command("ls", "-laR", filepath.Dir(dir)).CombinedOutput()
+			t.Fatalf("the restore left alone did not complete:\n%s\n%s", treeDigest(t, dir), out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// treeDigest lists a tree's files with their sizes and SHA-256.
+func treeDigest(t *testing.T, dir string) string {
+	t.Helper()
+	var lines []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		lines = append(lines, fmt.Sprintf("%s %d %x", rel, len(b), sha256.Sum256(b)))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }
