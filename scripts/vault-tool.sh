@@ -5,40 +5,17 @@
 #
 # Vault is a test-time tool only (BUSL-1.1; see NOTICE). It is built from the
 # Go module proxy in a tools module of its own, outside this repository, and
-# never enters the product's go.mod or the repository. About 6.5 minutes on
-# two cores the first time; afterwards the cached binary is reused.
+# never enters the product's go.mod or the repository (scripts/go-tool.sh).
+# About 6.5 minutes on two cores the first time; afterwards the cached binary
+# is reused.
 #
 # With --path-if-built it only prints the path of a binary already built and
 # exits 1 (printing nothing) otherwise; it never builds. `make test` uses it
 # to find the binary without ever starting the build.
 set -euo pipefail
 
-version="${SVC_VAULT_VERSION:-v1.21.0}"
-cache="${SVC_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/svc-tools}/vault-$version"
-bin="$cache/vault"
-
-if [ "${1:-}" = "--path-if-built" ]; then
-	[ -x "$bin" ] || exit 1
-	echo "$bin"
-	exit 0
-fi
-
-if [ -x "$bin" ] && "$bin" version >/dev/null 2>&1; then
-	echo "$bin"
-	exit 0
-fi
-
-mkdir -p "$cache/module"
-cd "$cache/module"
-# Builds from here must not pick up the product's go.work or toolchain pins.
-export GOWORK=off GOFLAGS=-mod=mod
-if [ ! -f go.mod ]; then
-	go mod init svc.local/tools/vault >/dev/null 2>&1
-fi
 # v1.21.0 selects vault/sdk v0.20.0 and vault/api v1.22.0, which compile
 # together; v1.14.10 and v1.21.4 do not (their published sdk does not match
 # the release's own copy).
-go get -tool "github.com/hashicorp/vault@$version" >&2
-go build -o "$bin.tmp" github.com/hashicorp/vault >&2
-mv "$bin.tmp" "$bin"
-echo "$bin"
+version="${SVC_VAULT_VERSION:-v1.21.0}"
+exec bash "$(dirname "$0")/go-tool.sh" vault github.com/hashicorp/vault "$version" version "$@"

@@ -233,6 +233,9 @@ func (l *Local) mkdirs(root *os.Root, dir, key string) ([]string, error) {
 			}
 			break
 		}
+		if errors.Is(err, syscall.ENOTDIR) {
+			return nil, conflict(key)
+		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, l.fail("look up the directory of "+key, err)
 		}

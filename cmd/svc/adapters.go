@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/svchost/svc/backupstores/local"
+	"github.com/svchost/svc/backupstores/s3"
 	"github.com/svchost/svc/edge"
 	"github.com/svchost/svc/edge/consul"
 	"github.com/svchost/svc/edge/nomadsd"
@@ -87,6 +89,8 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 			chat.Kind(),
 			email.Kind(),
 			ntfy.Kind(),
+			local.Kind(gen.cfg.Server.WorkDir),
+			s3.Kind(),
 		},
 	})
 	if err != nil {

@@ -87,6 +87,27 @@ var rules = []rule{
 		imports: []pattern{"github.com/jackc/..."},
 	},
 	{
+		name:    "only the s3 backup storage adapter uses the S3 client",
+		from:    []pattern{"./..."},
+		notFrom: []pattern{"./backupstores/s3"},
+		imports: []pattern{"github.com/minio/..."},
+		tests:   true,
+	},
+	{
+		name:    "backup storage adapters use nothing of the module but adapters, backuprepo, errcode, cacert, netfail, their own helpers and test harnesses",
+		from:    []pattern{"./backupstores/..."},
+		imports: []pattern{"./..."},
+		exceptImports: []pattern{"./internal/adapters", "./internal/backuprepo", "./internal/errcode", "./internal/cacert", "./internal/netfail", "./backupstores/...",
+			"./internal/backuprepo/storagetest", "./internal/s3test", "./internal/testserver"},
+		tests: true,
+	},
+	{
+		name:    "the backup repository uses no storage adapter",
+		from:    []pattern{"./internal/backuprepo"},
+		imports: []pattern{"./backupstores/..."},
+		tests:   true,
+	},
+	{
 		// The email adapter sends with net/smtp; go-smtp is the real SMTP
 		// server its tests talk to, and links into nothing else.
 		name:    "only the email adapter's tests use go-smtp",
@@ -101,11 +122,11 @@ var rules = []rule{
 		imports: []pattern{"github.com/emersion/..."},
 	},
 	{
-		name:    "notification adapters use nothing of the module but adapters, notify, errcode, cacert and their own helpers",
+		name:    "notification adapters use nothing of the module but adapters, notify, errcode, cacert, netfail and their own helpers",
 		from:    []pattern{"./notifiers/..."},
 		imports: []pattern{"./..."},
 		exceptImports: []pattern{"./internal/adapters", "./internal/notify", "./internal/errcode", "./internal/cacert", "./internal/events",
-			"./notifiers/..."},
+			"./internal/netfail", "./notifiers/..."},
 		tests: true,
 	},
 	{
@@ -167,6 +188,12 @@ var rules = []rule{
 		imports: []pattern{"./server/...", "./cmd/...", "github.com/labstack/echo/..."},
 	},
 	{
+		name:          "netfail uses nothing of the module but errcode",
+		from:          []pattern{"./internal/netfail"},
+		imports:       []pattern{"./..."},
+		exceptImports: []pattern{"./internal/errcode"},
+	},
+	{
 		name:          "raftstore uses nothing of internal but errcode",
 		from:          []pattern{"./raftstore"},
 		imports:       []pattern{"./internal/..."},
@@ -194,10 +221,10 @@ var rules = []rule{
 		from: []pattern{"./..."},
 		notFrom: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest",
 			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/nomadtest", "./internal/testserver", "./internal/pgtest", "./internal/browsertest",
-			"./scheduler/releasetest", "./notifiers/internal/notifytest"},
+			"./scheduler/releasetest", "./notifiers/internal/notifytest", "./internal/backuprepo/storagetest", "./internal/s3test"},
 		imports: []pattern{"*/fake*", "./internal/testagent/...", "./raftstore/raftstoretest",
 			"./internal/secrets/secretstest", "./internal/vaulttest", "./internal/nomadtest", "./internal/testserver", "./internal/pgtest", "./internal/browsertest",
-			"./scheduler/releasetest", "./notifiers/internal/notifytest"},
+			"./scheduler/releasetest", "./notifiers/internal/notifytest", "./internal/backuprepo/storagetest", "./internal/s3test"},
 	},
 }
 
@@ -416,6 +443,11 @@ func TestRulesCatchViolations(t *testing.T) {
 			TestImports: []string{"github.com/emersion/go-sasl", mod + "/raftstore"}},
 		{ImportPath: mod + "/notifiers/chat", Name: "chat", Doc: "x", GoFiles: []string{"a.go"},
 			XTestImports: []string{"github.com/emersion/go-smtp"}},
+		{ImportPath: mod + "/backupstores/local", Name: "local", Doc: "x", GoFiles: []string{"a.go"},
+			Imports:     []string{"github.com/minio/minio-go/v7", mod + "/raftstore", mod + "/internal/s3test", mod + "/internal/backuprepo"},
+			TestImports: []string{mod + "/internal/backuprepo/storagetest", mod + "/internal/s3test", "github.com/minio/minio-go/v7/pkg/credentials"}},
+		{ImportPath: mod + "/internal/backuprepo", Name: "backuprepo", Doc: "x", GoFiles: []string{"a.go"},
+			XTestImports: []string{mod + "/backupstores/local"}},
 	}
 	var got []string
 	for _, r := range rules {
@@ -436,9 +468,13 @@ func TestRulesCatchViolations(t *testing.T) {
 		"only server and its subpackages use echo: internal/audit imports github.com/labstack/echo/v4",
 		"only edge/consul (and its fake Consul) uses the Consul API: scheduler/nomad imports github.com/hashicorp/consul/api",
 		"only vaultsecrets uses the Vault API: cmd/svc imports github.com/hashicorp/vault/api",
+		"only the s3 backup storage adapter uses the S3 client: backupstores/local imports github.com/minio/minio-go/v7",
+		"only the s3 backup storage adapter uses the S3 client: backupstores/local imports github.com/minio/minio-go/v7/pkg/credentials (in its tests)",
+		"backup storage adapters use nothing of the module but adapters, backuprepo, errcode, cacert, netfail, their own helpers and test harnesses: backupstores/local imports raftstore",
+		"the backup repository uses no storage adapter: internal/backuprepo imports backupstores/local (in its external tests)",
 		"only the email adapter's tests use go-smtp: notifiers/chat imports github.com/emersion/go-smtp (in its external tests)",
 		"the email adapter uses go-smtp in its tests only: notifiers/email imports github.com/emersion/go-smtp",
-		"notification adapters use nothing of the module but adapters, notify, errcode, cacert and their own helpers: notifiers/email imports raftstore (in its tests)",
+		"notification adapters use nothing of the module but adapters, notify, errcode, cacert, netfail and their own helpers: notifiers/email imports raftstore (in its tests)",
 		"only cmd/svc uses cobra: server/api imports github.com/spf13/cobra",
 		"internal packages never use the server, commands or echo: internal/audit imports server",
 		"internal packages never use the server, commands or echo: internal/audit imports github.com/labstack/echo/v4",
@@ -446,6 +482,7 @@ func TestRulesCatchViolations(t *testing.T) {
 		"pure domain packages start no process and use no database, syscall or vendor library: internal/audit imports github.com/hashicorp/raft-boltdb/v2",
 		"pure domain packages start no process and use no database, syscall or vendor library: internal/audit imports github.com/labstack/echo/v4",
 		"the public client imports nothing of the module: api imports internal/errcode",
+		"production packages never link fakes or the test agent: backupstores/local imports internal/s3test",
 		"production packages never link fakes or the test agent: cmd/svc imports internal/testagent",
 		"production packages never link fakes or the test agent: notifiers/email imports notifiers/internal/notifytest",
 		"production packages never link fakes or the test agent: server/api imports internal/fakeagent",

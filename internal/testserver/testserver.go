@@ -1,7 +1,10 @@
 // Package testserver holds what the harnesses of real external servers in
-// tests (a PostgreSQL cluster, a Vault dev server) share: free loopback
-// ports, random credentials, a clean environment for the child process, and
-// the tail of its log for a failure message.
+// tests (a PostgreSQL cluster, a Vault dev server, versitygw) share: the
+// binary of a test-time tool (set, on PATH, or where its scripts/*-tool.sh
+// built it) and skipping a test without it, free loopback ports and
+// attempts on another, random credentials, a clean environment for the
+// child process, waiting for its HTTP health check, and the tail of its
+// log for a failure message.
 //
 // It is for tests only and must not be imported by production code.
 package testserver

@@ -10,55 +10,6 @@ import (
 	"time"
 )
 
-func TestCachePathFollowsTheToolScript(t *testing.T) {
-	tests := []struct {
-		name                      string
-		tools, xdg, home, version string
-		want                      string
-	}{
-		{"home", "", "", "/h", "", "/h/.cache/svc-tools/vault-" + Version + "/vault"},
-		{"XDG cache", "", "/x", "/h", "", "/x/svc-tools/vault-" + Version + "/vault"},
-		{"tools dir", "/t", "/x", "/h", "", "/t/vault-" + Version + "/vault"},
-		{"version", "/t", "", "/h", "v9.9.9", "/t/vault-v9.9.9/vault"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("SVC_TOOLS_DIR", tt.tools)
-			t.Setenv("XDG_CACHE_HOME", tt.xdg)
-			t.Setenv("HOME", tt.home)
-			t.Setenv("SVC_VAULT_VERSION", tt.version)
-			if got := CachePath(); got != tt.want {
-				t.Errorf("CachePath() = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestBinaryRefusesABadSetting(t *testing.T) {
-	dir := t.TempDir()
-	plain := filepath.Join(dir, "vault")
-	if err := os.WriteFile(plain, []byte("not a program"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{dir, plain, filepath.Join(dir, "missing")} {
-		t.Setenv(EnvBinary, p)
-		if got, err := Binary(); err == nil || !strings.Contains(err.Error(), EnvBinary) {
-			t.Errorf("%s=%s: Binary() = %q, %v; want an error naming %s", EnvBinary, p, got, err, EnvBinary)
-		}
-	}
-}
-
-func TestBinaryPrefersTheSetting(t *testing.T) {
-	exe := filepath.Join(t.TempDir(), "my-vault")
-	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(EnvBinary, exe)
-	if got, err := Binary(); err != nil || got != exe {
-		t.Fatalf("Binary() = %q, %v; want %q", got, err, exe)
-	}
-}
-
 func TestStartAnswersAndStops(t *testing.T) {
 	s := Start(t)
 	if !strings.HasPrefix(s.Addr, "http://127.0.0.1:") || !strings.HasPrefix(s.RootToken, "root-") {

@@ -14,9 +14,7 @@ package deliver
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -25,13 +23,13 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/svchost/svc/internal/cacert"
 	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/netfail"
 )
 
 // Timeout bounds one attempt when the caller's context sets no deadline
@@ -124,14 +122,7 @@ func quote(body []byte, secrets []string) string {
 
 // Redact replaces every occurrence of each secret in s. Secrets shorter
 // than four bytes are ignored (they would blot out ordinary words).
-func Redact(s string, secrets ...string) string {
-	for _, sec := range secrets {
-		if len(sec) >= 4 {
-			s = strings.ReplaceAll(s, sec, "[redacted]")
-		}
-	}
-	return s
-}
+func Redact(s string, secrets ...string) string { return netfail.Redact(s, secrets...) }
 
 // URLSecrets lists the parts of a secret URL an error must never show:
 // the whole URL, its path and query, and each longer path segment and
@@ -180,13 +171,11 @@ func Reach(ctx context.Context, who, addr string, tlsConf *tls.Config) error {
 }
 
 // Explain translates a failure to talk to who into an error with a code,
-// by error type, never by message text. Its message names who and the kind
-// of failure only, so that it is the same each time the same thing fails
-// (health reasons compare messages); the cause is kept with secrets
+// by error type, never by message text (internal/netfail): cancelled,
+// timed out, refused, reset and DNS are ADAPTER_UNAVAILABLE; an untrusted
+// certificate, not TLS, and anything else ADAPTER_FAILED. Its message
+// names who and the kind of failure only; the cause is kept with secrets
 // removed and never as a *url.Error (whose text is the whole URL).
-//
-//	cancelled, timed out, refused, reset, DNS          ADAPTER_UNAVAILABLE
-//	certificate not trusted, not TLS, anything else     ADAPTER_FAILED
 func Explain(who string, err error, secrets ...string) error {
 	if err == nil {
 		return nil
@@ -194,73 +183,11 @@ func Explain(who string, err error, secrets ...string) error {
 	if _, ok := errcode.As(err); ok {
 		return err
 	}
-	var ue *url.Error
-	for errors.As(err, &ue) && ue.Err != nil {
-		err = ue.Err
+	if e, ok := netfail.Explain(who, err, secrets...); ok {
+		return e
 	}
-	cause := redacted{err: err, secrets: secrets}
-	var (
-		certErr *tls.CertificateVerificationError
-		recErr  tls.RecordHeaderError
-		dnsErr  *net.DNSError
-		netErr  net.Error
-		opErr   *net.OpError
-	)
-	unavailable := func(format string, args ...any) *errcode.Error {
-		return errcode.Wrap(cause, errcode.AdapterUnavailable, format, args...)
-	}
-	switch {
-	case errors.Is(err, context.Canceled):
-		return unavailable("%s: cancelled before it answered", who).WithRemedy("retry")
-	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout():
-		return unavailable("%s did not answer in time", who).
-			WithRemedy("check that the server is up and reachable from this server, and not overloaded")
-	case errors.As(err, &certErr):
-		return errcode.Wrap(cause, errcode.AdapterFailed, "%s presented a certificate this server does not trust: %s", who, certReason(certErr.Err)).
-			WithRemedy("set ca_file to the PEM file of the CA that signed the server's certificate, and use the host name the certificate names")
-	case errors.As(err, &recErr):
-		return errcode.Wrap(cause, errcode.AdapterFailed, "%s does not speak TLS on that port", who).
-			WithRemedy("check the port, and whether the server expects TLS there")
-	case errors.As(err, &dnsErr):
-		return unavailable("%s is not reachable: its host name does not resolve", who).
-			WithRemedy("check the host name and this server's DNS")
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return unavailable("%s is not reachable: connection refused", who).
-			WithRemedy("check that the server is running and listening at that host and port")
-	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return unavailable("%s is not reachable", who).WithRemedy("check the host, the port and the network between this server and it")
-	case errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return unavailable("%s closed the connection", who).WithRemedy("check the server's log; retry later")
-	}
-	return errcode.New(errcode.AdapterFailed, "%s failed: %s", who, cause.Error())
+	return errcode.New(errcode.AdapterFailed, "%s failed: %s", who, netfail.Cause(netfail.Unwrap(err), secrets...).Error())
 }
-
-// certReason says in a few words why a certificate is not trusted.
-func certReason(err error) string {
-	var (
-		hostErr   x509.HostnameError
-		unknownCA x509.UnknownAuthorityError
-		invalid   x509.CertificateInvalidError
-	)
-	switch {
-	case errors.As(err, &hostErr):
-		return "it is not valid for this host name"
-	case errors.As(err, &unknownCA):
-		return "it is signed by an unknown authority"
-	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
-		return "it has expired or is not yet valid"
-	}
-	return "it does not verify"
-}
-
-// redacted is a cause whose text has secrets removed.
-type redacted struct {
-	err     error
-	secrets []string
-}
-
-func (r redacted) Error() string { return Redact(r.err.Error(), r.secrets...) }
-func (r redacted) Unwrap() error { return r.err }
 
 // IsLoopback reports whether host is this machine without asking DNS:
 // "localhost", a name under .localhost, or a loopback address.

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds a test-time tool written in Go once per machine from the Go module
+# proxy, in a tools module of its own outside this repository (never in the
+# product's go.mod), and prints the binary's path. scripts/vault-tool.sh and
+# scripts/versitygw-tool.sh call it with their tool's pins:
+#
+#   go-tool.sh NAME PACKAGE VERSION CHECK-ARG [--path-if-built]
+#
+# The binary goes to ${SVC_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/svc-tools}/NAME-VERSION/NAME;
+# a binary already there that answers `NAME CHECK-ARG` is reused. With
+# --path-if-built it only prints the path of a binary already built and
+# exits 1 (printing nothing) otherwise; it never builds. `make test` uses it
+# to find the binary without ever starting the build.
+set -euo pipefail
+
+name="$1" package="$2" version="$3" check="$4"
+cache="${SVC_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/svc-tools}/$name-$version"
+bin="$cache/$name"
+
+if [ "${5:-}" = "--path-if-built" ]; then
+	[ -x "$bin" ] || exit 1
+	echo "$bin"
+	exit 0
+fi
+
+if [ -x "$bin" ] && "$bin" "$check" >/dev/null 2>&1; then
+	echo "$bin"
+	exit 0
+fi
+
+mkdir -p "$cache/module"
+cd "$cache/module"
+# Builds from here must not pick up the product's go.work or toolchain pins.
+export GOWORK=off GOFLAGS=-mod=mod
+if [ ! -f go.mod ]; then
+	go mod init "svc.local/tools/$name" >/dev/null 2>&1
+fi
+go get -tool "$package@$version" >&2
+go build -o "$bin.tmp" "$package" >&2
+mv "$bin.tmp" "$bin"
+echo "$bin"
