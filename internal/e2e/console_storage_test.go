@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/svchost/svc/internal/browsertest"
 )
@@ -130,7 +131,9 @@ func shownFailure(t *testing.T, tab *browsertest.Tab, b backupAPI) {
 //   - Back up now takes a backup: the page follows it to its end and lists
 //     it with the state the API has (completed, or failed with the API's
 //     message, remedy and code shown), and its status line says how it
-//     ended; a completed one verifies from the page;
+//     ended; a completed one verifies from the page (the API stamps
+//     verified_at) and, after another note, restores from the page behind
+//     a confirmation: the app answers with the first note alone;
 //   - a member who owns the app but lacks install.backup.manage sees the
 //     volume, no take-over control, and a backups section naming the verb
 //     instead of the list (the page never asks the API for backups);
@@ -261,8 +264,28 @@ func TestConsoleStorageVolumesAndBackups(t *testing.T) {
 		if end.Verified == nil {
 			t.Errorf("verified from the page, the API has no verified_at")
 		}
-		if !exists(t, tab, brow+` button`) || !strings.Contains(text(t, tab, brow+" .row-actions"), "Restore") {
-			t.Errorf("a completed backup offers no Restore to the administrator")
+		// Another note, then the backup restored from the page: the
+		// first note alone is back.
+		note(t, s.waitRunning(t, appID), "second note")
+		clickButton(t, tab, brow, "Restore")
+		waitFor(t, tab, "the restore's confirmation", `document.querySelector('dialog.confirm[open]')`)
+		if asks := text(t, tab, "dialog.confirm"); !strings.Contains(asks, "paused") || !strings.Contains(asks, "restarted") || !strings.Contains(asks, "(data) is replaced") {
+			t.Errorf("the restore asks %q; want it to say the app is paused and restarted and its volumes' data replaced", asks)
+		}
+		accessible(t, tab, "the restore's confirmation")
+		screenshots(t, tab, "volumes-restore-confirm")
+		clickButton(t, tab, "dialog.confirm", "Restore")
+		waitText(t, tab, "Restore started")
+		deadline := time.Now().Add(scaled(60 * time.Second))
+		for {
+			code, body, err := hit("GET", s.waitRunning(t, appID), "/")
+			if err == nil && code == http.StatusOK && strings.Contains(body, "first note") && !strings.Contains(body, "second note") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after the restore GET / = %d %q (%v); want the first note only", code, body, err)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	default:
 		t.Fatalf("backup %s ended %s", end.ID, end.State)

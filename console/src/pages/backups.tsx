@@ -270,9 +270,8 @@ export function BackupTable(props: { items: Backup[] | null; caption: string; ap
       {asking && restore && (
         <Confirm title={"Restore " + restore(asking).app + " from this backup?"} action="Restore" danger onConfirm={() => doRestore(asking)} onCancel={() => setAsking(null)}>
           <p>
-            {restore(asking).app} is paused and then restarted, and the data now in its volumes
-            {asking.volumes && asking.volumes.length > 0 ? " (" + asking.volumes.map((v) => v.name).join(", ") + ")" : ""} is replaced by this backup’s, taken {when(asking.created_at)}.
-            Whatever was written to them since is lost.
+            The app is paused, the data now in its volumes{asking.volumes && asking.volumes.length > 0 ? " (" + asking.volumes.map((v) => v.name).join(", ") + ")" : ""} is replaced by
+            this backup’s, taken {when(asking.created_at)}, and the app is restarted on it. Whatever was written to them since is lost.
           </p>
           <p>The backup is read back whole first: an incomplete or undecryptable one is refused before anything changes.</p>
         </Confirm>

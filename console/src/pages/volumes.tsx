@@ -361,7 +361,7 @@ function AppBackups(props: { appID: string; app: App | null; verbs: string[] | n
         <>
           <p class="muted small">
             Encrypted copies of the app’s volumes, newest first: rolling ones (every hour, and when asked for), and the final one taken when an app is deleted with a backup. While a copy is
-            taken the app is paused, so that it is consistent.
+            taken the app is paused where its runtime can, so that the copy is consistent (Consistency says how each was taken).
           </p>
           <div class="backup-toolbar">
             <button type="button" class="primary" disabled={busy || (!!took && unfinished(took))} aria-busy={busy || (!!took && unfinished(took))} onClick={backUp}>
