@@ -11,6 +11,7 @@ import { EventsAdmin } from "./admin/events";
 import { Groups } from "./admin/groups";
 import { Policy } from "./admin/policy";
 import { Roles } from "./admin/roles";
+import { Storage } from "./admin/storage";
 import { Tokens } from "./admin/tokens";
 
 // The installation's pages, /admin/<page>/…: a side list of the pages and
@@ -35,6 +36,7 @@ const pages: { sub: string; label: string; page: FunctionComponent<AdminPageProp
   { sub: "events", label: "Events", page: EventsAdmin },
   { sub: "config", label: "Configuration", page: Config },
   { sub: "capacity", label: "Capacity", page: Capacity },
+  { sub: "storage", label: "Storage", page: Storage },
 ];
 
 export function AdminPages(props: { me: Me; rest: string[] }) {

@@ -11,8 +11,10 @@ import "./settings.css";
 // the file input or dropped on it, the API telling the format by the
 // content and refusing anything else, SVG included, or anything too large;
 // DELETE …/icon removes it); and deleting the app (DELETE /apps/{id} with
-// backup=true or force=true, chosen explicitly in a dialog that also asks
-// for the slug), after which the console goes to /apps.
+// backup=true — a final backup taken and the volumes kept — or force=true
+// — the data discarded, refused with POLICY_BACKUP_REQUIRED under host
+// policy —, chosen explicitly in a dialog that also asks for the slug; a
+// refusal is shown in it), after which the console goes to /apps.
 
 /** AppWithIcon is an app as the API answers it, with when its tile changed. */
 type AppWithIcon = App & { icon_updated_at?: string | null };
@@ -209,11 +211,13 @@ function DeleteDialog(props: { appID: string; app: AppWithIcon; onCancel: () => 
         <fieldset class="decision">
           <legend>What happens to its data</legend>
           <label>
-            <input type="radio" name="delete_decision" value="backup" checked={decision === "backup"} onChange={() => setDecision("backup")} required /> Keep a final copy of its volumes (backup)
+            <input type="radio" name="delete_decision" value="backup" checked={decision === "backup"} onChange={() => setDecision("backup")} required /> Keep its data: a final backup is taken, and
+            its volumes are kept for a new app of the same slug to take over (or to delete under Admin › Storage)
           </label>
           <label>
-            <input type="radio" name="delete_decision" value="force" checked={decision === "force"} onChange={() => setDecision("force")} /> Discard its data without a copy
+            <input type="radio" name="delete_decision" value="force" checked={decision === "force"} onChange={() => setDecision("force")} /> Discard its data for good, without a copy
           </label>
+          <p class="hint">Host policy may require a final backup: discarding is then refused.</p>
         </fieldset>
         <div class="field">
           <label for="delete-slug">
@@ -221,6 +225,9 @@ function DeleteDialog(props: { appID: string; app: AppWithIcon; onCancel: () => 
           </label>
           <input id="delete-slug" name="delete_slug" autocomplete="off" spellcheck={false} required value={typed} onInput={(e) => setTyped((e.currentTarget as HTMLInputElement).value)} />
         </div>
+        <p class="hint" role="status" aria-live="polite">
+          {form.busy ? (decision === "backup" ? "Taking the final backup, then deleting…" : "Deleting…") : ""}
+        </p>
         <ErrorNote error={form.error} id="delete-error" />
         <div class="confirm-actions">
           <button type="submit" class="danger" disabled={!ready || form.busy} aria-busy={form.busy}>
