@@ -82,8 +82,11 @@ type Mount struct {
 // deploy has made yet has no ID nor creation time; one whose app was
 // deleted has app_gone_at.
 type View struct {
-	ID        *string    `json:"id"`
-	AppID     string     `json:"app_id"`
+	ID    *string `json:"id"`
+	AppID string  `json:"app_id"`
+	// AppSlug is the slug of the app the volume was made for (a new app of
+	// that slug may take it over once the app is gone); empty until made.
+	AppSlug   string     `json:"app_slug,omitempty"`
 	Name      string     `json:"name"`
 	SizeBytes int64      `json:"size_bytes"`
 	UsedBytes *int64     `json:"used_bytes"`
@@ -160,7 +163,7 @@ func (s *Service) ListAll(ctx context.Context) []View {
 // fill completes a view from the volume's row and its measured use.
 func (s *Service) fill(ctx context.Context, v *View, row Volume) {
 	id, created := row.ID, row.CreatedAt
-	v.ID, v.AppID, v.CreatedAt, v.AppGoneAt = &id, row.AppID, &created, row.AppGoneAt
+	v.ID, v.AppID, v.AppSlug, v.CreatedAt, v.AppGoneAt = &id, row.AppID, row.AppSlug, &created, row.AppGoneAt
 	if s.data != nil {
 		if used, ok := s.data.UsedBytes(ctx, row.ID); ok {
 			v.UsedBytes = &used

@@ -325,6 +325,11 @@ func TestVolumesAreResources(t *testing.T) {
 	if kept != 2 {
 		t.Fatalf("kept = %+v", f.svc.ListAll(ctx))
 	}
+	for _, v := range f.svc.ListAll(ctx) {
+		if v.AppID == appID && v.AppSlug != slug {
+			t.Errorf("a kept volume's app_slug %q, want %q", v.AppSlug, slug)
+		}
+	}
 	if deleted := lastEvent(t, f, "app.deleted"); deleted["backup_id"] != "bkp_X" || deleted["volumes_discarded"] != false {
 		t.Errorf("app.deleted = %v", deleted)
 	}
