@@ -319,6 +319,30 @@ func TestRestartKeepsStateAndIdentity(t *testing.T) {
 	p.startServing()
 	p.waitReady(scaled(15 * time.Second))
 	signIn(t, scaled(30*time.Second), p)
+	// Each adapter's first health check writes its health once: wait for
+	// them all, or a check still under way at the kill writes after the
+	// restart (a write the digest would count).
+	deadline := time.Now().Add(scaled(60 * time.Second))
+	for {
+		_, raw, err := p.Client().Adapters(ctxTimeout(t, 10*time.Second), "", 100)
+		var page struct {
+			Items []struct {
+				ID     string          `json:"id"`
+				Health json.RawMessage `json:"health"`
+			} `json:"items"`
+		}
+		checked := err == nil && json.Unmarshal(raw, &page) == nil && len(page.Items) > 0
+		for _, a := range page.Items {
+			checked = checked && len(a.Health) > 0 && string(a.Health) != "null"
+		}
+		if checked {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the adapters' first health checks did not end within 60s: %s (%v)", raw, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 
 	var written []api.ProbeResult
 	for i := range 5 {
@@ -340,7 +364,7 @@ func TestRestartKeepsStateAndIdentity(t *testing.T) {
 	p.restart()
 	// The node serves before it has replayed its log; wait until it has
 	// applied at least as far as before.
-	deadline := time.Now().Add(scaled(30 * time.Second))
+	deadline = time.Now().Add(scaled(30 * time.Second))
 	var after api.RaftStatus
 	for {
 		after, err = p.status(true)
