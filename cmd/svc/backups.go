@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/svchost/svc/backupstores/local"
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/backuprepo"
 	"github.com/svchost/svc/internal/backups"
@@ -16,10 +15,9 @@ import (
 )
 
 // Where backups keep their files in the work dir: the installation's
-// backup key beside the key-encryption key, the default local backup
-// storage, and the journals of restores under way.
+// backup key beside the key-encryption key, and the journals of restores
+// under way (the local backup storage's directory is its adapter's).
 func backupKeyFile(workDir string) string  { return filepath.Join(workDir, "keyring", "backup-key") }
-func backupStoreDir(workDir string) string { return filepath.Join(workDir, "backups") }
 func restoreJournal(workDir string) string { return filepath.Join(workDir, "restores") }
 
 // buildBackups wires backups: the repository over the backup storage, the
@@ -40,7 +38,7 @@ func buildBackups(gen *generation, store *raftstore.Store, st *storage, sched *s
 	if err := backuprepo.New(nil, keys, restoreJournal(work)).Recover(); err != nil {
 		return nil, &exitError{code: 1, err: fmt.Errorf("finish an interrupted restore: %w", err)}
 	}
-	repos := &repos{keys: keys, journal: restoreJournal(work), defaultDir: backupStoreDir(work), set: st.adapters.Current}
+	repos := &repos{keys: keys, journal: restoreJournal(work), set: st.adapters.Current}
 	svc := backups.New(backups.Deps{Store: store, Repo: repos.current, Data: gen.procs, Runner: sched, Volumes: st.volumes,
 		Now: now, Log: gen.log.With("component", "backups")})
 	store.RunWhileLeader("backups", svc.Run)
@@ -48,52 +46,39 @@ func buildBackups(gen *generation, store *raftstore.Store, st *storage, sched *s
 }
 
 // repos gives the repository over the backup storage in force: the
-// configured backup adapter, else the local directory under the work dir.
-// One repository per storage, so that pruning sees every write of this
-// server under way.
+// primary backup adapter (the built-in local one under the work dir unless
+// another is configured). One repository per adapter, so that pruning sees
+// every write of this server under way.
 type repos struct {
-	keys       backuprepo.Keys
-	journal    string
-	defaultDir string
-	set        func() *adapters.Set
+	keys    backuprepo.Keys
+	journal string
+	set     func() *adapters.Set
 
-	mu    sync.Mutex
-	byKey map[any]backups.Repo
+	mu   sync.Mutex
+	byID map[string]backups.Repo
 }
 
 func (rs *repos) current() (backups.Repo, error) {
-	var st backuprepo.Storage
-	var key any
-	if l, ok := rs.set().Primary(adapters.CategoryBackup); ok {
-		if l.Err != nil {
-			return nil, errcode.New(errcode.AdapterUnavailable, "the backup storage adapter %s did not load: %v", l.Adapter.ID, l.Err)
-		}
-		s, ok := l.Instance.(backuprepo.Storage)
-		if !ok {
-			return nil, errcode.New(errcode.AdapterUnavailable, "adapter %s is not a backup storage", l.Adapter.ID)
-		}
-		st, key = s, l.Adapter.ID
+	l, ok := rs.set().Primary(adapters.CategoryBackup)
+	switch {
+	case !ok:
+		return nil, errcode.New(errcode.AdapterUnavailable, "no backup storage adapter is loaded yet").WithRemedy("retry in a moment")
+	case l.Err != nil:
+		return nil, errcode.New(errcode.AdapterUnavailable, "the backup storage adapter %s did not load: %v", l.Adapter.ID, l.Err)
+	}
+	st, ok := l.Instance.(backuprepo.Storage)
+	if !ok {
+		return nil, errcode.New(errcode.AdapterUnavailable, "adapter %s is not a backup storage", l.Adapter.ID)
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if st == nil {
-		key = "default"
-		if r, ok := rs.byKey[key]; ok {
-			return r, nil
-		}
-		l, err := local.New(rs.defaultDir)
-		if err != nil {
-			return nil, err
-		}
-		st = l
-	}
-	if r, ok := rs.byKey[key]; ok {
+	if r, ok := rs.byID[l.Adapter.ID]; ok {
 		return r, nil
 	}
-	if rs.byKey == nil {
-		rs.byKey = map[any]backups.Repo{}
+	if rs.byID == nil {
+		rs.byID = map[string]backups.Repo{}
 	}
 	r := backups.Over(backuprepo.New(st, rs.keys, rs.journal))
-	rs.byKey[key] = r
+	rs.byID[l.Adapter.ID] = r
 	return r, nil
 }

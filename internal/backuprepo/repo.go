@@ -307,7 +307,8 @@ func (r *Repo) open(sealed []byte, what string, limit int64, ids []age.Identity)
 	return plain, nil
 }
 
-// get reads an object whole, at most limit bytes.
+// get reads an object whole, at most limit bytes; an absent one is
+// BACKUP_INCOMPLETE (what names it).
 func (r *Repo) get(ctx context.Context, key, what string, limit int64) ([]byte, error) {
 	rc, err := r.st.Get(ctx, key)
 	if errcode.Has(err, errcode.NotFound) {
@@ -316,6 +317,11 @@ func (r *Repo) get(ctx context.Context, key, what string, limit int64) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
+	return readAll(rc, what, limit)
+}
+
+// readAll reads and closes an object, at most limit bytes.
+func readAll(rc io.ReadCloser, what string, limit int64) ([]byte, error) {
 	defer rc.Close()
 	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
 	if err != nil {
@@ -331,14 +337,13 @@ func (r *Repo) get(ctx context.Context, key, what string, limit int64) ([]byte, 
 // backup.
 func (r *Repo) Manifest(ctx context.Context, id string, ids ...age.Identity) (Manifest, error) {
 	rc, err := r.st.Get(ctx, manifestKey(id))
+	if errcode.Has(err, errcode.NotFound) {
+		return Manifest{}, errcode.New(errcode.NotFound, "no backup %s in the backup storage", id)
+	}
 	if err != nil {
-		if errcode.Has(err, errcode.NotFound) {
-			return Manifest{}, errcode.New(errcode.NotFound, "no backup %s in the backup storage", id)
-		}
 		return Manifest{}, err
 	}
-	rc.Close()
-	sealed, err := r.get(ctx, manifestKey(id), "the manifest of backup "+id, maxManifest)
+	sealed, err := readAll(rc, "the manifest of backup "+id, maxManifest)
 	if err != nil {
 		return Manifest{}, err
 	}

@@ -67,8 +67,9 @@ func (r *Repo) Restore(ctx context.Context, id string, targets map[string]string
 	}
 	j := journal{State: "staging", Backup: id}
 	only := map[string]bool{}
+	held := m.sortedParts()
 	for _, name := range slices.Sorted(maps.Keys(targets)) {
-		if !slices.Contains(m.sortedParts(), name) {
+		if !slices.Contains(held, name) {
 			return errcode.New(errcode.BackupIncomplete, "backup %s holds no part %s", id, name)
 		}
 		t := filepath.Clean(targets[name])
