@@ -104,6 +104,7 @@ type Store struct {
 	obs     Observer
 
 	bolt      *raftboltdb.BoltStore
+	snaps     raft.SnapshotStore
 	transport raft.Transport
 	mux       *mux
 	fwd       *forwarder
@@ -237,6 +238,7 @@ func (s *Store) open() error {
 	if err != nil {
 		return fmt.Errorf("snapshot store: %w", err)
 	}
+	s.snaps = snaps
 	if err := s.fsm.prepareHistory(snaps); err != nil {
 		return err
 	}

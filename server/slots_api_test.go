@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -312,13 +313,47 @@ func (h *harness) backedUp(t testing.TB, app string) string {
 	if a.status != http.StatusAccepted {
 		t.Fatalf("take a backup: %d %s", a.status, a.body)
 	}
-	id := decodeAs[backupAnswer](t, a).Backup.ID
+	return h.waitBackup(t, decodeAs[backupAnswer](t, a).Backup.ID).ID
+}
+
+// TestBundleAPI: without app_id, a backup is a bundle of the whole
+// installation: the store saved with its index and digest, and every
+// volume, each with its app. It verifies, and is not restored over a
+// running installation.
+func TestBundleAPI(t *testing.T) {
+	h := newHarness(t)
+	app := h.app(t, "Bundled")
+	h.backedUp(t, app)
+	// Without app_id: a bundle of the whole installation, the store saved
+	// with its digest and every volume, app's included.
+	a := h.send("POST", api+"/backups", `{}`)
+	if a.status != http.StatusAccepted {
+		t.Fatalf("take a bundle: %d %s", a.status, a.body)
+	}
+	bundle := h.waitBackup(t, decodeAs[backupAnswer](t, a).Backup.ID)
+	if bundle.Kind != backups.KindDR || bundle.AppID != nil || bundle.Store == nil || len(bundle.Store.Digest) != 64 || bundle.Store.Applied == 0 {
+		t.Fatalf("bundle = %+v", bundle)
+	}
+	if !slices.ContainsFunc(bundle.Volumes, func(v backups.Volume) bool { return v.AppID == app }) {
+		t.Errorf("the bundle holds %+v, not the volume of app %s", bundle.Volumes, app)
+	}
+	wantError(t, "a bundle restored over a running installation", h.send("POST", api+"/backups/"+bundle.ID+"/restore", ""),
+		http.StatusConflict, errcode.PlanCapabilityUnsupp)
+	if v := decodeAs[backups.Verified](t, h.send("POST", api+"/backups/"+bundle.ID+"/verify", "")); !v.OK {
+		t.Errorf("the bundle does not verify: %+v", v.Problems)
+	}
+}
+
+// waitBackup waits for a backup to complete and returns it; it fails the
+// test if the backup fails.
+func (h *harness) waitBackup(t testing.TB, id string) backups.Backup {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		b := decodeAs[backupAnswer](t, h.send("GET", api+"/backups/"+id, "")).Backup
 		switch {
 		case b.State == "completed":
-			return id
+			return b
 		case b.State == "failed" || time.Now().After(deadline):
 			t.Fatalf("backup %s: %s %+v", id, b.State, b.Error)
 		}
@@ -334,7 +369,6 @@ func TestBackupsAPI(t *testing.T) {
 	h := newHarness(t)
 	bare := h.app(t, "Bare")
 	wantError(t, "no volumes", h.send("POST", api+"/backups", jsonOf(map[string]string{"app_id": bare})), http.StatusConflict, errcode.StateInvalid)
-	wantError(t, "a bundle", h.send("POST", api+"/backups", `{}`), http.StatusConflict, errcode.PlanCapabilityUnsupp)
 	app := h.app(t, "Backed")
 	id := h.backedUp(t, app)
 	var list struct {

@@ -224,7 +224,8 @@ func wireBackups(t testing.TB, store *raftstore.Store, dir string, w wired, rt *
 	}
 	repo := backups.Over(backuprepo.New(st, backuprepo.Keys{Identity: id}, filepath.Join(dir, "restores")))
 	svc := backups.New(backups.Deps{Store: store, Repo: func() (backups.Repo, error) { return repo, nil },
-		Data: rt, Runner: sched, Volumes: w.volumes, Now: now, Log: log})
+		Data: rt, Runner: sched, Volumes: w.volumes, Now: now, Log: log,
+		Installation: store, Dirs: map[string]string{"keyring": filepath.Join(dir, "keyring")}, Staging: filepath.Join(dir, "bundles")})
 	store.RunWhileLeader("backups", svc.Run)
 	t.Cleanup(svc.Wait)
 	return svc

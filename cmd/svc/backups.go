@@ -20,6 +20,19 @@ import (
 func backupKeyFile(workDir string) string  { return filepath.Join(workDir, "keyring", "backup-key") }
 func restoreJournal(workDir string) string { return filepath.Join(workDir, "restores") }
 
+// bundleDirs are the directories of the work dir a disaster-recovery
+// bundle holds besides the store and the volumes, by part name: the
+// keyring (the key-encryption key the store's secrets are sealed with,
+// and the backup key), apps' sources and the process runtime's builds.
+// svc restore --bundle puts each back at the same place.
+func bundleDirs(workDir string) map[string]string {
+	return map[string]string{
+		"keyring": filepath.Dir(kekFile(workDir)),
+		"sources": filepath.Join(workDir, "apps"),
+		"builds":  filepath.Join(workDir, "runtime", "builds"),
+	}
+}
+
 // buildBackups wires backups: the repository over the backup storage, the
 // process runtime's volumes, the scheduler's pause and restart around a
 // copy or a restore, and the runner (a leader loop: pending and rolling
@@ -40,6 +53,7 @@ func buildBackups(gen *generation, store *raftstore.Store, st *storage, sched *s
 	}
 	repos := &repos{keys: keys, journal: restoreJournal(work), set: st.adapters.Current}
 	svc := backups.New(backups.Deps{Store: store, Repo: repos.current, Data: gen.procs, Runner: sched, Volumes: st.volumes,
+		Installation: store, Dirs: bundleDirs(work), Staging: filepath.Join(work, "bundles"),
 		Now: now, Log: gen.log.With("component", "backups")})
 	store.RunWhileLeader("backups", svc.Run)
 	return svc, nil

@@ -73,7 +73,7 @@ func newRoot() *cobra.Command {
 		calls(newLogsCmd(), "apps_logs"),
 		calls(newOpenCmd(), "apps_get"),
 		calls(newExecCmd(), "apps_exec"),
-		newMCPCmd())
+		newMCPCmd(), newRestoreCmd())
 	addOperationCommands(root)
 	groupCommands(root)
 	usageErrors(root)
@@ -90,7 +90,7 @@ var commandGroups = []struct {
 	{"apps", "Apps (an app is named by its ID or its slug):", []string{"apps", "source", "detection", "specs", "secrets", "slots", "volumes", "deployments", "grants", "passcode"}},
 	{"access", "People and access:", []string{"me", "tokens", "users", "groups", "roles", "verbs", "passwords", "launcher", "sections", "sessions"}},
 	{"install", "The installation:", []string{"setup", "policy", "config", "adapters", "capacity", "keyring", "edge-keys", "audit", "server", "raft", "raft-probes", "reference", "openapi"}},
-	{"run", "Running svc:", []string{"serve", "edge", "mcp", "version", "completion"}},
+	{"run", "Running svc:", []string{"serve", "restore", "edge", "mcp", "version", "completion"}},
 }
 
 // groupCommands puts root's commands in their groups for its help.

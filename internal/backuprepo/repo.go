@@ -70,10 +70,13 @@ func New(st Storage, k Keys, journalDir string) *Repo {
 	return &Repo{st: st, keys: k, macKey: mk, journal: journalDir}
 }
 
-// Part is one thing a backup holds, by name: a directory tree.
+// Part is one thing a backup holds, by name: a directory tree. Hold, if
+// set, is called before the tree is read (to pause what writes it) and
+// what it returns after.
 type Part struct {
 	Name string
 	Dir  string
+	Hold func(ctx context.Context) (release func(), err error)
 }
 
 // Entry is a file, directory or symbolic link of a part, by its slash path
@@ -152,7 +155,7 @@ func (r *Repo) Write(ctx context.Context, id string, parts []Part) (Manifest, er
 	}
 	m := Manifest{Format: manifestFormat, BackupID: id, CreatedAt: time.Now().UTC()}
 	for _, p := range parts {
-		pm, err := r.writePart(ctx, p, have, &m)
+		pm, err := r.writeHeld(ctx, p, have, &m)
 		if err != nil {
 			return Manifest{}, fmt.Errorf("back up %s: %w", p.Name, err)
 		}
@@ -171,6 +174,18 @@ func (r *Repo) Write(ctx context.Context, id string, parts []Part) (Manifest, er
 		return Manifest{}, err
 	}
 	return m, nil
+}
+
+// writeHeld writes a part while its Hold holds.
+func (r *Repo) writeHeld(ctx context.Context, p Part, have map[string]bool, m *Manifest) (PartManifest, error) {
+	if p.Hold != nil {
+		release, err := p.Hold(ctx)
+		if err != nil {
+			return PartManifest{}, err
+		}
+		defer release()
+	}
+	return r.writePart(ctx, p, have, m)
 }
 
 // writePart walks a tree (never following a link, through os.Root) and

@@ -41,6 +41,9 @@ type Volume struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
 	SizeBytes int64  `json:"size_bytes"`
+	// AppID is the volume's app, in a disaster-recovery bundle (which
+	// holds the volumes of every app).
+	AppID string `json:"app_id,omitempty"`
 }
 
 // Problem is a refusal or failure as a backup records it.
@@ -68,6 +71,10 @@ type Backup struct {
 	CompletedAt *time.Time `json:"completed_at"`
 	VerifiedAt  *time.Time `json:"verified_at"`
 	Error       *Problem   `json:"error"`
+	// Store is what a disaster-recovery bundle saved of the store: the
+	// index it is at and its digest, which the installation it is
+	// restored into has.
+	Store *raftstore.Saved `json:"store,omitempty"`
 }
 
 // app returns the backup's app ID, "" for none.

@@ -17,7 +17,7 @@ var _ Repo = (*repoOf)(nil)
 func (o *repoOf) Write(ctx context.Context, id string, parts []Part) (Stored, error) {
 	ps := make([]backuprepo.Part, 0, len(parts))
 	for _, p := range parts {
-		ps = append(ps, backuprepo.Part{Name: p.Name, Dir: p.Dir})
+		ps = append(ps, backuprepo.Part{Name: p.Name, Dir: p.Dir, Hold: p.Hold})
 	}
 	m, err := o.r.Write(ctx, id, ps)
 	return Stored{SizeBytes: m.SizeBytes, PlainBytes: m.PlainBytes}, err

@@ -40,10 +40,12 @@ type Repo interface {
 	Delete(ctx context.Context, backupID string) error
 }
 
-// Part is one directory tree a backup holds, by name.
+// Part is one directory tree a backup holds, by name; Hold, if set,
+// pauses what writes it while it is read.
 type Part struct {
 	Name string
 	Dir  string
+	Hold func(ctx context.Context) (release func(), err error)
 }
 
 // Stored is what a backup came to in the repository: the bytes stored
@@ -83,8 +85,15 @@ type Deps struct {
 	Data    Data
 	Runner  Runner
 	Volumes AppDeleter
-	Now     func() time.Time
-	Log     *slog.Logger
+	// Installation saves the store for disaster-recovery bundles, which
+	// also hold Dirs (part name → directory of this server: the keyring,
+	// apps' sources, builds); Staging is a directory of this server for
+	// the store's files while a bundle is written.
+	Installation Installation
+	Dirs         map[string]string
+	Staging      string
+	Now          func() time.Time
+	Log          *slog.Logger
 }
 
 // Service takes, lists, verifies and restores backups.
@@ -156,13 +165,14 @@ type Request struct {
 // Create records a backup asked for now (pending; the leader's runner
 // takes it) and answers it.
 func (s *Service) Create(ctx context.Context, req Request) (Backup, error) {
-	if req.AppID == "" {
-		return Backup{}, errcode.New(errcode.PlanCapabilityUnsupp, "disaster-recovery bundles are not available in this build yet").
-			WithRemedy("back up each app with app_id; keep a copy of the work dir's keyring for the store")
-	}
 	now := s.d.Now()
 	var out Backup
 	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		if req.AppID == "" {
+			b, ops, err := s.newBundleOps(ctx, r, now)
+			out = b
+			return ops, err
+		}
 		b, ops, err := s.newBackupOps(ctx, r, req.AppID, KindRolling, StatePending, false, now)
 		out = b
 		return ops, err
@@ -202,6 +212,9 @@ func (s *Service) newBackupOps(ctx context.Context, r *raftstore.Reader, appID, 
 // take copies a running backup's volumes into the repository and records
 // the outcome. It returns the failure.
 func (s *Service) take(ctx context.Context, b Backup) error {
+	if b.Kind == KindDR {
+		return s.takeBundle(ctx, b)
+	}
 	man, how, err := s.copyVolumes(ctx, b)
 	return errors.Join(err, s.finish(ctx, b, backupOutcome{stored: man, how: how, err: err}))
 }
@@ -211,6 +224,7 @@ type backupOutcome struct {
 	stored Stored
 	how    string
 	err    error
+	store  *raftstore.Saved
 }
 
 // finish records a backup's outcome: completed with backup.completed, or
@@ -222,7 +236,7 @@ func (s *Service) finish(ctx context.Context, b Backup, o backupOutcome) error {
 		if !ok {
 			return nil, nil
 		}
-		cur.CompletedAt, cur.Consistency = &now, o.how
+		cur.CompletedAt, cur.Consistency, cur.Store = &now, o.how, o.store
 		ref := appRef(r, cur)
 		if o.err != nil {
 			cur.State, cur.Error = StateFailed, problemOf(o.err)

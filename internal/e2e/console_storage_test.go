@@ -474,6 +474,31 @@ func TestConsoleStorageAdminAndDeletion(t *testing.T) {
 	}
 	accessible(t, tab, "the storage page with the final backup")
 	screenshots(t, tab, "admin-storage-final")
+
+	// An installation bundle: taken from the page, listed under its kind,
+	// completed with no Restore (it goes into a new installation, with
+	// the command the row names).
+	clickButton(t, tab, ".bundle-take", "Take an installation bundle")
+	waitFor(t, tab, "the bundle asked for", `document.querySelector('.bundle-line').innerText.includes("is being taken")`)
+	var bundles []backupAPI
+	waitForAPI(t, "the bundle completed", func() bool {
+		bundles = s.backups(t, "?kind=dr_bundle")
+		return len(bundles) == 1 && (bundles[0].State == "completed" || bundles[0].State == "failed")
+	})
+	if bundles[0].State != "completed" || bundles[0].AppID != nil {
+		t.Fatalf("the bundle: %+v", bundles[0])
+	}
+	choose(t, tab, "#backup-kind", "dr_bundle")
+	bundleRow := `[data-table="backups"] tr[data-backup="` + bundles[0].ID + `"]`
+	waitFor(t, tab, "the completed bundle listed", `(() => { const r = document.querySelector('`+bundleRow+`'); return r && r.dataset.state === "completed"; })()`)
+	if row := text(t, tab, bundleRow); !strings.Contains(row, "installation bundle") || !strings.Contains(row, "the installation") || !strings.Contains(row, "svc restore --bundle "+bundles[0].ID) {
+		t.Errorf("the bundle's row: %q", row)
+	}
+	if labels := text(t, tab, bundleRow+" .row-actions"); strings.Contains(labels, "Restore") || !strings.Contains(labels, "Verify") {
+		t.Errorf("the bundle's row offers %q; want Verify and no Restore", labels)
+	}
+	accessible(t, tab, "the storage page with a bundle")
+	screenshots(t, tab, "admin-storage-bundle")
 	noProblems(t, tab)
 	onlyAPI(t, tab, s.console)
 

@@ -44,8 +44,10 @@ export interface Backup {
   state: "pending" | "running" | "completed" | "failed";
   size_bytes: number;
   plain_bytes: number;
-  volumes: { id: string; name: string; size_bytes: number }[] | null;
+  volumes: { id: string; name: string; size_bytes: number; app_id?: string }[] | null;
   scheduled: boolean;
+  /** store is what an installation bundle saved of the store: its index and digest. */
+  store?: { applied: number; digest: string; history_records: number };
   consistency?: string;
   created_at: string;
   completed_at: string | null;
@@ -234,7 +236,7 @@ export function BackupTable(props: { items: Backup[] | null; caption: string; ap
                       <button type="button" class="small" disabled={!!n.busy} aria-busy={n.busy === "verify"} onClick={() => verify(b)}>
                         Verify
                       </button>
-                      {restore && (
+                      {restore && b.kind !== "dr_bundle" && (
                         <button type="button" class="small" disabled={!!n.busy} aria-busy={n.busy === "restore"} onClick={() => setAsking(b)}>
                           Restore
                         </button>
@@ -242,6 +244,11 @@ export function BackupTable(props: { items: Backup[] | null; caption: string; ap
                     </>
                   )}
                   {unfinished(b) && <span class="muted small">being taken…</span>}
+                  {done && b.kind === "dr_bundle" && (
+                    <span class="muted small block-line bundle-how" title={b.store ? "store at index " + b.store.applied + ", digest " + b.store.digest : undefined}>
+                      restored into a new installation with <code>svc restore --bundle {b.id}</code>
+                    </span>
+                  )}
                 </td>
               </tr>
               {extra && (

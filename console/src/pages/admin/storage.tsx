@@ -36,6 +36,9 @@ export function Storage(props: AdminPageProps) {
   const [asking, setAsking] = useState<VolumeView | null>(null);
   const [deleted, setDeleted] = useState("");
   const [delError, setDelError] = useState<unknown>(null);
+  const [bundling, setBundling] = useState(false);
+  const [bundled, setBundled] = useState("");
+  const [bundleError, setBundleError] = useState<unknown>(null);
 
   const loadVolumes = useCallback(async () => {
     try {
@@ -99,6 +102,23 @@ export function Storage(props: AdminPageProps) {
       await loadVolumes();
     } catch (e) {
       setDelError(e);
+    }
+  };
+
+  // An installation bundle: the store, the keyring, sources, builds and
+  // every volume, for svc restore --bundle on a new machine.
+  const takeBundle = async () => {
+    setBundling(true);
+    setBundleError(null);
+    setBundled("");
+    try {
+      const a = await call<{ backup: Backup }>("POST", "/backups", {});
+      setBundled("Installation bundle " + a.backup.id + " is being taken; it is listed below.");
+      reload();
+    } catch (e) {
+      setBundleError(e);
+    } finally {
+      setBundling(false);
     }
   };
 
@@ -180,7 +200,19 @@ export function Storage(props: AdminPageProps) {
           </div>
         ) : (
           <>
-            <p class="muted small">Newest first. Back up an app now on its Volumes tab.</p>
+            <p class="muted small">
+              Newest first. Back up an app now on its Volumes tab. An installation bundle holds everything (the store, the keyring, sources, builds and every volume) and is restored
+              into a new installation with <code>svc restore --bundle</code> (see docs/disaster-recovery.md).
+            </p>
+            <p class="inline-form bundle-take">
+              <button type="button" class="small" disabled={bundling} aria-busy={bundling} onClick={takeBundle}>
+                Take an installation bundle
+              </button>
+              <span class="hint bundle-line" role="status" aria-live="polite">
+                {bundled}
+              </span>
+            </p>
+            <ErrorNote error={bundleError} />
             <form class="inline-form backup-filters" onSubmit={(e) => e.preventDefault()}>
               <label for="backup-kind">Kind</label>
               <select id="backup-kind" name="backup_kind" value={kind} onChange={(e) => setKind((e.currentTarget as HTMLSelectElement).value)}>
