@@ -347,6 +347,28 @@ type Pauser interface {
 	Pause(ctx context.Context, jobID string) (resume func(), err error)
 }
 
+// CanQuiesce says whether Quiesce could pause the app now (nil), without
+// pausing it: the refusal a restore answers before it starts.
+func (s *Service) CanQuiesce(appID string) error {
+	rel, rt, err := s.release(appID)
+	if errcode.Has(err, errcode.StateInvalid) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return holdsVolumes(appID, rel, rt)
+}
+
+// holdsVolumes refuses an app whose runtime keeps its volumes elsewhere.
+func holdsVolumes(appID string, rel Release, rt Runtime) error {
+	if h, ok := rt.(VolumeHolder); !ok || !h.HoldsVolumes() {
+		return errcode.New(errcode.PlanCapabilityUnsupp, "app %s runs on runtime %s, whose volumes are not on this server: they cannot be backed up or restored here", appID, rel.Runtime).
+			WithRemedy("back up the runtime's volumes with its own tools (docs/storage.md)")
+	}
+	return nil
+}
+
 // Quiesce pauses what an app runs while its volumes are copied (a
 // backup): it returns resume, and how the copy is consistent: "paused"
 // when the runtime paused the app's processes, "stopped" when the app
@@ -361,9 +383,8 @@ func (s *Service) Quiesce(ctx context.Context, appID string) (func(), string, er
 	if err != nil {
 		return nil, "", err
 	}
-	if h, ok := rt.(VolumeHolder); !ok || !h.HoldsVolumes() {
-		return nil, "", errcode.New(errcode.PlanCapabilityUnsupp, "app %s runs on runtime %s, whose volumes are not on this server: they cannot be backed up or restored here", appID, rel.Runtime).
-			WithRemedy("back up the runtime's volumes with its own tools (docs/storage.md)")
+	if err := holdsVolumes(appID, rel, rt); err != nil {
+		return nil, "", err
 	}
 	p, ok := rt.(Pauser)
 	if !ok {

@@ -75,6 +75,10 @@ type Backup struct {
 	// index it is at and its digest, which the installation it is
 	// restored into has.
 	Store *raftstore.Saved `json:"store,omitempty"`
+	// Skipped are the volumes a bundle left out: those of apps whose
+	// runtime keeps volumes elsewhere (Nomad's host volumes), which that
+	// runtime's own tools back up.
+	Skipped []Volume `json:"skipped_volumes,omitempty"`
 }
 
 // app returns the backup's app ID, "" for none.

@@ -40,6 +40,15 @@ type dirRepo struct {
 	mu     sync.Mutex
 	broken map[string]bool
 	fail   error
+	// written are the part names of each backup written.
+	written map[string][]string
+}
+
+func (d *dirRepo) parts(t *testing.T, id string) []string {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.written[id]
 }
 
 var _ backups.Repo = (*dirRepo)(nil)
@@ -49,12 +58,27 @@ func (d *dirRepo) Write(_ context.Context, id string, parts []backups.Part) (bac
 		return backups.Stored{}, d.fail
 	}
 	var n int64
+	var names []string
 	for _, p := range parts {
+		if p.Hold != nil { // as the repository does
+			release, err := p.Hold(context.Background())
+			if err != nil {
+				return backups.Stored{}, err
+			}
+			defer release()
+		}
 		if err := copyTree(p.Dir, filepath.Join(d.dir, id, filepath.FromSlash(p.Name))); err != nil {
 			return backups.Stored{}, err
 		}
 		n += treeSize(p.Dir)
+		names = append(names, p.Name)
 	}
+	d.mu.Lock()
+	if d.written == nil {
+		d.written = map[string][]string{}
+	}
+	d.written[id] = names
+	d.mu.Unlock()
 	return backups.Stored{SizeBytes: n, PlainBytes: n}, nil
 }
 
@@ -129,6 +153,8 @@ type host struct {
 	resumed   int
 	restarted []string
 	handed    []string
+	// unpausable are the runtime's refusals to pause apps, by app ID.
+	unpausable map[string]error
 }
 
 var (
@@ -145,9 +171,18 @@ func (h *host) HandOver(_ context.Context, _, id string) error {
 	return nil
 }
 
-func (h *host) Quiesce(context.Context, string) (func(), string, error) {
+func (h *host) CanQuiesce(appID string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.unpausable[appID]
+}
+
+func (h *host) Quiesce(_ context.Context, appID string) (func(), string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.unpausable[appID]; err != nil {
+		return nil, "", err
+	}
 	h.paused++
 	return func() { h.mu.Lock(); h.resumed++; h.mu.Unlock() }, "paused", nil
 }
@@ -181,7 +216,8 @@ func newFixture(t *testing.T) *fixture {
 	f.apps = apps.NewService(f.store, now)
 	f.specs = spec.NewService(f.store, now)
 	f.svc = backups.New(backups.Deps{Store: f.store, Repo: func() (backups.Repo, error) { return f.repo, nil },
-		Data: f.host, Runner: f.host, Volumes: f.vols, Now: now})
+		Data: f.host, Runner: f.host, Volumes: f.vols, Now: now,
+		Installation: f.store, Dirs: map[string]string{"keyring": t.TempDir()}, Staging: t.TempDir()})
 	return f
 }
 
@@ -331,12 +367,68 @@ func TestIncompleteBackupIsRefusedBeforeAnythingChanges(t *testing.T) {
 	if got := f.read(t, vol); got != "live" || len(f.host.restarted) != 0 || f.host.paused != 1 || len(f.events("backup.restored")) != 0 {
 		t.Errorf("after the refusal: %q, restarted %v, paused %d", got, f.host.restarted, f.host.paused)
 	}
+	// A runtime that cannot pause the app: refused before the answer
+	// (not a 202 followed by nothing), the data as it was.
+	f.repo.broken[b.ID] = false
+	f.host.mu.Lock()
+	f.host.unpausable = map[string]error{appID: errcode.New(errcode.PlanCapabilityUnsupp, "app %s runs on a runtime whose volumes are elsewhere", appID)}
+	f.host.mu.Unlock()
+	if _, err := f.svc.RestoreApp(ctx, appID, b.ID); !errcode.Has(err, errcode.PlanCapabilityUnsupp) {
+		t.Fatalf("restore on a runtime that cannot pause = %v, want PLAN_CAPABILITY_UNSUPPORTED", err)
+	}
+	f.svc.Wait()
+	if got := f.read(t, vol); got != "live" || len(f.events("backup.restored")) != 0 || len(f.events("backup.failed")) != 0 {
+		t.Errorf("after the refusal: %q", got)
+	}
+	f.host.mu.Lock()
+	f.host.unpausable = nil
+	f.host.mu.Unlock()
 	// A backup gone from the storage is incomplete too.
 	if err := f.repo.Delete(ctx, b.ID); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := f.svc.Verify(ctx, b.ID); v.OK || v.Problems[0].Code != errcode.BackupIncomplete {
 		t.Errorf("verify of a backup the storage lost = %+v", v)
+	}
+}
+
+// TestBundleHoldsTheStoreAndEveryVolume: a bundle (no app_id) saves the
+// store with its digest and holds every volume, pausing each app once
+// while its volume is read; a volume of an app whose runtime keeps
+// volumes elsewhere is left out and listed as skipped, not failing the
+// bundle.
+func TestBundleHoldsTheStoreAndEveryVolume(t *testing.T) {
+	f := newFixture(t)
+	a, va := f.app(t, "Notes", "notes")
+	n, vn := f.app(t, "Nomadic", "elsewhere")
+	f.host.mu.Lock()
+	f.host.unpausable = map[string]error{n: errcode.New(errcode.PlanCapabilityUnsupp, "app %s runs on nomad", n)}
+	f.host.mu.Unlock()
+	b, err := f.svc.Create(ctx, backups.Request{})
+	if err != nil || b.Kind != backups.KindDR || b.AppID != nil || len(b.Volumes) != 2 {
+		t.Fatalf("create = %+v, %v", b, err)
+	}
+	f.run(t, "the bundle taken", func() bool { got, _ := f.svc.Get(b.ID); return got.State != backups.StatePending && got.State != backups.StateRunning })
+	got, _ := f.svc.Get(b.ID)
+	if got.State != backups.StateCompleted || got.Store == nil || len(got.Store.Digest) != 64 || got.Store.Applied == 0 {
+		t.Fatalf("bundle = %+v", got)
+	}
+	if len(got.Skipped) != 1 || got.Skipped[0].ID != vn || got.Skipped[0].AppID != n {
+		t.Errorf("skipped = %+v, want the volume of %s", got.Skipped, n)
+	}
+	// (The runner may have taken app a's rolling backup since: a pause each.)
+	if f.host.paused < 1 || f.host.resumed != f.host.paused {
+		t.Errorf("paused %d, resumed %d times; want app %s paused and resumed", f.host.paused, f.host.resumed, a)
+	}
+	parts := f.repo.parts(t, b.ID)
+	if !slices.Contains(parts, "store") || !slices.Contains(parts, "keyring") || !slices.Contains(parts, "volume/"+va) || slices.Contains(parts, "volume/"+vn) {
+		t.Errorf("the bundle holds %v", parts)
+	}
+	if ev := f.events("backup.completed"); len(ev) == 0 || ev[0].App != nil || ev[0].Data["kind"] != "dr_bundle" || ev[0].Data["backup_id"] != b.ID {
+		t.Errorf("backup.completed = %+v", ev)
+	}
+	if _, err := f.svc.Restore(ctx, b.ID); !errcode.Has(err, errcode.PlanCapabilityUnsupp) {
+		t.Errorf("a bundle restored in place: %v", err)
 	}
 }
 

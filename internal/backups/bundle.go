@@ -78,27 +78,32 @@ func (s *Service) newBundleOps(ctx context.Context, r *raftstore.Reader, now tim
 // takeBundle saves the store, then writes it, the server's directories and
 // every volume to the repository, and records the outcome.
 func (s *Service) takeBundle(ctx context.Context, b Backup) error {
-	saved, stored, err := s.writeBundle(ctx, b)
-	if err == nil {
-		b.Store = &saved
+	o := backupOutcome{how: "paused"}
+	var saved raftstore.Saved
+	saved, o.stored, o.skipped, o.err = s.writeBundle(ctx, b)
+	if o.err == nil {
+		o.store = &saved
 	}
-	return errors.Join(err, s.finish(ctx, b, backupOutcome{stored: stored, how: "paused", err: err, store: b.Store}))
+	return errors.Join(o.err, s.finish(ctx, b, o))
 }
 
-func (s *Service) writeBundle(ctx context.Context, b Backup) (raftstore.Saved, Stored, error) {
+// writeBundle writes the bundle's parts. A volume whose app runs on a
+// runtime that keeps volumes elsewhere (Nomad's host volumes) is left out
+// and returned as skipped.
+func (s *Service) writeBundle(ctx context.Context, b Backup) (saved raftstore.Saved, stored Stored, skipped []Volume, err error) {
 	if s.d.Installation == nil || s.d.Staging == "" {
-		return raftstore.Saved{}, Stored{}, errcode.New(errcode.PlanCapabilityUnsupp, "this server cannot take disaster-recovery bundles")
+		return saved, stored, nil, errcode.New(errcode.PlanCapabilityUnsupp, "this server cannot take disaster-recovery bundles")
 	}
 	repo, err := s.d.Repo()
 	if err != nil {
-		return raftstore.Saved{}, Stored{}, err
+		return saved, stored, nil, err
 	}
 	staging := filepath.Join(s.d.Staging, b.ID)
 	_ = os.RemoveAll(staging)
 	defer os.RemoveAll(staging)
-	saved, err := s.d.Installation.Save(ctx, filepath.Join(staging, PartStore))
+	saved, err = s.d.Installation.Save(ctx, filepath.Join(staging, PartStore))
 	if err != nil {
-		return raftstore.Saved{}, Stored{}, fmt.Errorf("save the store: %w", err)
+		return saved, stored, nil, fmt.Errorf("save the store: %w", err)
 	}
 	parts := []Part{{Name: PartStore, Dir: filepath.Join(staging, PartStore)}}
 	for _, name := range slices.Sorted(maps.Keys(s.d.Dirs)) {
@@ -107,7 +112,7 @@ func (s *Service) writeBundle(ctx context.Context, b Backup) (raftstore.Saved, S
 			// Nothing of it yet (no app has a source): an empty part.
 			dir = filepath.Join(staging, "empty")
 			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return raftstore.Saved{}, Stored{}, err
+				return saved, stored, nil, err
 			}
 		}
 		parts = append(parts, Part{Name: name, Dir: dir})
@@ -116,12 +121,17 @@ func (s *Service) writeBundle(ctx context.Context, b Backup) (raftstore.Saved, S
 	// app, from its first volume to its last.
 	held := map[string]*appHold{}
 	for _, v := range b.Volumes {
+		live := v.AppID != "" && s.appLive(v.AppID)
+		if live && errcode.Has(s.d.Runner.CanQuiesce(v.AppID), errcode.PlanCapabilityUnsupp) {
+			skipped = append(skipped, v)
+			continue
+		}
 		dir := s.d.Data.VolumePath(v.ID)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return raftstore.Saved{}, Stored{}, fmt.Errorf("volume %s: %w", v.ID, err)
+			return saved, stored, nil, fmt.Errorf("volume %s: %w", v.ID, err)
 		}
 		p := Part{Name: partName(v.ID), Dir: dir}
-		if v.AppID != "" && s.appLive(v.AppID) {
+		if live {
 			h := held[v.AppID]
 			if h == nil {
 				h = &appHold{s: s, appID: v.AppID}
@@ -137,8 +147,8 @@ func (s *Service) writeBundle(ctx context.Context, b Backup) (raftstore.Saved, S
 			h.done()
 		}
 	}()
-	stored, err := repo.Write(ctx, b.ID, parts)
-	return saved, stored, err
+	stored, err = repo.Write(ctx, b.ID, parts)
+	return saved, stored, skipped, err
 }
 
 // appLive says whether the app still exists (a kept volume's app may not).

@@ -169,7 +169,7 @@ func (s *Service) Restore(ctx context.Context, backupID string) (Backup, error) 
 	}
 	if b.Kind == KindDR {
 		return Backup{}, errcode.New(errcode.PlanCapabilityUnsupp, "a disaster-recovery bundle is restored into a fresh installation, not over a running one").
-			WithRemedy("see docs/backups.md")
+			WithRemedy("restore it into a new installation with svc restore --bundle %s (docs/disaster-recovery.md)", b.ID)
 	}
 	return b, s.restore(ctx, b)
 }
@@ -178,6 +178,12 @@ func (s *Service) restore(ctx context.Context, b Backup) error {
 	appID := b.app()
 	targets, err := s.targets(appID, b)
 	if err != nil {
+		return err
+	}
+	// What would stop the restore after it is answered is refused now:
+	// a runtime that cannot pause the app, a backup that does not read
+	// back whole.
+	if err := s.d.Runner.CanQuiesce(appID); err != nil {
 		return err
 	}
 	problems, err := s.check(ctx, b)
@@ -246,23 +252,7 @@ func (s *Service) targets(appID string, b Backup) (map[string]string, error) {
 // records the outcome.
 func (s *Service) apply(ctx context.Context, b Backup, targets map[string]string) error {
 	appID := b.app()
-	repo, err := s.d.Repo()
-	if err != nil {
-		return err
-	}
-	resume, _, err := s.d.Runner.Quiesce(ctx, appID)
-	if err != nil {
-		return err
-	}
-	err = repo.Restore(ctx, b.ID, targets)
-	if err == nil {
-		for _, v := range s.liveVolumes(appID, b) {
-			if herr := s.d.Data.HandOver(ctx, appID, v); herr != nil {
-				err = herr
-			}
-		}
-	}
-	resume()
+	err := s.swap(ctx, b, targets)
 	if err == nil {
 		// New processes see the restored data (a sandbox bound the old
 		// directory); an app that runs nothing is left as it is.
@@ -289,6 +279,30 @@ func (s *Service) apply(ctx context.Context, b Backup, targets map[string]string
 		}, nil
 	})
 	return errors.Join(err, werr)
+}
+
+// swap swaps the volumes' data for the backup's with the app paused, and
+// hands it to the app's user.
+func (s *Service) swap(ctx context.Context, b Backup, targets map[string]string) error {
+	appID := b.app()
+	repo, err := s.d.Repo()
+	if err != nil {
+		return err
+	}
+	resume, _, err := s.d.Runner.Quiesce(ctx, appID)
+	if err != nil {
+		return err
+	}
+	defer resume()
+	if err := repo.Restore(ctx, b.ID, targets); err != nil {
+		return err
+	}
+	for _, v := range s.liveVolumes(appID, b) {
+		if err := s.d.Data.HandOver(ctx, appID, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Retention of rolling backups: the newest of each of the last

@@ -66,6 +66,7 @@ type Data interface {
 // restore (the scheduler).
 type Runner interface {
 	Quiesce(ctx context.Context, appID string) (resume func(), how string, err error)
+	CanQuiesce(appID string) error
 	Restart(ctx context.Context, appID string) (apps.App, error)
 }
 
@@ -225,6 +226,8 @@ type backupOutcome struct {
 	how    string
 	err    error
 	store  *raftstore.Saved
+	// skipped are the volumes a bundle left out.
+	skipped []Volume
 }
 
 // finish records a backup's outcome: completed with backup.completed, or
@@ -236,7 +239,7 @@ func (s *Service) finish(ctx context.Context, b Backup, o backupOutcome) error {
 		if !ok {
 			return nil, nil
 		}
-		cur.CompletedAt, cur.Consistency, cur.Store = &now, o.how, o.store
+		cur.CompletedAt, cur.Consistency, cur.Store, cur.Skipped = &now, o.how, o.store, o.skipped
 		ref := appRef(r, cur)
 		if o.err != nil {
 			cur.State, cur.Error = StateFailed, problemOf(o.err)
