@@ -408,7 +408,10 @@ func TestBundleHoldsTheStoreAndEveryVolume(t *testing.T) {
 	if err != nil || b.Kind != backups.KindDR || b.AppID != nil || len(b.Volumes) != 2 {
 		t.Fatalf("create = %+v, %v", b, err)
 	}
-	f.run(t, "the bundle taken", func() bool { got, _ := f.svc.Get(b.ID); return got.State != backups.StatePending && got.State != backups.StateRunning })
+	f.run(t, "the bundle taken", func() bool {
+		got, _ := f.svc.Get(b.ID)
+		return got.State != backups.StatePending && got.State != backups.StateRunning
+	})
 	got, _ := f.svc.Get(b.ID)
 	if got.State != backups.StateCompleted || got.Store == nil || len(got.Store.Digest) != 64 || got.Store.Applied == 0 {
 		t.Fatalf("bundle = %+v", got)
