@@ -20,6 +20,10 @@ import (
 func backupKeyFile(workDir string) string  { return filepath.Join(workDir, "keyring", "backup-key") }
 func restoreJournal(workDir string) string { return filepath.Join(workDir, "restores") }
 
+// bundleStaging is where a bundle's copy of the store is written before
+// it goes to the backup storage (hidden from sandboxes like the store).
+func bundleStaging(workDir string) string { return filepath.Join(workDir, "bundles") }
+
 // bundleDirs are the directories of the work dir a disaster-recovery
 // bundle holds besides the store and the volumes, by part name: the
 // keyring (the key-encryption key the store's secrets are sealed with,
@@ -53,7 +57,7 @@ func buildBackups(gen *generation, store *raftstore.Store, st *storage, sched *s
 	}
 	repos := &repos{keys: keys, journal: restoreJournal(work), set: st.adapters.Current}
 	svc := backups.New(backups.Deps{Store: store, Repo: repos.current, Data: gen.procs, Runner: sched, Volumes: st.volumes,
-		Installation: store, Dirs: bundleDirs(work), Staging: filepath.Join(work, "bundles"),
+		Installation: store, Dirs: bundleDirs(work), Staging: bundleStaging(work),
 		Now: now, Log: gen.log.With("component", "backups")})
 	store.RunWhileLeader("backups", svc.Run)
 	return svc, nil

@@ -76,7 +76,7 @@ var resourceShort = map[string]string{
 	"specs":         "An app's spec revisions: list, write, pin, diff, export (/api/v1/apps/{appID}/specs)",
 	"slots":         "An app's slots: the dependencies it needs filled (/api/v1/apps/{appID}/slots)",
 	"volumes":       "Volumes: an app's, every one, kept ones of deleted apps (/api/v1/apps/{appID}/volumes, /api/v1/volumes)",
-	"backups":       "Backups of apps' volumes: take, list, verify, restore (/api/v1/backups)",
+	"backups":       "Backups of apps' volumes and installation bundles: take, list, verify, restore (/api/v1/backups)",
 	"deployments":   "An app's deployments: deploy, roll back, approve, reject, logs (/api/v1/apps/{appID}/deployments)",
 	"capacity":      "What the host has and what apps commit of it (/api/v1/capacity)",
 	"events":        "The event catalogue: every event name, its scope and data (/api/v1/events)",

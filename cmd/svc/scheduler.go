@@ -35,8 +35,9 @@ func processRuntime(cfg *config.Config) (*process.Runtime, error) {
 		// The apps' users pass through the work directory to their own
 		// files, and nothing else of it is open to them.
 		TraverseFrom: cfg.Server.WorkDir,
-		// A sandboxed workload never sees the store, the key-encryption
-		// key, other apps' sources or the config file.
+		// A sandboxed workload never sees the store (nor a copy of it
+		// saved for a bundle), the key-encryption key, other apps'
+		// sources or the config file.
 		SandboxHide: sandboxHidden(cfg),
 	})
 }
@@ -62,7 +63,7 @@ func reportIsolation(log *slog.Logger, cfg *config.Config, procs *process.Runtim
 
 // sandboxHidden lists what of the server's own files a sandbox hides.
 func sandboxHidden(cfg *config.Config) []string {
-	hide := []string{cfg.RaftDir(), filepath.Dir(kekFile(cfg.Server.WorkDir)), filepath.Join(cfg.Server.WorkDir, "apps")}
+	hide := []string{cfg.RaftDir(), filepath.Dir(kekFile(cfg.Server.WorkDir)), filepath.Join(cfg.Server.WorkDir, "apps"), bundleStaging(cfg.Server.WorkDir)}
 	if cfg.File != "" {
 		hide = append(hide, cfg.File)
 	}

@@ -98,8 +98,9 @@ func (s *Service) writeBundle(ctx context.Context, b Backup) (saved raftstore.Sa
 	if err != nil {
 		return saved, stored, nil, err
 	}
+	// One bundle at a time (the runner's): what a killed one left goes.
+	_ = os.RemoveAll(s.d.Staging)
 	staging := filepath.Join(s.d.Staging, b.ID)
-	_ = os.RemoveAll(staging)
 	defer os.RemoveAll(staging)
 	saved, err = s.d.Installation.Save(ctx, filepath.Join(staging, PartStore))
 	if err != nil {
