@@ -345,7 +345,7 @@ func TestHistoryRefusals(t *testing.T) {
 }
 
 // openHist opens a single-node store with the test tables in dir.
-func openHist(t *testing.T, dir string) *Store {
+func openHist(t testing.TB, dir string) *Store {
 	t.Helper()
 	s := openSingle(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -360,7 +360,7 @@ func openHist(t *testing.T, dir string) *Store {
 // returns, one command each. A write whose outcome a leader change left
 // unknown is read back and made again only if it was not applied, as a
 // careful client does.
-func writeRecords(t *testing.T, at func() *Store, table *Table[record], from, n int) {
+func writeRecords(t testing.TB, at func() *Store, table *Table[record], from, n int) {
 	t.Helper()
 	for i := from; i < from+n; i++ {
 		r := record{ID: fmt.Sprintf("r%05d", i), Kind: fmt.Sprintf("k%d", i%3), Who: fmt.Sprintf("u%d", i%5)}
@@ -378,7 +378,7 @@ func dropRecords(t *testing.T, at func() *Store, ids ...string) {
 
 // write applies ops through the store at() returns; done says whether they
 // were applied, for a write whose outcome is unknown.
-func write(t *testing.T, at func() *Store, done func(*Reader) bool, ops ...Op) {
+func write(t testing.TB, at func() *Store, done func(*Reader) bool, ops ...Op) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

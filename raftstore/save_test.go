@@ -165,3 +165,55 @@ func openNode(t *testing.T, dir, id string) *Store {
 	}
 	return s
 }
+
+// FuzzInstall: whatever a saved store's files hold (the snapshot and the
+// history changed, cut or made up), Install either installs a store
+// whose parts add up or refuses, and leaves nothing behind when it
+// refuses; it never panics.
+func FuzzInstall(f *testing.F) {
+	// No test logger: the store's goroutines would log through f while
+	// the fuzzing worker runs.
+	s, err := Open(Config{NodeID: "node-1", Dir: f.TempDir(), Tables: testTables, Timing: fastTiming})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.ConsistentRead(ctx); err != nil {
+		f.Fatal(err)
+	}
+	writeRecords(f, single(s), hlog, 0, 3)
+	saved := filepath.Join(f.TempDir(), "store")
+	if _, err := s.Save(context.Background(), saved); err != nil {
+		f.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		f.Fatal(err)
+	}
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(saved, name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+	snap, hist, info := read(savedSnapshotFile), read(savedHistoryFile), read(savedInfoFile)
+	f.Add(snap, hist)
+	f.Add(snap[:len(snap)/2], hist)
+	f.Add(snap, hist[:len(hist)/3])
+	f.Add([]byte(`{"format":2,"applied":1,"history":{"records":0,"index":0,"hash":""}}`), []byte{})
+	f.Fuzz(func(t *testing.T, snapshot, history []byte) {
+		in := t.TempDir()
+		for name, b := range map[string][]byte{savedSnapshotFile: snapshot, savedHistoryFile: history, savedInfoFile: info} {
+			if err := os.WriteFile(filepath.Join(in, name), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dir := filepath.Join(t.TempDir(), "raft")
+		if _, err := Install(InstallConfig{Dir: dir, NodeID: "node-9", Tables: testTables}, in); err != nil {
+			if _, serr := os.Stat(dir); !os.IsNotExist(serr) {
+				t.Fatalf("a refused install (%v) left %s behind", err, dir)
+			}
+		}
+	})
+}
