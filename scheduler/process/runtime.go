@@ -117,6 +117,9 @@ type Runtime struct {
 
 	seedMu sync.Mutex // one warming of the Go build cache seed at a time
 
+	usedMu sync.Mutex
+	used   map[string]usedReading // volumes' measured use, by volume ID (UsedBytes)
+
 	mu     sync.Mutex
 	jobs   map[string]*job
 	seq    int

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/scheduler"
@@ -53,6 +54,7 @@ func (r *Runtime) RemoveVolume(volumeID string) error {
 	if !scheduler.PlainName(volumeID) {
 		return errcode.Invalid("volume_id", "the volume ID %q is not a plain name", volumeID)
 	}
+	defer r.forgetUsed(volumeID)
 	if err := os.RemoveAll(filepath.Dir(r.VolumePath(volumeID))); err != nil {
 		return fmt.Errorf("remove volume %s: %w", volumeID, err)
 	}
@@ -219,17 +221,53 @@ func emptyDir(root *os.Root, rel string) bool {
 	return errors.Is(err, io.EOF)
 }
 
+// usedTTL is how long a volume's measured use is answered again without
+// walking it anew: a listing of every volume costs a walk of up to
+// maxWalk entries per volume, so listings in a row (a console page that
+// polls) read the last measure instead.
+const usedTTL = 15 * time.Second
+
+// usedReading is a volume's use as measured at a time.
+type usedReading struct {
+	bytes int64
+	at    time.Time
+}
+
 // UsedBytes measures what a volume holds (a bounded walk, as usage
-// readings do); false when it has no data here.
+// readings do), or answers the measure of the last usedTTL; false when it
+// has no data here.
 func (r *Runtime) UsedBytes(_ context.Context, volumeID string) (int64, bool) {
 	if !scheduler.PlainName(volumeID) {
 		return 0, false
 	}
+	now := time.Now()
+	r.usedMu.Lock()
+	last, ok := r.used[volumeID]
+	r.usedMu.Unlock()
+	if ok && now.Sub(last.at) < usedTTL {
+		return last.bytes, true
+	}
 	dir := r.VolumePath(volumeID)
 	if _, err := os.Stat(dir); err != nil {
+		r.forgetUsed(volumeID)
 		return 0, false
 	}
-	return dirSize(dir), true
+	n := dirSize(dir)
+	r.usedMu.Lock()
+	if r.used == nil {
+		r.used = map[string]usedReading{}
+	}
+	r.used[volumeID] = usedReading{bytes: n, at: now}
+	r.usedMu.Unlock()
+	return n, true
+}
+
+// forgetUsed drops a volume's last measure (its data was replaced or
+// removed).
+func (r *Runtime) forgetUsed(volumeID string) {
+	r.usedMu.Lock()
+	delete(r.used, volumeID)
+	r.usedMu.Unlock()
 }
 
 // HandOver makes everything in a volume the app's sandbox user's (data
@@ -239,6 +277,7 @@ func (r *Runtime) HandOver(_ context.Context, appID, volumeID string) error {
 	if !scheduler.PlainName(appID) || !scheduler.PlainName(volumeID) {
 		return errcode.Invalid("volume_id", "the volume ID %q is not a plain name", volumeID)
 	}
+	r.forgetUsed(volumeID) // restored data: measured anew
 	own, err := r.ownerFor(appID)
 	if err != nil {
 		return err

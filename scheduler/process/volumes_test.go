@@ -197,3 +197,49 @@ func testPause(t *testing.T, cfg process.Config) {
 		t.Fatal(err)
 	}
 }
+
+// TestUsedBytesIsMeasuredAgainAfterItsTTLOrANewHandOver: a volume's use
+// is measured by a walk and answered again for usedTTL (listings in a row
+// do not walk it each time); restored data handed over, or the volume
+// removed, is measured anew.
+func TestUsedBytesIsMeasuredAgainAfterItsTTLOrANewHandOver(t *testing.T) {
+	rt, err := process.New(process.Config{WorkDir: t.TempDir(), StopGrace: time.Second, Isolation: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx := context.Background()
+	const vol = "vol_01M8H0DKF8CKX4GVBAKHR5A0YD"
+	if _, ok := rt.UsedBytes(ctx, vol); ok {
+		t.Fatal("a volume with no data here is measured")
+	}
+	dir := rt.VolumePath(vol)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a"), make([]byte, 5000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first, ok := rt.UsedBytes(ctx, vol)
+	if !ok || first < 5000 {
+		t.Fatalf("used = %d, %v; want at least the file's 5000 bytes", first, ok)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b"), make([]byte, 7000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := rt.UsedBytes(ctx, vol); again != first {
+		t.Errorf("measured again within its TTL: %d, then %d", first, again)
+	}
+	if err := rt.HandOver(ctx, "app_x", vol); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := rt.UsedBytes(ctx, vol); after < first+7000 {
+		t.Errorf("after a hand-over the volume measures %d; want at least %d", after, first+7000)
+	}
+	if err := rt.RemoveVolume(vol); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := rt.UsedBytes(ctx, vol); ok {
+		t.Errorf("a removed volume measures %d", n)
+	}
+}
