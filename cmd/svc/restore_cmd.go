@@ -23,6 +23,7 @@ import (
 	"github.com/svchost/svc/internal/backuprepo"
 	"github.com/svchost/svc/internal/backups"
 	"github.com/svchost/svc/internal/config"
+	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/schema"
 	"github.com/svchost/svc/internal/volumes"
 	"github.com/svchost/svc/raftstore"
@@ -50,7 +51,11 @@ directory (--storage local --setting path=DIR, the old server's
 --setting endpoint=… --setting bucket=… [--setting prefix=…], the keys in
 ` + envRestoreAccessKey + ` and ` + envRestoreSecretKey + `). It decrypts
 with the age identity in --identity: the old installation's backup key
-(<work dir>/keyring/backup-key) or a key of one of backups.recipients.
+(<work dir>/keyring/backup-key), which also authenticates the bundle (a
+bundle it does not authenticate is refused), or a key of one of
+backups.recipients with --trust-unauthenticated (that key decrypts, but
+cannot tell a bundle the installation wrote from one made up by whoever
+could write to the storage).
 
 The whole bundle is verified before anything is written. The work
 directory comes from the same configuration svc serve reads (--config,
@@ -74,12 +79,14 @@ with that configuration: svc serve. See docs/disaster-recovery.md.`,
 	f.StringVar(&o.storage, "storage", "local", "kind of the backup storage: local or s3")
 	f.StringArrayVar(&o.settings, "setting", nil, "a setting of the storage as name=value (repeatable): path for local; endpoint, bucket, prefix, region, ca_file, insecure_http for s3")
 	f.StringVar(&o.config, "config", "", "YAML configuration file of the new installation (as for svc serve)")
+	f.BoolVar(&o.trustUnauthenticated, "trust-unauthenticated", false, "restore a bundle decrypted with a backups.recipients key, which cannot authenticate it (only from storage no one else can write)")
 	return cmd
 }
 
 type restoreOptions struct {
 	bundle, identity, storage, config string
 	settings                          []string
+	trustUnauthenticated              bool
 }
 
 // restoreBundle restores a bundle into cfg's work directory: verified
@@ -98,19 +105,18 @@ func restoreBundle(ctx context.Context, cfg *config.Config, o restoreOptions, ou
 	if c, ok := st.(io.Closer); ok {
 		defer c.Close()
 	}
-	// The repository's own key only names chunks it writes; this one
-	// writes none.
-	own, err := age.GenerateX25519Identity()
-	if err != nil {
-		return err
-	}
-	repo := backuprepo.New(st, backuprepo.Keys{Identity: own}, restoreJournal(work))
-	id, m, err := findBundle(ctx, repo, st, o.bundle, ids)
+	repo, b := bundleReader(st, ids, o.trustUnauthenticated, restoreJournal(work))
+	id, m, err := b.find(ctx, st, o.bundle)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "bundle %s, taken %s: %d parts, %d bytes\n", m.BackupID, m.CreatedAt.Format("2006-01-02 15:04:05 MST"), len(m.Parts), m.PlainBytes)
-	if _, problems := repo.Verify(ctx, id, ids...); len(problems) > 0 {
+	if b.with == nil {
+		fmt.Fprintln(out, "authenticated: written with the installation's backup key")
+	} else {
+		fmt.Fprintln(out, "NOT authenticated (--trust-unauthenticated): decrypted with a recipient key, which cannot tell a bundle the installation wrote from one made up by whoever could write to the storage")
+	}
+	if _, problems := repo.Verify(ctx, id, b.with...); len(problems) > 0 {
 		return fmt.Errorf("the bundle does not verify; nothing was restored: %w (and %d more problems)", problems[0], len(problems)-1)
 	}
 	fmt.Fprintln(out, "verified: every chunk is whole and decrypts")
@@ -153,7 +159,7 @@ func restoreBundle(ctx context.Context, cfg *config.Config, o restoreOptions, ou
 			return err
 		}
 	}
-	if err := repo.Restore(ctx, id, targets, ids...); err != nil {
+	if err := repo.Restore(ctx, id, targets, b.with...); err != nil {
 		return fmt.Errorf("restore the bundle's files: %w", err)
 	}
 	saved, err := raftstore.Install(raftstore.InstallConfig{Dir: cfg.RaftDir(), NodeID: cfg.Cluster.NodeID, RaftAddr: cfg.Cluster.RaftAddr,
@@ -313,11 +319,58 @@ func openRestoreStorage(ctx context.Context, o restoreOptions) (backuprepo.Stora
 	return st, nil
 }
 
-// findBundle reads the manifest of the bundle named, or of the newest one
-// in the storage for "latest".
-func findBundle(ctx context.Context, repo *backuprepo.Repo, st backuprepo.Storage, name string, ids []age.Identity) (string, backuprepo.Manifest, error) {
+// bundleRead reads bundles' manifests: authenticated with the
+// installation's backup key (with nil: the repository's own identity is
+// that key), or, trusting them unauthenticated, decrypted with the
+// identities given (with).
+type bundleRead struct {
+	repo *backuprepo.Repo
+	ids  []age.Identity
+	with []age.Identity
+}
+
+// bundleReader returns the repository to read bundles from and how. A
+// single X25519 identity is taken for the installation's backup key, the
+// key manifests are authenticated with; unless trustUnauthenticated, a
+// manifest it decrypts but does not authenticate is refused.
+func bundleReader(st backuprepo.Storage, ids []age.Identity, trustUnauthenticated bool, journal string) (*backuprepo.Repo, bundleRead) {
+	var own *age.X25519Identity
+	if len(ids) == 1 {
+		own, _ = ids[0].(*age.X25519Identity)
+	}
+	if own == nil || trustUnauthenticated {
+		// The repository's own key only names chunks it writes and
+		// authenticates manifests; this one writes none and checks none.
+		own, _ = age.GenerateX25519Identity()
+		repo := backuprepo.New(st, backuprepo.Keys{Identity: own}, journal)
+		with := ids
+		if !trustUnauthenticated {
+			with = nil // fails: the made-up key authenticates nothing
+		}
+		return repo, bundleRead{repo: repo, ids: ids, with: with}
+	}
+	repo := backuprepo.New(st, backuprepo.Keys{Identity: own}, journal)
+	return repo, bundleRead{repo: repo, ids: ids}
+}
+
+// manifest reads a bundle's manifest, saying why one the key decrypts
+// but does not authenticate is refused.
+func (b bundleRead) manifest(ctx context.Context, id string) (backuprepo.Manifest, error) {
+	m, err := b.repo.Manifest(ctx, id, b.with...)
+	if b.with == nil && errcode.Has(err, errcode.BackupDecryptFailed) {
+		if _, derr := b.repo.Manifest(ctx, id, b.ids...); derr == nil {
+			return m, errcode.New(errcode.BackupDecryptFailed, "the key in --identity decrypts bundle %s but does not authenticate it: it is not the installation's backup key (keyring/backup-key), so the bundle could have been made up by whoever can write to the storage", id).
+				WithRemedy("use the installation's backup key; or, for a backups.recipients key and storage only you can write, add --trust-unauthenticated")
+		}
+	}
+	return m, err
+}
+
+// find reads the manifest of the bundle named, or of the newest one in
+// the storage for "latest".
+func (b bundleRead) find(ctx context.Context, st backuprepo.Storage, name string) (string, backuprepo.Manifest, error) {
 	if name != "latest" {
-		m, err := repo.Manifest(ctx, name, ids...)
+		m, err := b.manifest(ctx, name)
 		return name, m, err
 	}
 	objs, err := st.List(ctx, "backups/")
@@ -330,7 +383,7 @@ func findBundle(ctx context.Context, repo *backuprepo.Repo, st backuprepo.Storag
 	}
 	slices.Sort(keys)
 	for _, id := range slices.Backward(keys) {
-		m, err := repo.Manifest(ctx, id, ids...)
+		m, err := b.manifest(ctx, id)
 		if err != nil {
 			continue // another key's, or damaged: not the newest usable one
 		}
@@ -338,5 +391,5 @@ func findBundle(ctx context.Context, repo *backuprepo.Repo, st backuprepo.Storag
 			return m.BackupID, m, nil
 		}
 	}
-	return "", backuprepo.Manifest{}, errors.New("the storage holds no disaster-recovery bundle this identity decrypts")
+	return "", backuprepo.Manifest{}, errors.New("the storage holds no disaster-recovery bundle this identity decrypts (and authenticates, unless --trust-unauthenticated)")
 }

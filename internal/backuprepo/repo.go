@@ -53,6 +53,8 @@ type Repo struct {
 	st     Storage
 	keys   Keys
 	macKey []byte
+	// authKey authenticates manifests (Manifest.MAC).
+	authKey []byte
 	// journal is the directory of restore journals (Recover reads it).
 	journal string
 	// writing counts the writes under way, which Prune waits out.
@@ -67,7 +69,11 @@ func New(st Storage, k Keys, journalDir string) *Repo {
 	if err != nil {
 		panic(err) // only for a length hkdf cannot give
 	}
-	return &Repo{st: st, keys: k, macKey: mk, journal: journalDir}
+	ak, err := hkdf.Key(sha256.New, []byte(k.Identity.String()), nil, "svc backup manifest mac", 32)
+	if err != nil {
+		panic(err)
+	}
+	return &Repo{st: st, keys: k, macKey: mk, authKey: ak, journal: journalDir}
 }
 
 // Part is one thing a backup holds, by name: a directory tree. Hold, if
@@ -115,6 +121,11 @@ type Manifest struct {
 	// SizeBytes is what the backup stored: its new chunks and manifest
 	// (chunks it shares with earlier backups are not counted again).
 	SizeBytes int64 `json:"size_bytes"`
+	// MAC authenticates the manifest (its JSON without the MAC) under a
+	// key derived from the installation's identity: age encrypts to a
+	// public key, so whoever can write to the storage and knows that key
+	// could otherwise make up a backup that decrypts.
+	MAC string `json:"mac,omitempty"`
 }
 
 const manifestFormat = 1
@@ -160,6 +171,9 @@ func (r *Repo) Write(ctx context.Context, id string, parts []Part) (Manifest, er
 			return Manifest{}, fmt.Errorf("back up %s: %w", p.Name, err)
 		}
 		m.Parts = append(m.Parts, pm)
+	}
+	if m.MAC, err = r.mac(m); err != nil {
+		return Manifest{}, err
 	}
 	plain, err := json.Marshal(m)
 	if err != nil {
@@ -348,8 +362,26 @@ func readAll(rc io.ReadCloser, what string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
+// mac is the MAC of a manifest: HMAC-SHA256 under authKey of its JSON
+// without the MAC (JSON encoding of a parsed manifest gives the same
+// bytes: every field is typed, and unknown fields are refused).
+func (r *Repo) mac(m Manifest) (string, error) {
+	m.MAC = ""
+	body, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	h := hmac.New(sha256.New, r.authKey)
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // Manifest reads and checks a backup's manifest: NOT_FOUND for no such
-// backup.
+// backup. Read with the repository's own identity (no ids), the manifest
+// must carry its MAC under that identity's key (BACKUP_DECRYPT_FAILED
+// otherwise: it was not written with this key). Read with ids given (an
+// operator's recipient key, which cannot derive that key), it is
+// decrypted but not authenticated.
 func (r *Repo) Manifest(ctx context.Context, id string, ids ...age.Identity) (Manifest, error) {
 	rc, err := r.st.Get(ctx, manifestKey(id))
 	if errcode.Has(err, errcode.NotFound) {
@@ -373,7 +405,23 @@ func (r *Repo) Manifest(ctx context.Context, id string, ids ...age.Identity) (Ma
 	if !strings.EqualFold(m.BackupID, id) {
 		return Manifest{}, errcode.New(errcode.BackupIncomplete, "the manifest stored as backup %s is backup %s's", id, m.BackupID)
 	}
+	if len(ids) == 0 {
+		want, err := r.mac(m)
+		if err != nil {
+			return Manifest{}, err
+		}
+		if !hmac.Equal([]byte(want), []byte(m.MAC)) {
+			return Manifest{}, ErrUnauthenticated(id)
+		}
+	}
 	return m, nil
+}
+
+// ErrUnauthenticated is the refusal of a manifest whose MAC is not this
+// installation's: it decrypts, but was not written with its key.
+func ErrUnauthenticated(id string) *errcode.Error {
+	return errcode.New(errcode.BackupDecryptFailed, "the manifest of backup %s is not authenticated by this installation's backup key: it was not written with it (made up by whoever could write to the storage, or another installation's)", id).
+		WithRemedy("restore only backups this installation wrote; a backup decrypted with a backups.recipients key is read with that key (svc restore --identity)")
 }
 
 // ParseManifest reads a manifest's plaintext and checks it: known format,

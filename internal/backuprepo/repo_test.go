@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -379,6 +380,83 @@ func TestOperatorRecipientDecrypts(t *testing.T) {
 	}
 	if digest(t, dst) != digest(t, src) {
 		t.Error("the operator's restore differs")
+	}
+}
+
+// TestForgedManifestIsRefused: whoever can write to the storage and knows
+// the installation's public key can encrypt a manifest that decrypts (age
+// does not authenticate the sender). Made up from scratch (an empty file
+// and a link out in place of the data), or a real one with a part taken
+// from another backup, it is refused by Manifest, Verify and Restore
+// (BACKUP_DECRYPT_FAILED) and the target is untouched; the real backup
+// still restores.
+func TestForgedManifestIsRefused(t *testing.T) {
+	f := newFixture(t)
+	src := filepath.Join(f.work, "src")
+	tree(t, src, map[string]string{"notes": "the real data"})
+	if _, err := f.repo.Write(ctx, "bkp_real", []backuprepo.Part{{Name: "p", Dir: src}}); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(f.work, "other")
+	tree(t, other, map[string]string{"notes": "another backup's data"})
+	if _, err := f.repo.Write(ctx, "bkp_other", []backuprepo.Part{{Name: "p", Dir: other}}); err != nil {
+		t.Fatal(err)
+	}
+	seal := func(v any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		w, err := age.Encrypt(&out, f.id.Recipient())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(b)
+		w.Close()
+		return out.Bytes()
+	}
+	now := time.Now().UTC()
+	madeUp := backuprepo.Manifest{Format: 1, BackupID: "bkp_real", CreatedAt: now, Parts: []backuprepo.PartManifest{{Name: "p", Entries: []backuprepo.Entry{
+		{Path: ".", Type: "d", Mode: 0o700, MTime: now},
+		{Path: "notes", Type: "f", Mode: 0o600, MTime: now},
+		{Path: "escape", Type: "l", Mode: 0o777, MTime: now, Target: "/etc/shadow"},
+	}}}, MAC: strings.Repeat("0", 64)}
+	spliced, err := f.repo.Manifest(ctx, "bkp_real")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromOther, err := f.repo.Manifest(ctx, "bkp_other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spliced.Parts = fromOther.Parts // its MAC is the real one's
+	dst := filepath.Join(f.work, "dst")
+	tree(t, dst, map[string]string{"notes": "live"})
+	live := digest(t, dst)
+	for name, forged := range map[string]backuprepo.Manifest{"made up": madeUp, "spliced": spliced} {
+		if err := f.st.Put(ctx, "backups/bkp_real", bytes.NewReader(seal(forged)), 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.repo.Manifest(ctx, "bkp_real"); !errcode.Has(err, errcode.BackupDecryptFailed) {
+			t.Errorf("%s: Manifest = %v, want BACKUP_DECRYPT_FAILED", name, err)
+		}
+		if _, errs := f.repo.Verify(ctx, "bkp_real"); len(errs) == 0 || !errcode.Has(errs[0], errcode.BackupDecryptFailed) {
+			t.Errorf("%s: Verify = %v", name, errs)
+		}
+		if err := f.repo.Restore(ctx, "bkp_real", map[string]string{"p": dst}); !errcode.Has(err, errcode.BackupDecryptFailed) {
+			t.Errorf("%s: Restore = %v", name, err)
+		}
+		if digest(t, dst) != live {
+			t.Fatalf("%s: the forged backup changed the target", name)
+		}
+	}
+	// The real other backup restores (authenticated).
+	if err := f.repo.Restore(ctx, "bkp_other", map[string]string{"p": dst}); err != nil {
+		t.Fatal(err)
+	}
+	if digest(t, dst) != digest(t, other) {
+		t.Error("the real backup did not restore")
 	}
 }
 

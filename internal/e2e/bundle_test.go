@@ -20,7 +20,11 @@ import (
 // there runs the app with the bundle's data (not the later note), which
 // it can write to, and reads the secret (the keyring came back too).
 func TestBundleRestoresAFreshInstallation(t *testing.T) {
-	srv := startAppServer(t, "bundle-origin")
+	operator, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startAppServer(t, "bundle-origin", "SVC_BACKUPS_RECIPIENTS="+operator.Recipient().String())
 	id, _ := srv.onboard(t, "notes", "go-notes", "go")
 	var vc struct {
 		Spec struct {
@@ -62,24 +66,35 @@ func TestBundleRestoresAFreshInstallation(t *testing.T) {
 	srv.shutdown(t)
 
 	newWork := filepath.Join(passableDir(t), "work")
-	restore := func(identity string) (string, string, int) {
+	restore := func(identity string, flags ...string) (string, string, int) {
 		return cliRun(t, t.TempDir(), "", []string{"SVC_SERVER_WORK_DIR=" + newWork},
-			"restore", "--bundle", b.Backup.ID, "--identity", identity,
-			"--storage", "local", "--setting", "path="+filepath.Join(srv.work, "backups"))
+			append([]string{"restore", "--bundle", b.Backup.ID, "--identity", identity,
+				"--storage", "local", "--setting", "path=" + filepath.Join(srv.work, "backups")}, flags...)...)
+	}
+	keyFile := func(id *age.X25519Identity) string {
+		p := filepath.Join(t.TempDir(), "key")
+		if err := os.WriteFile(p, []byte(id.String()+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 	stranger, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrong := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(wrong, []byte(stranger.String()+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, errOut, code := restore(wrong); code != 1 || !strings.Contains(errOut, "BACKUP_DECRYPT_FAILED") && !strings.Contains(errOut, "decrypt") {
-		t.Fatalf("restore with a stranger's key: exit %d\n%s\n%s", code, out, errOut)
-	}
-	if _, err := os.Stat(filepath.Join(newWork, "raft")); !os.IsNotExist(err) {
-		t.Fatalf("a refused restore left a store behind (%v)", err)
+	// A stranger's key does not decrypt; the operator's (a recipient)
+	// decrypts but cannot authenticate: refused unless trusted. Neither
+	// writes anything.
+	for _, c := range []struct{ name, key, want string }{
+		{"a stranger's key", keyFile(stranger), "cannot be decrypted"},
+		{"the operator's recipient key", keyFile(operator), "does not authenticate"},
+	} {
+		if out, errOut, code := restore(c.key); code != 1 || !strings.Contains(errOut, c.want) {
+			t.Fatalf("restore with %s: exit %d\n%s\n%s", c.name, code, out, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(newWork, "raft")); !os.IsNotExist(err) {
+			t.Fatalf("a refused restore with %s left a store behind (%v)", c.name, err)
+		}
 	}
 	out, errOut, code := restore(filepath.Join(srv.work, "keyring", "backup-key"))
 	if code != 0 {
