@@ -58,6 +58,7 @@ func buildBackups(gen *generation, store *raftstore.Store, st *storage, sched *s
 	repos := &repos{keys: keys, journal: restoreJournal(work), set: st.adapters.Current}
 	svc := backups.New(backups.Deps{Store: store, Repo: repos.current, Data: gen.procs, Runner: sched, Volumes: st.volumes,
 		Installation: store, Dirs: bundleDirs(work), Staging: bundleStaging(work),
+		BundleEvery: gen.cfg.Backups.BundleInterval, BundleKeep: gen.cfg.Backups.BundleKeep,
 		Now: now, Log: gen.log.With("component", "backups")})
 	store.RunWhileLeader("backups", svc.Run)
 	return svc, nil

@@ -206,7 +206,7 @@ type fixture struct {
 	mu    sync.Mutex
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, opts ...func(*backups.Deps)) *fixture {
 	t.Helper()
 	tables := append([]raftstore.Def{apps.Apps, volumes.Volumes, backups.Backups, audit.Entries, events.Events, events.Cursors, spec.Revisions, spec.Heads}, identity.Tables()...)
 	f := &fixture{store: raftstoretest.Open(t, tables...), repo: &dirRepo{dir: t.TempDir(), broken: map[string]bool{}},
@@ -215,9 +215,13 @@ func newFixture(t *testing.T) *fixture {
 	f.vols = volumes.NewService(f.store, now, nil)
 	f.apps = apps.NewService(f.store, now)
 	f.specs = spec.NewService(f.store, now)
-	f.svc = backups.New(backups.Deps{Store: f.store, Repo: func() (backups.Repo, error) { return f.repo, nil },
+	d := backups.Deps{Store: f.store, Repo: func() (backups.Repo, error) { return f.repo, nil },
 		Data: f.host, Runner: f.host, Volumes: f.vols, Now: now,
-		Installation: f.store, Dirs: map[string]string{"keyring": t.TempDir()}, Staging: t.TempDir()})
+		Installation: f.store, Dirs: map[string]string{"keyring": t.TempDir()}, Staging: t.TempDir()}
+	for _, o := range opts {
+		o(&d)
+	}
+	f.svc = backups.New(d)
 	return f
 }
 
@@ -432,6 +436,37 @@ func TestBundleHoldsTheStoreAndEveryVolume(t *testing.T) {
 	}
 	if _, err := f.svc.Restore(ctx, b.ID); !errcode.Has(err, errcode.PlanCapabilityUnsupp) {
 		t.Errorf("a bundle restored in place: %v", err)
+	}
+}
+
+// TestScheduledBundlesAndTheirRetention: with BundleEvery set, the runner
+// takes a scheduled bundle and no second one within the interval.
+// ExpiredBundles keeps the newest completed scheduled bundles (at least
+// one) and drops failed ones after a day.
+func TestScheduledBundlesAndTheirRetention(t *testing.T) {
+	f := newFixture(t, func(d *backups.Deps) { d.BundleEvery, d.BundleKeep = time.Hour, 2 })
+	f.app(t, "Notes", "x")
+	f.run(t, "a scheduled bundle taken", func() bool {
+		list, _ := f.svc.List(backups.Filter{Kind: backups.KindDR})
+		return len(list) == 1 && list[0].State == backups.StateCompleted
+	})
+	f.run(t, "the runner again", func() bool { return true })
+	list, _ := f.svc.List(backups.Filter{Kind: backups.KindDR})
+	if len(list) != 1 || !list[0].Scheduled || list[0].Store == nil {
+		t.Fatalf("bundles = %+v", list)
+	}
+
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	at := func(id, state string, ago time.Duration) backups.Backup {
+		return backups.Backup{ID: id, Kind: backups.KindDR, State: state, Scheduled: true, CreatedAt: now.Add(-ago)}
+	}
+	all := []backups.Backup{at("b1", "completed", 72*time.Hour), at("b2", "completed", 48*time.Hour), at("b3", "completed", 24*time.Hour),
+		at("b4", "failed", 30*time.Hour), at("b5", "failed", time.Hour), at("b6", "running", 10*time.Minute)}
+	if got := backups.ExpiredBundles(all, 2, now); !slices.Equal(got, []string{"b1", "b4"}) {
+		t.Errorf("keep 2: expired %v, want b1 and b4", got)
+	}
+	if got := backups.ExpiredBundles(all, 0, now); !slices.Equal(got, []string{"b2", "b1", "b4"}) {
+		t.Errorf("keep 0 (at least one kept): expired %v", got)
 	}
 }
 

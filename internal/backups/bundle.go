@@ -63,8 +63,8 @@ func VolumeOfPart(part string) (string, bool) {
 
 // newBundleOps builds a new disaster-recovery bundle of every volume the
 // store records, with its audit entry.
-func (s *Service) newBundleOps(ctx context.Context, r *raftstore.Reader, now time.Time) (Backup, []raftstore.Op, error) {
-	b := Backup{ID: ids.NewAt(ids.Backup, now), Kind: KindDR, State: StatePending, CreatedAt: now, Volumes: []Volume{}}
+func (s *Service) newBundleOps(ctx context.Context, r *raftstore.Reader, scheduled bool, now time.Time) (Backup, []raftstore.Op, error) {
+	b := Backup{ID: ids.NewAt(ids.Backup, now), Kind: KindDR, State: StatePending, Scheduled: scheduled, CreatedAt: now, Volumes: []Volume{}}
 	items, _ := volumes.Volumes.List(r, raftstore.Query{})
 	for _, it := range items {
 		if v := it.Value; v.DiscardAt == nil {
@@ -72,7 +72,7 @@ func (s *Service) newBundleOps(ctx context.Context, r *raftstore.Reader, now tim
 		}
 	}
 	return b, []raftstore.Op{Backups.Insert(&b), audit.Record(ctx, now, "backup.create", "", audit.Target{Kind: "backup", ID: b.ID},
-		map[string]any{"kind": KindDR, "volumes": len(b.Volumes)})}, nil
+		map[string]any{"kind": KindDR, "scheduled": scheduled, "volumes": len(b.Volumes)})}, nil
 }
 
 // takeBundle saves the store, then writes it, the server's directories and

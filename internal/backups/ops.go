@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/svchost/svc/internal/actor"
@@ -341,6 +342,27 @@ func Expired(list []Backup, now time.Time) []string {
 		switch {
 		case b.Kind != KindRolling || hourly[b.ID] || daily[b.ID]:
 		case b.State == StateCompleted, b.State == StateFailed && now.Sub(b.CreatedAt) > 24*time.Hour:
+			out = append(out, b.ID)
+		}
+	}
+	return out
+}
+
+// ExpiredBundles returns the scheduled installation bundles to remove at
+// now: the completed ones but the newest keep (at least one), and failed
+// ones older than a day. It is pure; list is in any order.
+func ExpiredBundles(list []Backup, keep int, now time.Time) []string {
+	keep = max(keep, 1)
+	done := slices.DeleteFunc(slices.Clone(list), func(b Backup) bool { return b.State != StateCompleted })
+	slices.SortFunc(done, func(a, b Backup) int { return -a.CreatedAt.Compare(b.CreatedAt) })
+	var out []string
+	for i, b := range done {
+		if i >= keep {
+			out = append(out, b.ID)
+		}
+	}
+	for _, b := range list {
+		if b.State == StateFailed && now.Sub(b.CreatedAt) > 24*time.Hour {
 			out = append(out, b.ID)
 		}
 	}

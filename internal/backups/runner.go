@@ -28,6 +28,7 @@ func (s *Service) Run(ctx context.Context) error {
 		if now := s.d.Now(); now.Sub(lastRoll) >= time.Minute {
 			lastRoll = now
 			s.schedule(ctx, now)
+			s.scheduleBundle(ctx, now)
 			s.expire(ctx, now)
 		}
 		select {
@@ -105,14 +106,45 @@ func (s *Service) schedule(ctx context.Context, now time.Time) {
 	}
 }
 
-// expire removes the rolling backups retention no longer keeps: from the
-// repository first, then their records.
+// scheduleBundle records a pending installation bundle when bundles are
+// scheduled (BundleEvery) and the newest scheduled one is that old.
+func (s *Service) scheduleBundle(ctx context.Context, now time.Time) {
+	if s.d.BundleEvery <= 0 {
+		return
+	}
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		items, _ := Backups.List(r, raftstore.Query{})
+		for _, it := range items {
+			if b := it.Value; b.Kind == KindDR && b.Scheduled && now.Sub(b.CreatedAt) < s.d.BundleEvery {
+				return nil, nil
+			}
+		}
+		_, ops, err := s.newBundleOps(ctx, r, true, now)
+		return ops, err
+	})
+	if err != nil {
+		s.d.Log.Warn("schedule an installation bundle", "err", err)
+	}
+}
+
+// expire removes the rolling backups and scheduled bundles retention no
+// longer keeps: from the repository first, then their records.
 func (s *Service) expire(ctx context.Context, now time.Time) {
 	byApp := map[string][]Backup{}
+	var bundles []Backup
 	items, _ := Backups.List(s.d.Store.Read(), raftstore.Query{})
 	for _, it := range items {
-		if b := it.Value; b.Kind == KindRolling {
+		switch b := it.Value; {
+		case b.Kind == KindRolling:
 			byApp[b.app()] = append(byApp[b.app()], b)
+		case b.Kind == KindDR && b.Scheduled:
+			bundles = append(bundles, b)
+		}
+	}
+	for _, id := range ExpiredBundles(bundles, s.d.BundleKeep, now) {
+		if err := s.remove(ctx, id); err != nil {
+			s.d.Log.Warn("remove an expired installation bundle", "backup_id", id, "err", err)
+			return
 		}
 	}
 	for _, list := range byApp {

@@ -93,8 +93,12 @@ type Deps struct {
 	Installation Installation
 	Dirs         map[string]string
 	Staging      string
-	Now          func() time.Time
-	Log          *slog.Logger
+	// BundleEvery schedules an installation bundle that often (0: only
+	// when asked); the newest BundleKeep completed scheduled ones are kept.
+	BundleEvery time.Duration
+	BundleKeep  int
+	Now         func() time.Time
+	Log         *slog.Logger
 }
 
 // Service takes, lists, verifies and restores backups.
@@ -170,7 +174,7 @@ func (s *Service) Create(ctx context.Context, req Request) (Backup, error) {
 	var out Backup
 	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
 		if req.AppID == "" {
-			b, ops, err := s.newBundleOps(ctx, r, now)
+			b, ops, err := s.newBundleOps(ctx, r, false, now)
 			out = b
 			return ops, err
 		}

@@ -104,6 +104,11 @@ type Config struct {
 	// any of their identities can read every backup.
 	Backups struct {
 		Recipients []string
+		// BundleInterval schedules an installation bundle that often (0:
+		// only when asked); BundleKeep is how many completed scheduled
+		// ones are kept.
+		BundleInterval time.Duration
+		BundleKeep     int
 	}
 	Reconciler struct {
 		Backoff []time.Duration
@@ -176,6 +181,9 @@ var ShippedBackoff = []time.Duration{5 * time.Second, 15 * time.Second, 30 * tim
 const (
 	MinDiskCheckInterval = time.Second
 	MaxDiskCheckInterval = 24 * time.Hour
+	// Scheduled installation bundles: from hourly to monthly.
+	MinBundleInterval = time.Hour
+	MaxBundleInterval = 31 * 24 * time.Hour
 )
 
 // ShippedRetrySchedule is the webhook retry schedule the specification
@@ -311,6 +319,7 @@ func (l *loader) applyDefaults() {
 	c.Reconciler.Backoff = slices.Clone(ShippedBackoff)
 	c.Reconciler.Workers = 16
 	c.Disk.CheckInterval = time.Minute
+	c.Backups.BundleKeep = 7
 	c.Events.RetrySchedule = slices.Clone(ShippedRetrySchedule)
 	c.Events.AttemptTimeout = 15 * time.Second
 	c.Events.DisableAfter = 24 * time.Hour

@@ -99,6 +99,8 @@ func TestDefaults(t *testing.T) {
 		{Name: "admin.password", Env: "SVC_ADMIN_PASSWORD", Origin: "default", Secret: true},
 		{Name: "app.port_end", Env: "SVC_APP_PORT_END", Value: "9019", Origin: "default"},
 		{Name: "app.port_start", Env: "SVC_APP_PORT_START", Value: "9000", Origin: "default"},
+		{Name: "backups.bundle_interval", Env: "SVC_BACKUPS_BUNDLE_INTERVAL", Value: "0", Origin: "default"},
+		{Name: "backups.bundle_keep", Env: "SVC_BACKUPS_BUNDLE_KEEP", Value: "7", Origin: "default"},
 		{Name: "backups.recipients", Env: "SVC_BACKUPS_RECIPIENTS", Origin: "default"},
 		{Name: "cluster.node_id", Env: "SVC_CLUSTER_NODE_ID", Origin: "default"},
 		{Name: "cluster.peers", Env: "SVC_CLUSTER_PEERS", Origin: "default"},
@@ -168,6 +170,8 @@ reconciler:
   backoff: [10s, 30s, 1m, 5m, 10m, 15m]
 cluster:
   node_id: file-node
+backups:
+  bundle_interval: 24h
 policy:
   public_sharing: none
   min_security_score: 70
@@ -202,6 +206,7 @@ policy:
 		"reconciler.backoff":      {"10s,30s,1m0s,5m0s,10m0s,15m0s", OriginConfigFile},
 		"cluster.node_id":         {"file-node", OriginConfigFile},
 		"disk.check_interval":     {"15s", OriginEnvironment},
+		"backups.bundle_interval": {"24h0m0s", OriginConfigFile},
 	}
 	got := settingsByName(c)
 	for name, w := range want {
@@ -409,6 +414,9 @@ func TestFileErrors(t *testing.T) {
 		{"disk check too often", "disk:\n  check_interval: 500ms\n", `disk.check_interval: "500ms" is not from 1s to 24h0m0s`},
 		{"disk check too rare", "disk:\n  check_interval: 25h\n", `disk.check_interval: "25h" is not from 1s to 24h0m0s`},
 		{"disk check zero", "disk:\n  check_interval: 0s\n", `disk.check_interval: "0s" is not greater than zero`},
+		{"bundles too often", "backups:\n  bundle_interval: 10m\n", `backups.bundle_interval: "10m" is not 0 (bundles only when asked) nor from 1h0m0s to 744h0m0s`},
+		{"bundles not a duration", "backups:\n  bundle_interval: daily\n", `backups.bundle_interval: "daily" is not a duration (accepted: a Go duration such as 30s or 1m30s)`},
+		{"no bundles kept", "backups:\n  bundle_keep: 0\n", `backups.bundle_keep: "0" is not a whole number from 1 to 1000`},
 		{"database external", "database:\n  url: mysql://root:" + canary + "@db/svc\n",
 			`database.url: "mysql://root:xxxxx@db/svc" cannot be used: svc keeps its state in its embedded replicated Raft store and cannot use an external database; remove database.url from the config file, or point it at a store directory with file:///path`},
 		{"policy unknown", "policy:\n  max_widgets: 3\n", `policy.max_widgets: unknown policy setting "max_widgets" (known settings: ` + strings.Join(policy.Names(), ", ") + ")"},

@@ -341,6 +341,36 @@ var defs = [...]def{
 		format: func(c *Config) string { return strings.Join(c.Backups.Recipients, ",") },
 	},
 	{
+		name: "backups.bundle_interval",
+		parse: func(c *Config, v string, _ Origin) error {
+			if v == "0" {
+				c.Backups.BundleInterval = 0
+				return nil
+			}
+			d, err := parseDuration(v)
+			if err == nil && (d < MinBundleInterval || d > MaxBundleInterval) {
+				err = fmt.Errorf("%s is not 0 (bundles only when asked) nor from %s to %s", quote(v), MinBundleInterval, MaxBundleInterval)
+			}
+			c.Backups.BundleInterval = d
+			return err
+		},
+		format: func(c *Config) string {
+			if c.Backups.BundleInterval == 0 {
+				return "0"
+			}
+			return c.Backups.BundleInterval.String()
+		},
+	},
+	{
+		name: "backups.bundle_keep",
+		parse: func(c *Config, v string, _ Origin) error {
+			n, err := parseCount(v, 1, 1000)
+			c.Backups.BundleKeep = int(n)
+			return err
+		},
+		format: func(c *Config) string { return strconv.Itoa(c.Backups.BundleKeep) },
+	},
+	{
 		name: "disk.check_interval",
 		parse: func(c *Config, v string, _ Origin) error {
 			d, err := parseDuration(v)
