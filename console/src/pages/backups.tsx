@@ -133,6 +133,7 @@ const kinds: Record<string, string> = {
 /** kindOf says a backup's kind in words. */
 export function kindOf(b: Backup): string {
   if (b.kind === "rolling") return b.scheduled ? "rolling (hourly)" : "rolling (asked for)";
+  if (b.kind === "dr_bundle" && b.scheduled) return "installation bundle (scheduled)";
   return kinds[b.kind] ?? b.kind;
 }
 
