@@ -82,7 +82,7 @@ var loopbackRE = regexp.MustCompile(`^(?:localhost|127(?:\.\d{1,3}){3}|::1|\[::1
 
 var listenFlags = map[string]bool{"host": true, "bind": true, "listen": true, "addr": true, "address": true, "b": true, "http": true, "listen-address": true, "http-addr": true}
 
-var listenEnv = regexp.MustCompile(`^(?:HOST|BIND|LISTEN|ADDR|ADDRESS|(?:SERVER|APP|HTTP|WEB|LISTEN|BIND)_HOST|.*_(?:BIND|LISTEN)(?:_ADDR|_ADDRESS|_HOST)?)$`)
+var listenEnv = regexp.MustCompile(`^(?:HOST|ADDR|ADDRESS|(?:SERVER|APP|HTTP|WEB|LISTEN|BIND)_HOST|(?:[A-Z0-9]+_)*(?:BIND|LISTEN)(?:_ADDR|_ADDRESS|_HOST)?)$`)
 
 // listensOnLoopback reports whether the command's arguments or the literal
 // environment name a loopback address to listen on.

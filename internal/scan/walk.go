@@ -25,6 +25,9 @@ const (
 	MaxManifestBytes = 32 << 20
 )
 
+// maxFiles is MaxFiles, lowered by tests.
+var maxFiles = MaxFiles
+
 // skippedDirs are directories never descended into: version control and
 // vendored or installed dependencies (their own manifests are what the
 // dependency check reads; their contents are other people's code).
@@ -112,7 +115,7 @@ func (t *tree) walkDir(ctx context.Context, dir string, depth int) error {
 				return err
 			}
 		case mode.IsRegular():
-			if len(t.files) >= MaxFiles {
+			if len(t.files) >= maxFiles {
 				t.skipped++
 				t.truncated = true
 				continue
