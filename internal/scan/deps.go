@@ -134,6 +134,9 @@ func parsePackageLock(b []byte) []Package {
 			if p.Name != "" {
 				name = p.Name
 			}
+			if name == "" {
+				continue
+			}
 			out = append(out, Package{Ecosystem: EcosystemNPM, Name: name, Version: p.Version})
 		}
 		return out
@@ -144,7 +147,7 @@ func parsePackageLock(b []byte) []Package {
 			return
 		}
 		for name, d := range deps {
-			if d.Version != "" && exactSemver.MatchString(d.Version) {
+			if name != "" && exactSemver.MatchString(d.Version) {
 				out = append(out, Package{Ecosystem: EcosystemNPM, Name: name, Version: d.Version})
 			}
 			walkV1(d.Dependencies, depth+1)
@@ -178,7 +181,7 @@ func parsePackageJSON(b []byte) []Package {
 	for _, deps := range []map[string]any{pj.Dependencies, pj.DevDependencies} {
 		for name, v := range deps {
 			s, _ := v.(string)
-			if m := exactSemver.FindStringSubmatch(strings.TrimSpace(s)); m != nil {
+			if m := exactSemver.FindStringSubmatch(strings.TrimSpace(s)); m != nil && name != "" {
 				out = append(out, Package{Ecosystem: EcosystemNPM, Name: name, Version: m[1]})
 			}
 		}
