@@ -59,7 +59,7 @@ func inventory(t *tree) ([]Package, []string) {
 		default:
 			continue
 		}
-		b, err := t.read(f.path, MaxManifestBytes)
+		b, err := t.read(f, MaxManifestBytes)
 		if err != nil {
 			continue
 		}

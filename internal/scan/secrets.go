@@ -31,12 +31,15 @@ type secretRule struct {
 	minEntropy float64
 	// generic rules yield to a specific rule matching the same line.
 	generic bool
+	// multiline rules run over the whole file; the others only over the
+	// lines holding one of their keywords.
+	multiline bool
 }
 
 var secretRules = []secretRule{
 	{
 		// gitleaks "private-key".
-		id: "private-key", title: "private key", severity: Critical,
+		id: "private-key", title: "private key", severity: Critical, multiline: true,
 		keywords: []string{"-----begin"},
 		re:       regexp.MustCompile(`(?i)(-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S-]{64,}?KEY(?: BLOCK)?-----)`),
 	},
@@ -166,7 +169,7 @@ func scanSecrets(ctx context.Context, t *tree) ([]Finding, error) {
 		if f.size > MaxFileBytes || f.size == 0 || secretsSkipped[path.Base(f.path)] {
 			continue
 		}
-		b, err := t.read(f.path, MaxFileBytes)
+		b, err := t.read(f, MaxFileBytes)
 		if err != nil || isBinary(b) {
 			continue
 		}
@@ -185,18 +188,15 @@ func findSecrets(p string, b []byte) []Finding {
 	lines := map[int]bool{}        // lines a specific rule matched
 	genericLines := map[int]bool{} // lines a generic rule matched
 	for _, r := range secretRules {
-		if !containsAny(lower, r.keywords) {
-			continue
-		}
-		for _, m := range r.re.FindAllSubmatchIndex(b, 64) {
-			secret := b[m[2]:m[3]]
+		for _, m := range r.matches(b, lower) {
+			secret := b[m[0]:m[1]]
 			if r.minEntropy > 0 && entropy(secret) < r.minEntropy {
 				continue
 			}
 			if r.id != "private-key" && isPlaceholder(secret) {
 				continue
 			}
-			line := 1 + bytes.Count(b[:m[2]], []byte{'\n'})
+			line := 1 + bytes.Count(b[:m[0]], []byte{'\n'})
 			if r.generic {
 				if lines[line] || genericLines[line] {
 					continue
@@ -214,6 +214,53 @@ func findSecrets(p string, b []byte) []Finding {
 				ID: id, Severity: r.severity, Fixable: true, Path: ptr(p),
 				Title: fmt.Sprintf("Committed %s in %s line %d: remove it from the source, rotate it and give it to the app as a secret", r.title, p, line),
 			})
+		}
+	}
+	return out
+}
+
+// maxMatches bounds the matches of one rule in one file.
+const maxMatches = 64
+
+// matches returns the offsets in b of the rule's secrets (its first
+// group). A multiline rule runs over the whole file when a keyword is in
+// it; the others run over each line holding a keyword, once per line, so
+// that a long file with one keyword costs one line's match.
+func (r secretRule) matches(b, lower []byte) [][2]int {
+	var out [][2]int
+	if r.multiline {
+		if !containsAny(lower, r.keywords) {
+			return nil
+		}
+		for _, m := range r.re.FindAllSubmatchIndex(b, maxMatches) {
+			out = append(out, [2]int{m[2], m[3]})
+		}
+		return out
+	}
+	done := map[int]bool{} // line starts already matched
+	for _, k := range r.keywords {
+		kw := []byte(k)
+		for from := 0; len(out) < maxMatches; {
+			i := bytes.Index(lower[from:], kw)
+			if i < 0 {
+				break
+			}
+			i += from
+			start := bytes.LastIndexByte(b[:i], '\n') + 1
+			end := bytes.IndexByte(b[i:], '\n')
+			if end < 0 {
+				end = len(b)
+			} else {
+				end += i
+			}
+			from = end
+			if done[start] {
+				continue
+			}
+			done[start] = true
+			for _, m := range r.re.FindAllSubmatchIndex(b[start:end], maxMatches) {
+				out = append(out, [2]int{start + m[2], start + m[3]})
+			}
 		}
 	}
 	return out

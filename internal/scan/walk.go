@@ -38,10 +38,12 @@ var skippedDirs = map[string]bool{
 }
 
 // file is a regular file of the tree: its slash-separated path relative to
-// the root and its size when walked.
+// the root, its size and what the walk saw of it (read checks the file it
+// opens is still that one).
 type file struct {
 	path string
 	size int64
+	info fs.FileInfo
 }
 
 // tree is a walked source tree. Files are read through root, an os.Root,
@@ -124,7 +126,7 @@ func (t *tree) walkDir(ctx context.Context, dir string, depth int) error {
 			if err != nil {
 				continue
 			}
-			t.files = append(t.files, file{path: p, size: info.Size()})
+			t.files = append(t.files, file{path: p, size: info.Size(), info: info})
 		}
 	}
 	return nil
@@ -135,24 +137,28 @@ var errTooLarge = errors.New("scan: file too large")
 
 // read returns a regular file's contents, at most limit bytes; a larger file
 // is errTooLarge. A path that is no longer a regular file (swapped for a
-// link, a device or a directory) is an error: os.Root refuses a link out of
-// the tree, and the check below one within it.
-func (t *tree) read(p string, limit int64) ([]byte, error) {
-	info, err := t.root.Lstat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("scan: %s is not a regular file", p)
-	}
-	if info.Size() > limit {
-		return nil, errTooLarge
-	}
-	f, err := t.root.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+// link, a device, a FIFO or a directory) is an error: os.Root refuses a link
+// out of the tree; a link within it is refused because the file opened
+// must be the regular file the walk saw there (os.Root resolves a link in
+// the last element itself, O_NOFOLLOW or not); O_NONBLOCK keeps a FIFO
+// swapped in from blocking the open.
+func (t *tree) read(fl file, limit int64) ([]byte, error) {
+	p := fl.path
+	f, err := t.root.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() || fl.info == nil || !os.SameFile(fl.info, info) {
+		return nil, fmt.Errorf("scan: %s changed while it was read", p)
+	}
+	if info.Size() > limit {
+		return nil, errTooLarge
+	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
