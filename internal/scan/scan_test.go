@@ -268,14 +268,17 @@ func secretsRepo(t testing.TB) (string, []string) {
 		"settings.py": "SECRET_KEY = \"" + s["django"] + "\"\nPASSWORD = \"changeme-example-value\"\nGOOGLE_KEY = \"" + s["gcp"] +
 			"\"\nAZURE = \"" + s["azure"] + "\"\nSTORAGE = \"DefaultEndpointsProtocol=https;AccountName=x;AccountKey=" + s["azureSt"] +
 			"==;EndpointSuffix=core.windows.net\"\nTOKEN_GL = \"" + s["gl"] + "\"\nGH_FINE = \"" + s["ghFine"] + "\"\n",
-		"docs/README.md":              "Example: AK" + "IAIOSFODNN7EXAMPLE is AWS's documented example key.\npassword: see the vault\n",
-		"node_modules/pkg/index.js":   "module.exports = '" + s["vendored"] + "';\n",
-		"vendor/example.com/x/x.go":   "package x\nconst t = \"" + s["vendored"] + "\"\n",
-		"assets/logo.png":             "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + s["binary"] + "\n",
-		"go.sum":                      "example.com/x v1.0.0 h1:" + pick(43, alnum) + "= token\n",
-		".git/config":                 "[credential]\n\thelper = " + s["vendored"] + "\n",
-		"web/package-lock.json":       `{"lockfileVersion": 3, "packages": {"node_modules/a": {"version": "1.0.0", "integrity": "sha512-` + pick(86, alnum) + `", "token": "` + pick(30, alnum) + `"}}}`,
-		"src/config.go":               "package src\n\nvar password = os.Getenv(\"DB_PASSWORD\")\nvar token = getToken(user)\n",
+		"docs/README.md":            "Example: AK" + "IAIOSFODNN7EXAMPLE is AWS's documented example key.\npassword: see the vault\n",
+		"node_modules/pkg/index.js": "module.exports = '" + s["vendored"] + "';\n",
+		"vendor/example.com/x/x.go": "package x\nconst t = \"" + s["vendored"] + "\"\n",
+		"assets/logo.png":           "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + s["binary"] + "\n",
+		"go.sum":                    "example.com/x v1.0.0 h1:" + pick(43, alnum) + "= token\n",
+		".git/config":               "[credential]\n\thelper = " + s["vendored"] + "\n",
+		"web/package-lock.json":     `{"lockfileVersion": 3, "packages": {"node_modules/a": {"version": "1.0.0", "integrity": "sha512-` + pick(86, alnum) + `", "token": "` + pick(30, alnum) + `"}}}`,
+		"src/config.go": "package src\n\nvar password = os.Getenv(\"DB_PASSWORD\")\nvar token = getToken(user)\n" +
+			"var codes = []string{\"InvalidAccessKeyId\", \"SignatureDoesNotMatch\", \"InvalidToken\", \"ExpiredToken\"}\n" +
+			"\tf.token = fl.Value.String()\n\tc.auth.Principal.Kind = authz.KindAnonymous\n\tSecret:   []byte(cfg.Cluster.Secret),\n" +
+			"\tsecret = map[string]string{}\n\tTokens = &raftstore.Table[Token]{\n",
 		"charts/values.yaml":          "auth:\n  password: \"{{ .Values.secretPassword }}\"\n  token: <your-token-here>\n",
 		"src/session.ts":              "const tokenLength = 32;\nconst passwordField = document.getElementById('password');\n",
 		"ci/.github/workflows/ci.yml": "env:\n  GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}\n",
@@ -303,9 +306,10 @@ func writeFile(t testing.TB, p, content string) {
 
 // TestPlantedSecrets scans a tree with one secret of every rule planted
 // and gets exactly one finding each, at the right file and line; examples,
-// placeholders, references to the environment, low-entropy values, lock
-// files, binary files and vendored directories find nothing; and no
-// finding carries any part of a secret.
+// placeholders, references to the environment and to code (calls,
+// dotted names, lists of names), low-entropy values, lock files, binary
+// files and vendored directories find nothing; and no finding carries any
+// part of a secret.
 func TestPlantedSecrets(t *testing.T) {
 	dir, secrets := secretsRepo(t)
 	res, err := Scan(context.Background(), Input{Dir: dir, Spec: goodSpec()})

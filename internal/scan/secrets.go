@@ -121,11 +121,12 @@ var secretRules = []secretRule{
 	},
 	{
 		// gitleaks "generic-api-key", reduced: a name with a secret's word
-		// in it, an assignment, and a quoted value of 10 to 150 characters
-		// with gitleaks' entropy floor of 3.5 bits.
+		// in it, an assignment (not gitleaks' comma: a list of names is not
+		// an assignment), and a quoted value of 10 to 150 characters with
+		// gitleaks' entropy floor of 3.5 bits.
 		id: "generic-secret", title: "secret assigned in source", severity: Medium, generic: true,
 		keywords:   genericKeywords,
-		re:         regexp.MustCompile(`(?i)` + genericName + `["']?\s*(?:=|:|:=|=>|,)\s*["']([^\s"'` + "`" + `;]{10,150})["']`),
+		re:         regexp.MustCompile(`(?i)` + genericName + `["']?\s*(?:=|:|:=|=>)\s*["'](` + genericValue + `)["']`),
 		minEntropy: 3.5,
 	},
 	{
@@ -133,7 +134,7 @@ var secretRules = []secretRule{
 		// (NAME=value, export NAME=value, name: value).
 		id: "generic-secret-line", title: "secret assigned in source", severity: Medium, generic: true,
 		keywords:   genericKeywords,
-		re:         regexp.MustCompile(`(?im)^[ \t]*(?:export[ \t]+)?` + genericName + `[ \t]*[=:][ \t]*([^\s"'` + "`" + `;]{10,150})[ \t]*\r?$`),
+		re:         regexp.MustCompile(`(?im)^[ \t]*(?:export[ \t]+)?` + genericName + `[ \t]*[=:][ \t]*(` + genericValue + `)[ \t]*\r?$`),
 		minEntropy: 3.5,
 	},
 }
@@ -142,7 +143,16 @@ var secretRules = []secretRule{
 // characters, a secret's word, up to 20 more.
 const genericName = `[\w.-]{0,50}?(?:secret|token|passw(?:or)?d|pwd|api[_-]?key|access[_-]?key|private[_-]?key|auth)[\w.-]{0,20}`
 
+// genericValue is the value part: 10 to 150 characters with no space,
+// quote, or the brackets and commas of code (a call, an index, a list).
+const genericValue = `[^\s"'` + "`" + `;,()\[\]{}<>]{10,150}`
+
 var genericKeywords = []string{"secret", "token", "passw", "pwd", "api_key", "apikey", "api-key", "access_key", "accesskey", "access-key", "private_key", "privatekey", "private-key", "auth"}
+
+// codeReference is a value that names something in code rather than
+// holding a secret: a dotted identifier (cfg.Cluster.Secret,
+// authz.KindAnonymous).
+var codeReference = regexp.MustCompile(`^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+$`)
 
 // placeholders are values a match is not a secret for: references to the
 // environment and obvious stand-ins (gitleaks' allowlists skip AWS's
@@ -194,6 +204,9 @@ func findSecrets(p string, b []byte) []Finding {
 				continue
 			}
 			if r.id != "private-key" && isPlaceholder(secret) {
+				continue
+			}
+			if r.generic && codeReference.Match(secret) {
 				continue
 			}
 			line := 1 + bytes.Count(b[:m[0]], []byte{'\n'})
