@@ -121,7 +121,7 @@ func Scan(ctx context.Context, in Input) (Result, error) {
 	}
 
 	findings = append(findings, SpecRisks(in.Spec)...)
-	basis = append(basis, Basis{ScannerSpec, fmt.Sprintf("%d workloads of the spec document", len(in.Spec.Workloads))})
+	basis = append(basis, Basis{ScannerSpec, "the spec document's " + plural(len(in.Spec.Workloads), "workload")})
 
 	sortFindings(findings)
 	if findings == nil {
@@ -210,3 +210,11 @@ func deref(p *string) string {
 }
 
 func ptr(s string) *string { return &s }
+
+// plural is "1 workload", "2 workloads".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

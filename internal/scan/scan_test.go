@@ -156,7 +156,7 @@ func TestVulnerableRepository(t *testing.T) {
 	wantBasis := []Basis{
 		{ScannerSecrets, fmt.Sprintf("%d rules over 6 files (0 skipped)", len(secretRules))},
 		{ScannerDependencies, "15 packages in 5 manifests against OSV database osv (9 advisories, newest modified 2025-01-05)"},
-		{ScannerSpec, "1 workloads of the spec document"},
+		{ScannerSpec, "the spec document's 1 workload"},
 	}
 	if d := cmp.Diff(wantBasis, res.Basis); d != "" {
 		t.Errorf("basis (-want +got):\n%s", d)
