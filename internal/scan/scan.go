@@ -110,14 +110,14 @@ func Scan(ctx context.Context, in Input) (Result, error) {
 		return Result{}, err
 	}
 	findings = append(findings, secretFindings...)
-	basis := []Basis{{ScannerSecrets, fmt.Sprintf("%d rules over %d files (%d skipped)", len(secretRules), len(tree.files), tree.skipped)}}
+	basis := []Basis{{ScannerSecrets, fmt.Sprintf("%d rules over %s (%d skipped)", len(secretRules), plural(len(tree.files), "file"), tree.skipped)}}
 
 	pkgs, manifests := inventory(tree)
 	if in.DB == nil {
-		basis = append(basis, Basis{ScannerDependencies, fmt.Sprintf("not checked: no OSV database configured (%d packages in %d manifests)", len(pkgs), len(manifests))})
+		basis = append(basis, Basis{ScannerDependencies, fmt.Sprintf("not checked: no OSV database configured (%s in %s)", plural(len(pkgs), "package"), plural(len(manifests), "manifest"))})
 	} else {
 		findings = append(findings, in.DB.match(pkgs)...)
-		basis = append(basis, Basis{ScannerDependencies, fmt.Sprintf("%d packages in %d manifests against %s", len(pkgs), len(manifests), in.DB.Describe())})
+		basis = append(basis, Basis{ScannerDependencies, fmt.Sprintf("%s in %s against %s", plural(len(pkgs), "package"), plural(len(manifests), "manifest"), in.DB.Describe())})
 	}
 
 	findings = append(findings, SpecRisks(in.Spec)...)

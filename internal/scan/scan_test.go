@@ -3,6 +3,7 @@ package scan
 import (
 	"archive/zip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -431,5 +432,50 @@ func TestSamples(t *testing.T) {
 			}
 			t.Logf("%s: score %d, %v", name, res.Score, res.Basis)
 		})
+	}
+}
+
+// TestIgnoreUnfixable: with ignore_unfixable_findings, a finding without a
+// fix stays listed and costs nothing.
+func TestIgnoreUnfixable(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "package-lock.json"), `{"lockfileVersion": 3, "packages": {"node_modules/event-stream": {"version": "3.3.6"}}}`)
+	for ignore, want := range map[bool]int{false: 60, true: 100} {
+		res, err := Scan(context.Background(), Input{Dir: dir, Spec: goodSpec(), DB: fixtureDB(t), IgnoreUnfixable: ignore})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Score != want || len(res.Findings) != 1 || res.Findings[0].Fixable {
+			t.Errorf("ignore %t: score %d, findings %v; want %d and the one unfixable finding", ignore, res.Score, summary(res.Findings), want)
+		}
+	}
+}
+
+// TestResultJSON: a result encodes in API.md's shape (the fields the API
+// adds, state, scanned_at and spec_id, aside): a spec finding's path is
+// null, a file's a string.
+func TestResultJSON(t *testing.T) {
+	doc := goodSpec()
+	web := doc.Workloads["web"]
+	web.Run.Health = nil
+	doc.Workloads["web"] = web
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.js"), "const k = '"+"sk"+"_test_"+"Zq8Xw2Lm4Np6Rt0Vb3Hj"+"';\n")
+	res, err := Scan(context.Background(), Input{Dir: dir, Spec: doc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"score":96,"basis":[{"scanner":"secrets","what":"15 rules over 1 file (0 skipped)"},` +
+		`{"scanner":"dependencies","what":"not checked: no OSV database configured (0 packages in 0 manifests)"},` +
+		`{"scanner":"spec","what":"the spec document's 1 workload"}],"findings":[` +
+		`{"id":"spec:no-health-check:web","severity":"low","title":"Workload web serves on a port without a health check: set run.health.path to a path that answers 200 when it works","path":null,"fixable":true},` +
+		`{"id":"secret:stripe-test-key:a.js:1","severity":"low","title":"Committed Stripe test secret key in a.js line 1: remove it from the source, rotate it and give it to the app as a secret","path":"a.js","fixable":true}],` +
+		`"counts":{"critical":0,"high":0,"medium":0,"low":2}}`
+	if d := cmp.Diff(want, string(b)); d != "" {
+		t.Errorf("JSON (-want +got):\n%s", d)
 	}
 }
