@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxRecordBytes is the largest OSV record a database may hold.
@@ -345,7 +346,7 @@ func (db *DB) match(pkgs []Package) []Finding {
 			} else {
 				title += "; no fixed version yet"
 			}
-			out = append(out, Finding{ID: id, Severity: a.severity, Title: title, Path: ptr(p.Path), Fixable: fix != ""})
+			out = append(out, Finding{ID: clip(id), Severity: a.severity, Title: clip(title), Path: ptr(p.Path), Fixable: fix != ""})
 		}
 	}
 	return out
@@ -391,6 +392,23 @@ func (a advisory) affects(eco, version string) (bool, string) {
 		}
 	}
 	return affected, fix
+}
+
+// MaxTitle bounds a finding's title and ID (in bytes): names, versions
+// and summaries come from files the app's owner and the database's
+// publisher wrote.
+const MaxTitle = 400
+
+// clip cuts s to MaxTitle bytes at a rune boundary, marking the cut.
+func clip(s string) string {
+	if len(s) <= MaxTitle {
+		return s
+	}
+	cut := MaxTitle - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func lessVersion(eco, a, b string) bool {

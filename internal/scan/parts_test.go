@@ -1,7 +1,9 @@
 package scan
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -223,5 +225,26 @@ func TestEntropy(t *testing.T) {
 		if got := entropy([]byte(s)); got != want {
 			t.Errorf("entropy(%q) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+// TestClip: long titles are cut at a rune boundary, short ones kept.
+func TestClip(t *testing.T) {
+	if got := clip("short"); got != "short" {
+		t.Errorf("clip(short) = %q", got)
+	}
+	long := strings.Repeat("é", MaxTitle)
+	got := clip(long)
+	if len(got) > MaxTitle || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+		t.Errorf("clip of %d bytes: %d bytes, valid %t", len(long), len(got), utf8.ValidString(got))
+	}
+	db := &DB{index: map[string][]advisory{}}
+	name := strings.Repeat("a", 10_000)
+	if err := db.add([]byte(`{"id":"X-1","summary":"` + strings.Repeat("s", 5000) + `","affected":[{"package":{"ecosystem":"npm","name":"` + name + `"},"versions":["1.0.0"]}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	fs := db.match([]Package{{EcosystemNPM, name, "1.0.0", "package-lock.json"}})
+	if len(fs) != 1 || len(fs[0].Title) > MaxTitle || len(fs[0].ID) > MaxTitle {
+		t.Errorf("findings %d, title %d bytes", len(fs), len(fs[0].Title))
 	}
 }
