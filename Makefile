@@ -119,6 +119,10 @@ fmt:
 # files (raft log, history, snapshots), and GET /audit's query latency
 # (p50/p99) over them for filters of every kind, first and deep pages.
 #
+# Security scans (internal/scan): each sample scanned with the fixture OSV
+# database, a generated 10,000-file repository against 5,000 generated
+# advisories, and loading that export from its zip.
+#
 # Backups (BenchmarkBackupRestore): a 1 GiB tree of random data backed up to
 # the local storage on this disk (every chunk new), verified and restored:
 # MB/s of each.
@@ -136,6 +140,8 @@ bench:
 	$(GO) test -run '^$$' -bench 'RunToReady|BuildCommand' -benchtime 20x -count 1 ./scheduler/process/
 	$(GO) test -run '^$$' -bench RollbackAgainstDeploy -benchtime 5x -count 1 ./scheduler/process/ ./scheduler/nomad/
 	$(GO) test -run '^$$' -bench 'EdgeWrk|SandboxEdge' -benchtime 1x -count 1 ./internal/e2e/
+	$(GO) test -run '^$$' -bench 'ScanSample|LoadDB' -benchmem -count 1 ./internal/scan/
+	$(GO) test -run '^$$' -bench Scan10000Files -benchmem -benchtime 3x -count 1 ./internal/scan/
 	$(GO) test -run '^$$' -bench CLIStartup -benchtime 50x -count 1 ./internal/e2e/
 	$(GO) test -run '^$$' -bench ToolCall -benchtime 500x -count 1 ./internal/e2e/
 	$(GO) test -run '^$$' -bench ConsoleLauncher -benchtime 10x -count 1 ./internal/e2e/

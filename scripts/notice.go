@@ -53,6 +53,16 @@ github.com/hashicorp/vault v1.21.0 BUSL-1.1 (test-time tool only)
 github.com/versity/versitygw v1.8.0 Apache-2.0 (test-time tool only)
 `
 
+// adaptedWorks lists third-party work svc adapts into its own source
+// rather than links.
+const adaptedWorks = `The following works are adapted into svc's own source, not linked: the
+built-in security scanner's secret rules (internal/scan/secrets.go) follow
+gitleaks' default rules (config/gitleaks.toml): their regular expressions,
+entropy floors and path allowlist.
+
+github.com/gitleaks/gitleaks config/gitleaks.toml MIT (adapted in internal/scan/secrets.go)
+`
+
 // testModules lists modules that tests link but svc never does, listed
 // because a test depends on them for a real part: go-smtp (with go-sasl)
 // is the SMTP server the email notification adapter's tests send to.
@@ -154,6 +164,7 @@ func run(w io.Writer, pkg string) error {
 	if testTools != "" {
 		b.WriteString("\n" + testTools)
 	}
+	b.WriteString("\n" + adaptedWorks)
 	if _, err := w.Write(b.Bytes()); err != nil {
 		return err
 	}
