@@ -60,18 +60,23 @@ func (s *Service) StopBecause(ctx context.Context, appID, reason string, more fu
 	return stopped && err == nil, err
 }
 
-// Deployed returns the spec an app's release runs and when it was
-// released; false for an app that runs no release.
-func (s *Service) Deployed(appID string) (spec.Document, time.Time, bool) {
-	rel, _, ok := Releases.Get(s.d.Store.Read(), appID)
+// Deployed returns, from the view r, the spec an app's release runs and
+// when it was released; false for an app that runs no release (or one
+// whose revision is unreadable).
+func (s *Service) Deployed(r *raftstore.Reader, appID string) (spec.Document, time.Time, bool) {
+	rel, _, ok := Releases.Get(r, appID)
 	if !ok {
 		return spec.Document{}, time.Time{}, false
 	}
-	view, err := s.d.Specs.Get(appID, rel.Revision)
+	rev, ok := spec.RevisionAt(r, appID, rel.Revision)
+	if !ok {
+		return spec.Document{}, rel.At, false
+	}
+	doc, err := rev.Spec()
 	if err != nil {
 		return spec.Document{}, rel.At, false
 	}
-	return view.Spec, rel.At, true
+	return doc, rel.At, true
 }
 
 func (s *Service) setDesired(ctx context.Context, appID, desired, action string) (apps.App, error) {

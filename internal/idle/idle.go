@@ -40,10 +40,11 @@ type Stamps interface {
 	Activity() map[string]time.Time
 }
 
-// Releases says what an app runs (the scheduler): the spec its release
-// runs and when it was released; false for an app that runs none.
+// Releases says what an app runs (the scheduler), from a view: the spec
+// its release runs and when it was released; false for an app that runs
+// none.
 type Releases interface {
-	Deployed(appID string) (spec.Document, time.Time, bool)
+	Deployed(r *raftstore.Reader, appID string) (spec.Document, time.Time, bool)
 }
 
 // Stopper stops an app for the system (the scheduler): in one write with
@@ -152,7 +153,7 @@ func (s *Service) CheckOnce(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		c, ok := s.candidate(it.Value)
+		c, ok := s.candidate(r, it.Value)
 		if !ok {
 			continue
 		}
@@ -170,11 +171,11 @@ func (s *Service) CheckOnce(ctx context.Context) {
 // candidate says whether an app is one the lifecycle concerns: running
 // (meant to run, and running or degraded), its deployed spec setting idle
 // days.
-func (s *Service) candidate(a apps.App) (candidate, bool) {
+func (s *Service) candidate(r *raftstore.Reader, a apps.App) (candidate, bool) {
 	if a.DesiredState != apps.DesiredRunning || (a.State != apps.StateRunning && a.State != apps.StateDegraded) {
 		return candidate{}, false
 	}
-	doc, released, ok := s.d.Releases.Deployed(a.ID)
+	doc, released, ok := s.d.Releases.Deployed(r, a.ID)
 	if !ok {
 		return candidate{}, false
 	}
@@ -206,7 +207,7 @@ func (s *Service) still(r *raftstore.Reader, appID string, now time.Time) (Verdi
 	if !ok {
 		return Verdict{}, candidate{}, time.Time{}
 	}
-	c, ok := s.candidate(a)
+	c, ok := s.candidate(r, a)
 	if !ok {
 		return Verdict{}, c, time.Time{}
 	}
