@@ -389,6 +389,11 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	idleApps := idle.New(idle.Deps{Store: store, Stamps: proxy, Releases: sched, Stopper: sched, Deleter: bk, Now: now,
 		Log: log.With("component", "idle")})
 	go func() { _ = idleApps.Flushing(ctx) }()
+	rt.onClose("idle activity", func() error { // before the store closes
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return idleApps.FlushAll(fctx)
+	})
 	store.RunWhileLeader("idle-apps", idleApps.Check)
 
 	// The web console, embedded in the binary (console/dist).

@@ -87,14 +87,21 @@ func New(d Deps) *Service {
 // Flush writes this server's stamps that moved past the stored activity
 // by FlushStep or more (an app without a record gets one), for apps that
 // exist, at most flushBatch per write.
-func (s *Service) Flush(ctx context.Context) error {
+func (s *Service) Flush(ctx context.Context) error { return s.flush(ctx, FlushStep) }
+
+// FlushAll writes every stamp that moved past the stored activity at all
+// (at its resolution): what a server does once as it shuts down, so that
+// a restart loses no activity.
+func (s *Service) FlushAll(ctx context.Context) error { return s.flush(ctx, Resolution) }
+
+func (s *Service) flush(ctx context.Context, step time.Duration) error {
 	if s.d.Stamps == nil {
 		return nil
 	}
 	stamps := s.d.Stamps.Activity()
 	due := func(r *raftstore.Reader, id string) bool {
 		row, _, ok := Activities.Get(r, id)
-		return (!ok || coarse(stamps[id]).Sub(row.Last) >= FlushStep) && apps.Exists(r, id)
+		return (!ok || coarse(stamps[id]).Sub(row.Last) >= step) && apps.Exists(r, id)
 	}
 	r := s.d.Store.Read()
 	ids := slices.DeleteFunc(slices.Sorted(maps.Keys(stamps)), func(id string) bool { return !due(r, id) })

@@ -7,7 +7,8 @@
 // stamps in memory (edge/activity.go); every server writes them here
 // (Flush, every FlushEvery), only an app's stamp that moved past the
 // stored one by at least FlushStep, so that a busy installation writes at
-// most one row per app per FlushStep per server. The row goes in the write
+// most one row per app per FlushStep per server; a server shutting down
+// writes what moved at all (FlushAll). The row goes in the write
 // that deletes its app (ForgetOps, from internal/volumes' DeleteApp), and
 // the leader's pass sweeps any a flush left behind.
 //
