@@ -239,7 +239,7 @@ func (s *Service) warn(ctx context.Context, c candidate) {
 		if ok {
 			put = Activities.PutIf(&row, meta.ModifyIndex)
 		}
-		return []raftstore.Op{put, events.Emit(ctx, now, "app.idle_warning", ref(cur.app), "app", c.app.ID, map[string]any{
+		return []raftstore.Op{put, events.Emit(ctx, now, "app.idle_warning", ref(cur.app), "", "", map[string]any{
 			"action": cur.action, "days": cur.days, "last_activity": last, "action_at": v.ActionAt.UTC(),
 		})}, nil
 	})
