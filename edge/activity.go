@@ -7,9 +7,9 @@ import (
 )
 
 // activity keeps, per app, when the edge last forwarded a request to it:
-// what idle detection reads. It lives in memory only (persisting it, and
-// sharing it across a cluster's nodes, comes with idle detection), and
-// costs one map load and usually no write per request: the stamp moves
+// what idle detection reads. It lives in memory; internal/idle writes it
+// to the store now and then (Proxy.Activity), coarsely, and the leader
+// reads it from there and from its own memory. It costs one map load and usually no write per request: the stamp moves
 // only once per activityGrain, so that busy apps do not fight over one
 // cache line.
 type activity struct {
@@ -43,4 +43,16 @@ func (a *activity) last(appID string) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, n).UTC()
+}
+
+// all returns every app's stamp.
+func (a *activity) all() map[string]time.Time {
+	out := map[string]time.Time{}
+	a.apps.Range(func(k, v any) bool {
+		if n := v.(*atomic.Int64).Load(); n != 0 {
+			out[k.(string)] = time.Unix(0, n).UTC()
+		}
+		return true
+	})
+	return out
 }

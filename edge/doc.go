@@ -87,8 +87,8 @@
 //
 // Upstream connections are pooled in one tuned transport; responses stream
 // unbuffered (server-sent events) and upgrades (websockets) pass through.
-// Activity per app (LastActivity) is kept in memory for idle detection;
-// persisting it comes later.
+// Activity per app (LastActivity, Activity) is kept in memory for idle
+// detection; internal/idle stores it coarsely.
 //
 // Assertions are signed by JWTSigner with the current Ed25519 key of
 // SigningKeys (the edge_keys table, private halves sealed by the keyring),

@@ -283,8 +283,13 @@ func (p *Proxy) Close() { p.transport.CloseIdleConnections() }
 
 // LastActivity returns when the edge last forwarded a request to the app
 // (the zero time if never, since this process started). Idle detection
-// reads it; it is kept in memory only for now.
+// (internal/idle) reads it.
 func (p *Proxy) LastActivity(appID string) time.Time { return p.act.last(appID) }
+
+// Activity returns when the edge last forwarded a request to each app it
+// forwarded one to since this process started, for internal/idle to
+// store.
+func (p *Proxy) Activity() map[string]time.Time { return p.act.all() }
 
 // verdict is the outcome of authorizing a request.
 type verdict int

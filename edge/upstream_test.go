@@ -243,6 +243,10 @@ func TestActivityIsRecordedPerApp(t *testing.T) {
 	if !p.LastActivity(other.id).IsZero() {
 		t.Error("a refused request counted as activity")
 	}
+	// What internal/idle stores: every app's stamp, and only those.
+	if all := p.Activity(); len(all) != 1 || !all[app.id].Equal(p.LastActivity(app.id)) {
+		t.Errorf("Activity() = %v; want only %s at %v", all, app.id, p.LastActivity(app.id))
+	}
 }
 
 func TestActivityStampsMoveForward(t *testing.T) {

@@ -6,11 +6,13 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/audit"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/events"
+	"github.com/svchost/svc/internal/idle"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/raftstore"
 )
@@ -25,6 +27,56 @@ func (s *Service) Start(ctx context.Context, appID string) (apps.App, error) {
 // Stop makes an app meant to be stopped; the reconciler converges.
 func (s *Service) Stop(ctx context.Context, appID string) (apps.App, error) {
 	return s.setDesired(ctx, appID, apps.DesiredStopped, "app.stop")
+}
+
+// StopBecause stops an app for the system the way Stop does (meant to
+// stay stopped until somebody starts it; the reconciler stops its job),
+// in one write with the audit entry of app.stop naming reason and the ops
+// more builds from the view the write reads (what says why: an event).
+// more decides too: false writes nothing and StopBecause answers false, as
+// it does for an app gone or meant to be stopped already.
+func (s *Service) StopBecause(ctx context.Context, appID, reason string, more func(r *raftstore.Reader, a apps.App) ([]raftstore.Op, bool, error)) (bool, error) {
+	now := s.d.Now()
+	stopped := false
+	_, err := s.d.Store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		stopped = false
+		a, _, ok := apps.Apps.Get(r, appID)
+		if !ok || a.DesiredState != apps.DesiredRunning {
+			return nil, nil
+		}
+		extra, ok, err := more(r, a)
+		if err != nil || !ok {
+			return nil, err
+		}
+		_, from, ops, err := apps.DesiredOps(r, appID, apps.DesiredStopped, now)
+		if err != nil {
+			return nil, err
+		}
+		stopped = true
+		ops = append(ops, audit.Record(ctx, now, "app.stop", appID, audit.Target{Kind: "app", ID: appID},
+			map[string]any{"from": from, "to": apps.DesiredStopped, "reason": reason}))
+		return append(ops, extra...), nil
+	})
+	return stopped && err == nil, err
+}
+
+// Deployed returns, from the view r, the spec an app's release runs and
+// when it was released; false for an app that runs no release (or one
+// whose revision is unreadable).
+func (s *Service) Deployed(r *raftstore.Reader, appID string) (spec.Document, time.Time, bool) {
+	rel, _, ok := Releases.Get(r, appID)
+	if !ok {
+		return spec.Document{}, time.Time{}, false
+	}
+	rev, ok := spec.RevisionAt(r, appID, rel.Revision)
+	if !ok {
+		return spec.Document{}, rel.At, false
+	}
+	doc, err := rev.Spec()
+	if err != nil {
+		return spec.Document{}, rel.At, false
+	}
+	return doc, rel.At, true
 }
 
 func (s *Service) setDesired(ctx context.Context, appID, desired, action string) (apps.App, error) {
@@ -44,6 +96,7 @@ func (s *Service) setDesired(ctx context.Context, appID, desired, action string)
 			return nil, err
 		}
 		if len(ops) > 0 && desired == apps.DesiredRunning {
+			ops = append(ops, idle.ActiveOps(r, appID, now)...) // a start is activity (internal/idle)
 			if rel, _, ok := Releases.Get(r, appID); ok {
 				if view, err := s.d.Specs.Get(appID, rel.Revision); err == nil {
 					if err := s.checkCapacity(r, appID, view.Spec, host); err != nil {

@@ -9,7 +9,9 @@ import (
 	"github.com/svchost/svc/edge"
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/backups"
 	"github.com/svchost/svc/internal/identity"
+	"github.com/svchost/svc/internal/idle"
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler"
@@ -30,6 +32,16 @@ const (
 var (
 	_ edge.Signer    = (*edge.JWTSigner)(nil)
 	_ edge.Passcodes = (*identity.Sharing)(nil)
+)
+
+// The implementations cmd/svc plugs into idle apps (internal/idle): the
+// edge's stamps, the scheduler's releases and stop, the backups service's
+// deletion (the scheduler and volumes import idle).
+var (
+	_ idle.Stamps   = (*edge.Proxy)(nil)
+	_ idle.Releases = (*scheduler.Service)(nil)
+	_ idle.Stopper  = (*scheduler.Service)(nil)
+	_ idle.Deleter  = (*backups.Service)(nil)
 )
 
 // edgeParts are the services the edge is built over.

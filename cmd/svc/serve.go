@@ -22,6 +22,7 @@ import (
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/idempotency"
 	"github.com/svchost/svc/internal/identity"
+	"github.com/svchost/svc/internal/idle"
 	"github.com/svchost/svc/internal/operator"
 	"github.com/svchost/svc/internal/password"
 	"github.com/svchost/svc/internal/plan"
@@ -383,6 +384,17 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Idle apps: every server stores its edge's activity stamps now and
+	// then; the leader warns, stops or deletes apps idle for their days.
+	idleApps := idle.New(idle.Deps{Store: store, Stamps: proxy, Releases: sched, Stopper: sched, Deleter: bk, Now: now,
+		Log: log.With("component", "idle")})
+	go func() { _ = idleApps.Flushing(ctx) }()
+	rt.onClose("idle activity", func() error { // before the store closes
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return idleApps.FlushAll(fctx)
+	})
+	store.RunWhileLeader("idle-apps", idleApps.Check)
 
 	// The web console, embedded in the binary (console/dist).
 	consoleUI, err := console.New()

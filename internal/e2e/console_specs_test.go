@@ -99,6 +99,7 @@ func TestConsoleSpecPages(t *testing.T) {
 	if !strings.Contains(yaml, "workloads:\n  web:\n") || !strings.Contains(yaml, "kind: static") {
 		t.Errorf("revision 1 shown as %q; want its document as YAML", yaml)
 	}
+	waitText(t, tab, "nothing: no lifecycle.idle_days")
 	accessible(t, tab, "a revision's page")
 	screenshots(t, tab, "spec-revision")
 
@@ -145,7 +146,7 @@ func TestConsoleSpecPages(t *testing.T) {
 	// A YAML syntax mistake is shown as it is typed, before any save.
 	typeYAML(t, tab, wrong+"oops: [\n")
 	waitFor(t, tab, "the syntax problem", `[...document.querySelectorAll('.spec-problems li')].some((li) => li.innerText.startsWith("Line ") && li.innerText.includes("YAML"))`)
-	typeYAML(t, tab, strings.Replace(wrong, "size_bytes: 0", "size_bytes: 1073741824", 1))
+	typeYAML(t, tab, strings.Replace(wrong, "size_bytes: 0", "size_bytes: 1073741824", 1)+"lifecycle:\n  idle_days: 30\n")
 	waitFor(t, tab, "no problem left", `!document.querySelector('.spec-problems li')`)
 	clickButton(t, tab, ".spec-edit .actions", "Save as a new revision")
 	waitURL(t, tab, "revision 3's page", func(a string) bool { return a == base+"/3" })
@@ -157,9 +158,11 @@ func TestConsoleSpecPages(t *testing.T) {
 	}
 	s.must(t, "GET", "/apps/"+site.id+"/specs/3", nil, http.StatusOK, &three)
 	if three.Spec.Pinned || !reflect.DeepEqual(three.Spec.Spec["volumes"], map[string]any{"data": map[string]any{"size_bytes": float64(1 << 30)}}) ||
-		!reflect.DeepEqual(three.Spec.Spec["env"], map[string]any{"GREETING": "hello"}) {
+		!reflect.DeepEqual(three.Spec.Spec["env"], map[string]any{"GREETING": "hello"}) ||
+		!reflect.DeepEqual(three.Spec.Spec["lifecycle"], map[string]any{"idle_days": float64(30)}) {
 		t.Errorf("revision 3 by the API: pinned %t, %v; want the edited document, unpinned", three.Spec.Pinned, three.Spec.Spec)
 	}
+	waitText(t, tab, "stopped until somebody starts it after 30 days without a request")
 	waitText(t, tab, "Not pinned")
 	click(t, tab, `.spec-view .crumb a`)
 	waitFor(t, tab, "three revisions", `document.querySelectorAll('[data-table="revisions"] tbody tr').length === 3 && document.querySelector('[data-table="revisions"] tbody tr').dataset.revision === "3"`)

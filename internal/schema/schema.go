@@ -17,6 +17,7 @@ import (
 	"github.com/svchost/svc/internal/icon"
 	"github.com/svchost/svc/internal/idempotency"
 	"github.com/svchost/svc/internal/identity"
+	"github.com/svchost/svc/internal/idle"
 	"github.com/svchost/svc/internal/keyring"
 	"github.com/svchost/svc/internal/launcher"
 	"github.com/svchost/svc/internal/operator"
@@ -43,7 +44,7 @@ func Tables() []raftstore.Def {
 		spec.Heads,
 		keyring.Keys,
 	}
-	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), detection.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables(), subscriptions.Tables(), scheduler.Tables(), edge.Tables(), volumes.Tables(), backups.Tables()} {
+	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), detection.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables(), subscriptions.Tables(), scheduler.Tables(), edge.Tables(), volumes.Tables(), backups.Tables(), idle.Tables()} {
 		tables = append(tables, ts...)
 	}
 	return tables

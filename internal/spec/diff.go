@@ -47,7 +47,8 @@ type DiffResult struct {
 //     document uses it (mounts it, or refers to the slot from env), else
 //     none;
 //   - the runtime: its adapter, rebuild (the build's output may differ);
-//     its isolation, restart.
+//     its isolation, restart;
+//   - lifecycle (what happens to the app when idle): none.
 //
 // Maps are compared key by key and lists as a whole, so a change's path is
 // the deepest that differs: workloads.web.run.port, env.LOG_LEVEL,
@@ -61,6 +62,7 @@ func Diff(a, b Document) DiffResult {
 		}
 		return EffectRestart
 	})
+	d.walk("lifecycle", plain(a.Lifecycle), plain(b.Lifecycle), func(string) string { return EffectNone })
 	for _, name := range union(a.Volumes, b.Volumes) {
 		effect := EffectNone
 		if mounts(a, name) || mounts(b, name) {

@@ -30,6 +30,11 @@ func TestDiff(t *testing.T) {
 			[]Change{{"workloads.worker.run.command", []any{"./worker"}, []any{"./worker", "-v"}, EffectRestart}}},
 		{"a health interval", func(_ *Document, web, _ *Workload) { web.Run.Health.Interval = Duration(30e9) }, EffectRestart,
 			[]Change{{"workloads.web.run.health.interval", "10s", "30s", EffectRestart}}},
+		{"an idle lifecycle set", func(d *Document, _, _ *Workload) { d.Lifecycle = &Lifecycle{IdleDays: 30, IdleAction: IdleDelete} }, EffectNone,
+			[]Change{
+				{"lifecycle.idle_action", nil, "delete", EffectNone},
+				{"lifecycle.idle_days", nil, n("30"), EffectNone},
+			}},
 		{"the app's env", func(d *Document, _, _ *Workload) { d.Env["LOG_LEVEL"] = Literal("debug") }, EffectRestart,
 			[]Change{{"env.LOG_LEVEL", "info", "debug", EffectRestart}}},
 		{"a workload's env, added and a reference changed", func(_ *Document, web, _ *Workload) {

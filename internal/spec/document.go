@@ -22,6 +22,38 @@ type Document struct {
 	Runtime *Runtime `json:"runtime,omitempty"`
 	// Deploy holds rules for deploys of this revision.
 	Deploy *DeployRules `json:"deploy,omitempty"`
+	// Lifecycle says what happens to the app when nobody uses it (absent:
+	// nothing). It applies once the revision is deployed.
+	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
+}
+
+// Lifecycle is what happens to an app that receives no request through
+// the edge for IdleDays days (internal/idle): IdleAction, stop (the
+// default) or delete, its owner warned a day before. IdleDays 0 never.
+type Lifecycle struct {
+	IdleDays   int    `json:"idle_days,omitempty"`
+	IdleAction string `json:"idle_action,omitempty"`
+}
+
+// Idle actions.
+const (
+	IdleStop   = "stop"
+	IdleDelete = "delete"
+)
+
+// MaxIdleDays caps Lifecycle.IdleDays (ten years).
+const MaxIdleDays = 3650
+
+// Idle returns the days after which an idle app is acted on (0: never)
+// and the action, stop when the document does not say.
+func (d Document) Idle() (int, string) {
+	if d.Lifecycle == nil || d.Lifecycle.IdleDays <= 0 {
+		return 0, ""
+	}
+	if d.Lifecycle.IdleAction == "" {
+		return d.Lifecycle.IdleDays, IdleStop
+	}
+	return d.Lifecycle.IdleDays, d.Lifecycle.IdleAction
 }
 
 // DeployRules are rules for deploys of a revision.

@@ -229,6 +229,8 @@ func seeds() []string {
 		`{"workloads":{"web":{"primary":true,"build":{"kind":"static"},"run":{"port":80}}}}`,
 		"env: {A: 1.10, B: {secret: B}}\nworkloads: {w: {run: {command: [a, b]}, mounts: [{volume: v, path: /v}]}}\nvolumes: {v: {size_bytes: 1}}",
 		"runtime: {adapter: process, isolation: vm}\nworkloads: {w: {}}",
+		"lifecycle: {idle_days: 7, idle_action: delete}\nworkloads: {w: {}}",
+		`{"lifecycle":{"idle_days":0},"workloads":{}}`,
 		"a: &x 1\nb: *x",
 		`{"env":{"A":"1","A":"1"}}`,
 		"workloads: {web: {run: {health: {path: /, interval: 1m, timeout: 1s}}}}",

@@ -43,7 +43,7 @@ type Problem struct {
 // checks again so that documents built in code meet the same bar.
 //
 // It finds every problem, in a fixed order (limits and names, the app's
-// env, each workload by name, volumes, slots, runtime, the primary
+// env, each workload by name, volumes, slots, runtime, deploy rules, lifecycle, the primary
 // workload, dependency cycles), and returns nil or the first problem as an
 // *errcode.Error: its code (VALID_DANGLING_MOUNT, VALID_DANGLING_SLOT_REF,
 // VALID_DEPENDENCY_CYCLE, VALID_ENV_AMBIGUOUS, VALID_PRIMARY_WORKLOAD or
@@ -81,6 +81,14 @@ func Validate(d Document) error {
 	}
 	if dr := d.Deploy; dr != nil && (dr.Approvals < 0 || dr.Approvals > MaxApprovals) {
 		v.invalid("deploy.approvals", "deploy.approvals is 0 to %d", MaxApprovals)
+	}
+	if lc := d.Lifecycle; lc != nil {
+		if lc.IdleDays < 0 || lc.IdleDays > MaxIdleDays {
+			v.invalid("lifecycle.idle_days", "lifecycle.idle_days is 0 (never) to %d days without a request", MaxIdleDays)
+		}
+		if lc.IdleAction != "" && lc.IdleAction != IdleStop && lc.IdleAction != IdleDelete {
+			v.invalid("lifecycle.idle_action", "lifecycle.idle_action is %s (the default) or %s", IdleStop, IdleDelete)
+		}
 	}
 	v.primary()
 	v.cycles()

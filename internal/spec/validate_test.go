@@ -74,6 +74,17 @@ func TestValidate(t *testing.T) {
 			errcode.ValidInvalid, "workloads.web.depends_on[0]"},
 		{"a dependency named twice", func(_ *Document, web, _ *Workload) { web.DependsOn = []string{"worker", "worker"} },
 			errcode.ValidInvalid, "workloads.web.depends_on[1]"},
+		{"idle for 30 days, stopped", func(d *Document, _, _ *Workload) { d.Lifecycle = &Lifecycle{IdleDays: 30} }, "", ""},
+		{"idle for 3650 days, deleted", func(d *Document, _, _ *Workload) {
+			d.Lifecycle = &Lifecycle{IdleDays: MaxIdleDays, IdleAction: IdleDelete}
+		}, "", ""},
+		{"idle never", func(d *Document, _, _ *Workload) { d.Lifecycle = &Lifecycle{IdleAction: IdleStop} }, "", ""},
+		{"idle for a negative number of days", func(d *Document, _, _ *Workload) { d.Lifecycle = &Lifecycle{IdleDays: -1} },
+			errcode.ValidInvalid, "lifecycle.idle_days"},
+		{"idle for more than ten years", func(d *Document, _, _ *Workload) { d.Lifecycle = &Lifecycle{IdleDays: MaxIdleDays + 1} },
+			errcode.ValidInvalid, "lifecycle.idle_days"},
+		{"an unknown idle action", func(d *Document, _, _ *Workload) { d.Lifecycle = &Lifecycle{IdleDays: 3, IdleAction: "archive"} },
+			errcode.ValidInvalid, "lifecycle.idle_action"},
 		{"an unknown build kind", func(_ *Document, web, _ *Workload) { web.Build.Kind = "rust" },
 			errcode.ValidInvalid, "workloads.web.build.kind"},
 		{"no build", func(_ *Document, web, _ *Workload) { web.Build = nil },
@@ -336,6 +347,28 @@ func TestStoredDocumentsReadAsBefore(t *testing.T) {
 		}
 		if string(again) != stored {
 			t.Errorf("stored %s encodes again as %s", stored, again)
+		}
+	}
+}
+
+// TestIdle: the days and action a document's lifecycle asks for, stop
+// when it names none, never when it sets no days.
+func TestIdle(t *testing.T) {
+	cases := []struct {
+		lc     *Lifecycle
+		days   int
+		action string
+	}{
+		{nil, 0, ""},
+		{&Lifecycle{}, 0, ""},
+		{&Lifecycle{IdleAction: IdleDelete}, 0, ""},
+		{&Lifecycle{IdleDays: 7}, 7, IdleStop},
+		{&Lifecycle{IdleDays: 7, IdleAction: IdleDelete}, 7, IdleDelete},
+	}
+	for _, c := range cases {
+		days, action := Document{Lifecycle: c.lc}.Idle()
+		if days != c.days || action != c.action {
+			t.Errorf("%+v: Idle() = %d, %q; want %d, %q", c.lc, days, action, c.days, c.action)
 		}
 	}
 }

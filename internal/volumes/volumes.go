@@ -30,6 +30,7 @@ import (
 	"github.com/svchost/svc/internal/audit"
 	"github.com/svchost/svc/internal/authz"
 	"github.com/svchost/svc/internal/errcode"
+	"github.com/svchost/svc/internal/idle"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/raftstore"
 )
@@ -349,8 +350,9 @@ func hasStorage(r *raftstore.Reader, appID string) bool {
 // DeleteApp deletes an app in one write with its volumes kept (or, with
 // d.Force, marked discarded for the sweep to remove their data) and
 // app.deleted naming backupID, the final backup the caller took ("" for
-// none). Whether the app has storage is decided here (d.Storage is
-// ignored): rows, or volumes its spec declares.
+// none), its activity record (internal/idle) removed. Whether the app
+// has storage is decided here (d.Storage is ignored): rows, or volumes
+// its spec declares.
 func (s *Service) DeleteApp(ctx context.Context, appID string, d apps.Decision, backupID string) error {
 	now := s.now()
 	_, err := s.store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
@@ -361,7 +363,7 @@ func (s *Service) DeleteApp(ctx context.Context, appID string, d apps.Decision, 
 			return nil, err
 		}
 		_, kept := AppGoneOps(r, appID, d.Force, now)
-		return append(ops, kept...), nil
+		return append(append(ops, kept...), idle.ForgetOps(r, appID)...), nil
 	})
 	if err != nil {
 		return fmt.Errorf("delete app: %w", err)

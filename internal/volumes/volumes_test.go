@@ -14,6 +14,7 @@ import (
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/events"
 	"github.com/svchost/svc/internal/identity"
+	"github.com/svchost/svc/internal/idle"
 	"github.com/svchost/svc/internal/secrets"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/internal/volumes"
@@ -64,7 +65,7 @@ func (d *fakeData) RemoveVolume(id string) error {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	tables := append([]raftstore.Def{apps.Apps, volumes.Volumes, audit.Entries, events.Events, events.Cursors, spec.Revisions, spec.Heads, secrets.Secrets}, identity.Tables()...)
+	tables := append([]raftstore.Def{apps.Apps, volumes.Volumes, idle.Activities, audit.Entries, events.Events, events.Cursors, spec.Revisions, spec.Heads, secrets.Secrets}, identity.Tables()...)
 	store := raftstoretest.Open(t, tables...)
 	now := func() time.Time { return time.Now().UTC() }
 	data := &fakeData{used: map[string]int64{}}

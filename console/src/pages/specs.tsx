@@ -249,6 +249,8 @@ function RevisionPage(props: { appID: string; base: string; rev: number; onChang
           <dd>{view ? <code>{view.created_by}</code> : "…"}</dd>
           <dt>Pinned</dt>
           <dd>{view ? (view.pinned ? "yes: the reconciler’s target and the next deploy’s" : pinned ? "no (revision " + pinned + " is)" : "no (none is)") : "…"}</dd>
+          <dt>When idle</dt>
+          <dd>{view ? idleSays(view.spec) : "…"}</dd>
         </dl>
         <div class="actions">
           <Link href={base + "/" + rev + "/edit"} class="button primary">
@@ -573,4 +575,19 @@ function Value(props: { v: unknown }) {
   if (props.v === null || props.v === undefined) return <span class="muted">absent</span>;
   const s = typeof props.v === "string" ? props.v : JSON.stringify(props.v);
   return <code class="value">{s}</code>;
+}
+
+/**
+ * idleSays is what a document's lifecycle does to an idle app, once the
+ * revision is deployed: idle_days without a request through the app's
+ * address, then idle_action (stop unless it says delete).
+ */
+function idleSays(doc: Record<string, unknown>): string {
+  const lc = doc.lifecycle as { idle_days?: number; idle_action?: string } | undefined;
+  const days = lc?.idle_days ?? 0;
+  if (days <= 0) {
+    return "nothing: no lifecycle.idle_days";
+  }
+  const what = lc?.idle_action === "delete" ? "deleted (with a final backup when it has volumes)" : "stopped until somebody starts it";
+  return "once deployed, " + what + " after " + days + (days === 1 ? " day" : " days") + " without a request; the owner is warned before";
 }
