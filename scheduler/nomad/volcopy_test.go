@@ -72,6 +72,18 @@ func runCopyCases(t *testing.T, newEnv func(t *testing.T) *env, volumesDir func(
 		if got, want := tree(t, vol), []string{"c.txt=gamma\n", "d/", "d/e.txt=epsilon\n", "link->c.txt"}; !slices.Equal(got, want) {
 			t.Errorf("the volume holds %q after the copy in, want %q", got, want)
 		}
+		if e.fake == nil {
+			return
+		}
+		var jobs []struct{ ID string }
+		if err := getJSON(ctx, e.fake.URL()+"/v1/jobs", &jobs); err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if strings.HasPrefix(j.ID, "svc-vol") {
+				t.Errorf("copy job %s is still in Nomad", j.ID)
+			}
+		}
 	})
 	t.Run("a link out is refused", func(t *testing.T) {
 		if err := os.Symlink("/etc/passwd", filepath.Join(vol, "evil")); err != nil {

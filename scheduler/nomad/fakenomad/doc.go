@@ -70,10 +70,13 @@
 //
 // Dynamic host volumes are created by the node's one plugin, "mkdir" (a
 // directory under <DataDir>/volumes), and a group's host volume request
-// must name a ready one to be placed; the node declares no static host
-// volumes. A task's volume_mount with a relative destination is made as a
-// symbolic link at <task dir>/<destination> to the volume's directory
-// (read_only is not enforced: the task may write through it). Config.Hold places allocations
+// must name a ready one whose capabilities serve its access mode to be
+// placed (a read-only request asks for single-node-reader-only by default,
+// as Nomad's scheduler has it; the one writer of single-node-single-writer
+// is not checked); the node declares no static host volumes. A task's
+// volume_mount with a relative destination is made as a symbolic link at
+// <task dir>/<destination> to the volume's directory (read_only is not
+// enforced: the task may write through it). Config.Hold places allocations
 // without running them, for tests and benchmarks of the control plane.
 //
 // Known differences from Nomad: one task per group is what it supports
