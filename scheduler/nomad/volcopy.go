@@ -198,12 +198,12 @@ func (r *Runtime) runCopy(ctx context.Context, job *api.Job, volume string, time
 	case errors.Is(err, errBuildTimeout):
 		return errcode.New(errcode.AdapterFailed, "the copy of volume %s ran past its time limit of %s", volume, timeout).
 			WithDetail("log_tail", r.batchTail(ctx, alloc, copyGroup)).
-			WithRemedy("raise the nomad adapter's build timeout, which bounds volume copies too")
+			WithRemedy("a volume copy is bounded by the nomad runtime's build time limit (%s): check the link between the Nomad client and svc", timeout)
 	case err != nil:
 		var e *errcode.Error
 		if errors.As(err, &e) && e.Code == errcode.AdapterFailed {
 			e.WithDetail("log_tail", r.batchTail(ctx, alloc, copyGroup)).
-				WithRemedy("the copy runs /bin/sh, tar and curl on the Nomad client that holds the volume, which must reach svc at the nomad adapter's artifact_url")
+				WithRemedy("the copy runs /bin/sh, tar and curl on the Nomad client that holds the volume, which must reach svc at the nomad adapter's artifact_url; svc takes at most %d bytes (compressed) of a volume", r.cfg.Artifacts.cfg.MaxUploadBytes)
 		}
 		return err
 	}
