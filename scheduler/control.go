@@ -394,6 +394,76 @@ type VolumeHolder interface {
 	HoldsVolumes() bool
 }
 
+// VolumeCopier is a runtime that keeps an app's volumes on other machines
+// (Nomad's host volumes, on a client node) and copies a volume's data to
+// and from a directory of this server, where backups write and restore
+// it: CopyVolumeOut into dst, CopyVolumeIn replacing the volume's
+// contents with src's.
+type VolumeCopier interface {
+	CopyVolumeOut(ctx context.Context, appID, volume, dst string) error
+	CopyVolumeIn(ctx context.Context, appID, volume, src string) error
+}
+
+// Copier returns the runtime of the app's release when it copies the
+// app's volumes from elsewhere (a VolumeCopier that does not keep them on
+// this server); false for an app never deployed or whose runtime keeps
+// them here.
+func (s *Service) Copier(appID string) (VolumeCopier, bool) {
+	_, rt, err := s.release(appID)
+	if err != nil {
+		return nil, false
+	}
+	return copierOf(rt)
+}
+
+func copierOf(rt Runtime) (VolumeCopier, bool) {
+	if h, ok := rt.(VolumeHolder); ok && h.HoldsVolumes() {
+		return nil, false
+	}
+	c, ok := rt.(VolumeCopier)
+	return c, ok
+}
+
+// CopiesVolumes says whether the app's volumes are copied from elsewhere
+// (Copier).
+func (s *Service) CopiesVolumes(appID string) bool {
+	_, ok := s.Copier(appID)
+	return ok
+}
+
+// CopyVolumeOut copies an app's volume into dst through its runtime
+// (Copier); PLAN_CAPABILITY_UNSUPPORTED when that runtime keeps it here.
+func (s *Service) CopyVolumeOut(ctx context.Context, appID, volume, dst string) error {
+	c, err := s.copier(appID)
+	if err != nil {
+		return err
+	}
+	return c.CopyVolumeOut(ctx, appID, volume, dst)
+}
+
+// CopyVolumeIn replaces an app's volume's contents with src through its
+// runtime (Copier); PLAN_CAPABILITY_UNSUPPORTED when that runtime keeps it
+// here.
+func (s *Service) CopyVolumeIn(ctx context.Context, appID, volume, src string) error {
+	c, err := s.copier(appID)
+	if err != nil {
+		return err
+	}
+	return c.CopyVolumeIn(ctx, appID, volume, src)
+}
+
+func (s *Service) copier(appID string) (VolumeCopier, error) {
+	rel, rt, err := s.release(appID)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := copierOf(rt)
+	if !ok {
+		return nil, errcode.New(errcode.PlanCapabilityUnsupp, "app %s runs on runtime %s, which keeps its volumes on this server: nothing to copy", appID, rel.Runtime)
+	}
+	return c, nil
+}
+
 // Pauser is a runtime that can pause a job's processes while its volumes
 // are copied.
 type Pauser interface {
@@ -413,8 +483,12 @@ func (s *Service) CanQuiesce(appID string) error {
 	return holdsVolumes(appID, rel, rt)
 }
 
-// holdsVolumes refuses an app whose runtime keeps its volumes elsewhere.
+// holdsVolumes refuses an app whose runtime keeps its volumes elsewhere
+// and cannot copy them (VolumeCopier).
 func holdsVolumes(appID string, rel Release, rt Runtime) error {
+	if _, copies := copierOf(rt); copies {
+		return nil
+	}
 	if h, ok := rt.(VolumeHolder); !ok || !h.HoldsVolumes() {
 		return errcode.New(errcode.PlanCapabilityUnsupp, "app %s runs on runtime %s, whose volumes are not on this server: they cannot be backed up or restored here", appID, rel.Runtime).
 			WithRemedy("back up the runtime's volumes with its own tools (docs/storage.md)")
@@ -426,8 +500,10 @@ func holdsVolumes(appID string, rel Release, rt Runtime) error {
 // backup): it returns resume, and how the copy is consistent: "paused"
 // when the runtime paused the app's processes, "stopped" when the app
 // runs nothing, "live" when the runtime cannot pause (the copy is then
-// taken while the app writes). An app whose runtime keeps its volumes
-// elsewhere (Nomad's host volumes) is PLAN_CAPABILITY_UNSUPPORTED.
+// taken while the app writes: so for an app whose runtime copies its
+// volumes from elsewhere, as Nomad cannot pause an allocation). An app
+// whose runtime keeps its volumes elsewhere and cannot copy them is
+// PLAN_CAPABILITY_UNSUPPORTED.
 func (s *Service) Quiesce(ctx context.Context, appID string) (func(), string, error) {
 	rel, rt, err := s.release(appID)
 	if errcode.Has(err, errcode.StateInvalid) {

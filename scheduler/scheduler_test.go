@@ -1235,4 +1235,62 @@ func TestQuiesce(t *testing.T) {
 	if _, _, err := f.sch.Quiesce(alice, appID); !errcode.Has(err, errcode.PlanCapabilityUnsupp) {
 		t.Fatalf("quiesce on a runtime without local volumes = %v; want PLAN_CAPABILITY_UNSUPPORTED", err)
 	}
+	if err := f.sch.CopyVolumeOut(alice, appID, "data", t.TempDir()); !errcode.Has(err, errcode.PlanCapabilityUnsupp) {
+		t.Fatalf("copy out on a runtime that copies nothing = %v; want PLAN_CAPABILITY_UNSUPPORTED", err)
+	}
+}
+
+// copyingRuntime is the fake runtime copying volumes from elsewhere, as
+// Nomad's runtime does: it records the copies.
+type copyingRuntime struct {
+	*fakeRuntime
+	copies []string
+}
+
+func (c *copyingRuntime) CopyVolumeOut(_ context.Context, appID, volume, dst string) error {
+	c.copies = append(c.copies, "out "+appID+" "+volume+" "+dst)
+	return nil
+}
+
+func (c *copyingRuntime) CopyVolumeIn(_ context.Context, appID, volume, src string) error {
+	c.copies = append(c.copies, "in "+appID+" "+volume+" "+src)
+	return nil
+}
+
+// TestQuiesceCopier: an app whose runtime copies its volumes from
+// elsewhere (a VolumeCopier, as Nomad's) is backed up live: Quiesce
+// answers "live" and CanQuiesce does not refuse it; Copier names its
+// runtime, whose copies the scheduler's CopyVolumeOut and CopyVolumeIn
+// reach; an app never deployed has no copier.
+func TestQuiesceCopier(t *testing.T) {
+	rt := &copyingRuntime{fakeRuntime: newFakeRuntime(t)}
+	f := newFixture(t, options{ports: [2]int{9000, 9001}, runtime: rt})
+	appID := f.app(t, webSpec)
+	if _, ok := f.sch.Copier(appID); ok {
+		t.Fatalf("an app never deployed has a copier")
+	}
+	if d := f.deploy(t, appID); d.State != scheduler.DepSucceeded {
+		t.Fatalf("deploy %s", d.State)
+	}
+	if err := f.sch.CanQuiesce(appID); err != nil {
+		t.Fatalf("CanQuiesce = %v, want nil", err)
+	}
+	resume, how, err := f.sch.Quiesce(alice, appID)
+	if err != nil || how != "live" {
+		t.Fatalf("Quiesce = %q, %v; want live", how, err)
+	}
+	resume()
+	c, ok := f.sch.Copier(appID)
+	if !ok || c != rt || !f.sch.CopiesVolumes(appID) {
+		t.Fatalf("Copier = %v, %v; want the app's runtime", c, ok)
+	}
+	if err := f.sch.CopyVolumeOut(alice, appID, "data", "/x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sch.CopyVolumeIn(alice, appID, "data", "/y"); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"out " + appID + " data /x", "in " + appID + " data /y"}; !slices.Equal(rt.copies, want) {
+		t.Fatalf("copies %q, want %q", rt.copies, want)
+	}
 }

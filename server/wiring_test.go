@@ -211,7 +211,7 @@ func wireSubscriptions(store *raftstore.Store, cfg *config.Config, ring *keyring
 // wireBackups builds the backups service as cmd/svc does: the repository
 // over the local backup storage in the harness's directory, encrypted to
 // a key of its own, the process runtime's volumes, the scheduler's pause
-// and restart, and the runner.
+// and restart and its copies of volumes kept elsewhere, and the runner.
 func wireBackups(t testing.TB, store *raftstore.Store, dir string, w wired, rt *process.Runtime, sched *scheduler.Service, now func() time.Time, log *slog.Logger) *backups.Service {
 	t.Helper()
 	id, err := backups.LoadIdentity(filepath.Join(dir, "keyring", "backup-key"))
@@ -225,6 +225,7 @@ func wireBackups(t testing.TB, store *raftstore.Store, dir string, w wired, rt *
 	repo := backups.Over(backuprepo.New(st, backuprepo.Keys{Identity: id}, filepath.Join(dir, "restores")))
 	svc := backups.New(backups.Deps{Store: store, Repo: func() (backups.Repo, error) { return repo, nil },
 		Data: rt, Runner: sched, Volumes: w.volumes, Now: now, Log: log,
+		Remote: sched, RemoteStaging: filepath.Join(dir, "backups-staging"),
 		Installation: store, Dirs: map[string]string{"keyring": filepath.Join(dir, "keyring")}, Staging: filepath.Join(dir, "bundles")})
 	store.RunWhileLeader("backups", svc.Run)
 	t.Cleanup(svc.Wait)

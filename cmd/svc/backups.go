@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -24,6 +25,13 @@ func restoreJournal(workDir string) string { return filepath.Join(workDir, "rest
 // it goes to the backup storage (hidden from sandboxes like the store).
 func bundleStaging(workDir string) string { return filepath.Join(workDir, "bundles") }
 
+// remoteStaging is where the volumes of apps whose runtime keeps them on
+// other machines (Nomad's host volumes) are copied to before a backup
+// writes them, and restored into before they are copied back.
+func remoteStaging(workDir string) string { return filepath.Join(workDir, "backups-staging") }
+
+var _ backups.Remote = (*scheduler.Service)(nil)
+
 // bundleDirs are the directories of the work dir a disaster-recovery
 // bundle holds besides the store and the volumes, by part name: the
 // keyring (the key-encryption key the store's secrets are sealed with,
@@ -39,8 +47,10 @@ func bundleDirs(workDir string) map[string]string {
 
 // buildBackups wires backups: the repository over the backup storage, the
 // process runtime's volumes, the scheduler's pause and restart around a
-// copy or a restore, and the runner (a leader loop: pending and rolling
-// backups, retention). A restore a kill interrupted is finished first.
+// copy or a restore and its copies of volumes kept elsewhere (staged under
+// remoteStaging), and the runner (a leader loop: pending and rolling
+// backups, retention). A restore a kill interrupted is finished first, and
+// what a killed copy left staged removed.
 func buildBackups(gen *generation, store *raftstore.Store, st *storage, sched *scheduler.Service, now func() time.Time) (*backups.Service, error) {
 	work := gen.cfg.Server.WorkDir
 	id, err := backups.LoadIdentity(backupKeyFile(work))
@@ -55,10 +65,14 @@ func buildBackups(gen *generation, store *raftstore.Store, st *storage, sched *s
 	if err := backuprepo.New(nil, keys, restoreJournal(work)).Recover(); err != nil {
 		return nil, &exitError{code: 1, err: fmt.Errorf("finish an interrupted restore: %w", err)}
 	}
+	if err := os.RemoveAll(remoteStaging(work)); err != nil {
+		return nil, &exitError{code: 1, err: fmt.Errorf("clear the backups' staging directory: %w", err)}
+	}
 	repos := &repos{keys: keys, journal: restoreJournal(work), set: st.adapters.Current}
 	svc := backups.New(backups.Deps{Store: store, Repo: repos.current, Data: gen.procs, Runner: sched, Volumes: st.volumes,
 		Installation: store, Dirs: bundleDirs(work), Staging: bundleStaging(work),
 		BundleEvery: gen.cfg.Backups.BundleInterval, BundleKeep: gen.cfg.Backups.BundleKeep,
+		Remote: sched, RemoteStaging: remoteStaging(work),
 		Now: now, Log: gen.log.With("component", "backups")})
 	store.RunWhileLeader("backups", svc.Run)
 	return svc, nil

@@ -37,7 +37,8 @@ func processRuntime(cfg *config.Config) (*process.Runtime, error) {
 		TraverseFrom: cfg.Server.WorkDir,
 		// A sandboxed workload never sees the store (nor a copy of it
 		// saved for a bundle), the key-encryption key, other apps'
-		// sources or the config file.
+		// sources, volumes copied from Nomad for a backup or the config
+		// file.
 		SandboxHide: sandboxHidden(cfg),
 	})
 }
@@ -63,7 +64,7 @@ func reportIsolation(log *slog.Logger, cfg *config.Config, procs *process.Runtim
 
 // sandboxHidden lists what of the server's own files a sandbox hides.
 func sandboxHidden(cfg *config.Config) []string {
-	hide := []string{cfg.RaftDir(), filepath.Dir(kekFile(cfg.Server.WorkDir)), filepath.Join(cfg.Server.WorkDir, "apps"), bundleStaging(cfg.Server.WorkDir)}
+	hide := []string{cfg.RaftDir(), filepath.Dir(kekFile(cfg.Server.WorkDir)), filepath.Join(cfg.Server.WorkDir, "apps"), bundleStaging(cfg.Server.WorkDir), remoteStaging(cfg.Server.WorkDir)}
 	if cfg.File != "" {
 		hide = append(hide, cfg.File)
 	}

@@ -5,8 +5,11 @@
 // restoring an app's volumes from one, and deleting an app with the
 // decision about its data (guarantee 4). The bytes are the backup
 // repository's (internal/backuprepo, on a backup storage adapter); the
-// volumes' data is the runtime's, reached through the VolumeHost this
-// package is given.
+// volumes' data is the runtime's, reached through the Data this package is
+// given, or, for an app whose runtime keeps its volumes on another machine
+// (Nomad's host volumes), copied through Remote into a staging directory
+// of this server before it is written (live: such a runtime cannot pause
+// the app), and restored into one before it is copied back.
 //
 // It must not touch HTTP, nor build operations on another package's
 // tables (apps and volumes give it their op builders).
@@ -55,7 +58,8 @@ type Problem struct {
 
 // Backup is a backup's record. Consistency says how the volumes were
 // copied: "paused" (the app's processes paused for the copy), "stopped"
-// (nothing ran) or "live" (the runtime cannot pause).
+// (nothing ran) or "live" (the runtime cannot pause; a bundle holding a
+// volume copied from another machine says live too).
 type Backup struct {
 	ID          string     `json:"id"`
 	Kind        string     `json:"kind"`
@@ -76,8 +80,8 @@ type Backup struct {
 	// restored into has.
 	Store *raftstore.Saved `json:"store,omitempty"`
 	// Skipped are the volumes a bundle left out: those of apps whose
-	// runtime keeps volumes elsewhere (Nomad's host volumes), which that
-	// runtime's own tools back up.
+	// runtime keeps volumes elsewhere and cannot copy them (Deps.Remote),
+	// which that runtime's own tools back up.
 	Skipped []Volume `json:"skipped_volumes,omitempty"`
 }
 

@@ -156,6 +156,8 @@ type host struct {
 	handed    []string
 	// unpausable are the runtime's refusals to pause apps, by app ID.
 	unpausable map[string]error
+	// live are the apps whose runtime cannot pause them (Nomad's).
+	live map[string]bool
 }
 
 var (
@@ -184,8 +186,74 @@ func (h *host) Quiesce(_ context.Context, appID string) (func(), string, error) 
 	if err := h.unpausable[appID]; err != nil {
 		return nil, "", err
 	}
+	if h.live[appID] {
+		return func() {}, "live", nil
+	}
 	h.paused++
 	return func() { h.mu.Lock(); h.resumed++; h.mu.Unlock() }, "paused", nil
+}
+
+// node stands for a runtime that keeps apps' volumes on another machine
+// and copies them (Nomad's, through the scheduler): the volumes of the
+// apps in remote are directories dir/<app>/<volume>. It records each
+// copy, and what the directory a copy in came from held.
+type node struct {
+	dir    string
+	mu     sync.Mutex
+	remote map[string]bool
+	copies []string
+	// staged is the content of sub/file in each copy in's source.
+	staged []string
+}
+
+var _ backups.Remote = (*node)(nil)
+
+func (n *node) path(appID, volume string) string { return filepath.Join(n.dir, appID, volume) }
+
+func (n *node) CopiesVolumes(appID string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.remote[appID]
+}
+
+func (n *node) CopyVolumeOut(_ context.Context, appID, volume, dst string) error {
+	n.mu.Lock()
+	n.copies = append(n.copies, "out "+appID+" "+volume)
+	n.mu.Unlock()
+	return copyTree(n.path(appID, volume), dst)
+}
+
+func (n *node) CopyVolumeIn(_ context.Context, appID, volume, src string) error {
+	b, _ := os.ReadFile(filepath.Join(src, "sub", "file"))
+	n.mu.Lock()
+	n.copies = append(n.copies, "in "+appID+" "+volume)
+	n.staged = append(n.staged, string(b))
+	n.mu.Unlock()
+	if err := os.RemoveAll(n.path(appID, volume)); err != nil {
+		return err
+	}
+	return copyTree(src, n.path(appID, volume))
+}
+
+// put writes sub/file into an app's volume on the node.
+func (n *node) put(t *testing.T, appID, volume, content string) {
+	t.Helper()
+	dir := filepath.Join(n.path(appID, volume), "sub")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "file"), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (n *node) get(t *testing.T, appID, volume string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(n.path(appID, volume), "sub", "file"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func (h *host) Restart(_ context.Context, appID string) (apps.App, error) {
@@ -203,22 +271,27 @@ type fixture struct {
 	specs *spec.Service
 	repo  *dirRepo
 	host  *host
-	now   time.Time
-	mu    sync.Mutex
+	node  *node
+	// remoteStaging is where volumes copied from the node are staged.
+	remoteStaging string
+	now           time.Time
+	mu            sync.Mutex
 }
 
 func newFixture(t *testing.T, opts ...func(*backups.Deps)) *fixture {
 	t.Helper()
 	tables := append([]raftstore.Def{apps.Apps, volumes.Volumes, idle.Activities, backups.Backups, audit.Entries, events.Events, events.Cursors, spec.Revisions, spec.Heads}, identity.Tables()...)
 	f := &fixture{store: raftstoretest.Open(t, tables...), repo: &dirRepo{dir: t.TempDir(), broken: map[string]bool{}},
-		host: &host{dir: t.TempDir()}, now: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
+		host: &host{dir: t.TempDir(), live: map[string]bool{}}, node: &node{dir: t.TempDir(), remote: map[string]bool{}},
+		remoteStaging: t.TempDir(), now: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
 	now := func() time.Time { f.mu.Lock(); defer f.mu.Unlock(); f.now = f.now.Add(time.Second); return f.now }
 	f.vols = volumes.NewService(f.store, now, nil)
 	f.apps = apps.NewService(f.store, now)
 	f.specs = spec.NewService(f.store, now)
 	d := backups.Deps{Store: f.store, Repo: func() (backups.Repo, error) { return f.repo, nil },
 		Data: f.host, Runner: f.host, Volumes: f.vols, Now: now,
-		Installation: f.store, Dirs: map[string]string{"keyring": t.TempDir()}, Staging: t.TempDir()}
+		Installation: f.store, Dirs: map[string]string{"keyring": t.TempDir()}, Staging: t.TempDir(),
+		Remote: f.node, RemoteStaging: f.remoteStaging}
 	for _, o := range opts {
 		o(&d)
 	}
@@ -413,11 +486,7 @@ func TestBundleHoldsTheStoreAndEveryVolume(t *testing.T) {
 	if err != nil || b.Kind != backups.KindDR || b.AppID != nil || len(b.Volumes) != 2 {
 		t.Fatalf("create = %+v, %v", b, err)
 	}
-	f.run(t, "the bundle taken", func() bool {
-		got, _ := f.svc.Get(b.ID)
-		return got.State != backups.StatePending && got.State != backups.StateRunning
-	})
-	got, _ := f.svc.Get(b.ID)
+	got := f.taken(t, b.ID)
 	if got.State != backups.StateCompleted || got.Store == nil || len(got.Store.Digest) != 64 || got.Store.Applied == 0 {
 		t.Fatalf("bundle = %+v", got)
 	}
@@ -468,6 +537,142 @@ func TestScheduledBundlesAndTheirRetention(t *testing.T) {
 	}
 	if got := backups.ExpiredBundles(all, 0, now); !slices.Equal(got, []string{"b2", "b1", "b4"}) {
 		t.Errorf("keep 0 (at least one kept): expired %v", got)
+	}
+}
+
+// nomadApp makes an app with a volume "data" that a runtime keeps on
+// another machine (the node) and copies, holding content there; its
+// directory on this server holds something else, which no backup may
+// read.
+func (f *fixture) nomadApp(t *testing.T, name, content string) (appID, volumeID string) {
+	t.Helper()
+	appID, volumeID = f.app(t, name, "not the volume: the node has it")
+	f.host.mu.Lock()
+	f.host.live[appID] = true
+	f.host.mu.Unlock()
+	f.node.mu.Lock()
+	f.node.remote[appID] = true
+	f.node.mu.Unlock()
+	f.node.put(t, appID, "data", content)
+	return appID, volumeID
+}
+
+// taken runs the backups' leader loop until the backup has ended, and
+// returns it.
+func (f *fixture) taken(t *testing.T, id string) backups.Backup {
+	t.Helper()
+	f.run(t, "backup "+id+" taken", func() bool {
+		got, _ := f.svc.Get(id)
+		return got.State != backups.StatePending && got.State != backups.StateRunning
+	})
+	got, _ := f.svc.Get(id)
+	return got
+}
+
+// stored is sub/file of a volume's part in a backup the repository holds.
+func (f *fixture) stored(t *testing.T, backupID, volumeID string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.repo.dir, backupID, "volume", volumeID, "sub", "file"))
+	if err != nil {
+		t.Fatalf("the backup holds no volume %s: %v", volumeID, err)
+	}
+	return string(b)
+}
+
+// staged lists what is left in the remote staging directory.
+func (f *fixture) staged(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(f.remoteStaging)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// TestRemoteVolumeBackupAndRestore: the backup of an app whose runtime
+// keeps its volume on another machine (Nomad) holds the data copied from
+// there (not this server's directory), says it was copied live, and
+// leaves nothing staged; a restore checks the backup whole first (a broken
+// one is refused and nothing is copied in), restores into staging, copies
+// that in (the node holds the backup's data again), restarts the app and
+// leaves nothing staged.
+func TestRemoteVolumeBackupAndRestore(t *testing.T) {
+	f := newFixture(t)
+	appID, vol := f.nomadApp(t, "Nomadic", "version one")
+	b, err := f.svc.Create(ctx, backups.Request{AppID: appID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := f.taken(t, b.ID)
+	if got.State != backups.StateCompleted || got.Consistency != "live" || got.SizeBytes != int64(len("version one")) {
+		t.Fatalf("taken = %+v", got)
+	}
+	if data := f.stored(t, b.ID, vol); data != "version one" {
+		t.Errorf("the backup holds %q, want the node's data", data)
+	}
+	if left := f.staged(t); len(left) != 0 {
+		t.Errorf("left staged: %v", left)
+	}
+	if f.host.paused != 0 {
+		t.Errorf("paused %d times; the runtime cannot pause", f.host.paused)
+	}
+
+	f.node.put(t, appID, "data", "version two")
+	f.repo.broken[b.ID] = true
+	if _, err := f.svc.RestoreApp(ctx, appID, b.ID); !errcode.Has(err, errcode.BackupIncomplete) {
+		t.Fatalf("restore of a broken backup = %v, want BACKUP_INCOMPLETE", err)
+	}
+	f.svc.Wait()
+	f.repo.broken[b.ID] = false
+	if _, err := f.svc.RestoreApp(ctx, appID, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.svc.Wait()
+	if data := f.node.get(t, appID, "data"); data != "version one" {
+		t.Errorf("after the restore the node holds %q", data)
+	}
+	f.node.mu.Lock()
+	copies, staged := slices.Clone(f.node.copies), slices.Clone(f.node.staged)
+	f.node.mu.Unlock()
+	if want := []string{"in " + appID + " data"}; !slices.Equal(slices.DeleteFunc(copies, func(c string) bool { return strings.HasPrefix(c, "out ") }), want) ||
+		!slices.Equal(staged, []string{"version one"}) {
+		t.Errorf("copies %v (staged %q), want one copy in of the restored data", copies, staged)
+	}
+	if !slices.Equal(f.host.restarted, []string{appID}) || len(f.host.handed) != 0 {
+		t.Errorf("restarted %v, handed over %v", f.host.restarted, f.host.handed)
+	}
+	if ev := f.events("backup.restored"); len(ev) != 1 {
+		t.Errorf("backup.restored = %+v", ev)
+	}
+	if left := f.staged(t); len(left) != 0 {
+		t.Errorf("left staged: %v", left)
+	}
+}
+
+// TestBundleCopiesRemoteVolumes: a bundle holds the volume of an app whose
+// runtime copies it from another machine (no longer skipped), as the node
+// has it, and says the copy was live.
+func TestBundleCopiesRemoteVolumes(t *testing.T) {
+	f := newFixture(t)
+	_, va := f.app(t, "Notes", "notes")
+	_, vn := f.nomadApp(t, "Nomadic", "elsewhere")
+	b, err := f.svc.Create(ctx, backups.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := f.taken(t, b.ID)
+	if got.State != backups.StateCompleted || len(got.Skipped) != 0 || got.Consistency != "live" {
+		t.Fatalf("bundle = %+v", got)
+	}
+	if data := f.stored(t, b.ID, vn); data != "elsewhere" {
+		t.Errorf("the bundle holds %q of the remote volume, want the node's data", data)
+	}
+	if data := f.stored(t, b.ID, va); data != "notes" {
+		t.Errorf("the bundle holds %q of the local volume", data)
 	}
 }
 

@@ -27,7 +27,8 @@ import (
 //   - the server's directories that are not in the store (Deps.Dirs: the
 //     keyring, apps' sources, the process runtime's builds), by name;
 //   - "volume/<vol_ID>": every volume's data, live or kept, each app's
-//     volumes read while the app is paused, as a backup of the app is.
+//     volumes read while the app is paused, as a backup of the app is (or
+//     copied live from the runtime that keeps them elsewhere, Remote).
 //
 // The store is saved first; the volumes are each as of their own copy, a
 // little later. svc restore --bundle installs it all into a new work
@@ -80,23 +81,29 @@ func (s *Service) newBundleOps(ctx context.Context, r *raftstore.Reader, schedul
 func (s *Service) takeBundle(ctx context.Context, b Backup) error {
 	o := backupOutcome{how: "paused"}
 	var saved raftstore.Saved
-	saved, o.stored, o.skipped, o.err = s.writeBundle(ctx, b)
+	var live bool
+	saved, o.stored, o.skipped, live, o.err = s.writeBundle(ctx, b)
+	if live {
+		o.how = "live"
+	}
 	if o.err == nil {
 		o.store = &saved
 	}
 	return errors.Join(o.err, s.finish(ctx, b, o))
 }
 
-// writeBundle writes the bundle's parts. A volume whose app runs on a
-// runtime that keeps volumes elsewhere (Nomad's host volumes) is left out
-// and returned as skipped.
-func (s *Service) writeBundle(ctx context.Context, b Backup) (saved raftstore.Saved, stored Stored, skipped []Volume, err error) {
+// writeBundle writes the bundle's parts. The volumes of an app whose
+// runtime copies them from elsewhere (Nomad's host volumes) are copied
+// out, live (which it says), each just before it is written; a volume
+// whose app runs on a runtime that keeps volumes elsewhere and cannot copy
+// them is left out and returned as skipped.
+func (s *Service) writeBundle(ctx context.Context, b Backup) (saved raftstore.Saved, stored Stored, skipped []Volume, live bool, err error) {
 	if s.d.Installation == nil || s.d.Staging == "" {
-		return saved, stored, nil, errcode.New(errcode.PlanCapabilityUnsupp, "this server cannot take disaster-recovery bundles")
+		return saved, stored, nil, false, errcode.New(errcode.PlanCapabilityUnsupp, "this server cannot take disaster-recovery bundles")
 	}
 	repo, err := s.d.Repo()
 	if err != nil {
-		return saved, stored, nil, err
+		return saved, stored, nil, false, err
 	}
 	// One bundle at a time (the runner's): what a killed one left goes.
 	_ = os.RemoveAll(s.d.Staging)
@@ -104,7 +111,7 @@ func (s *Service) writeBundle(ctx context.Context, b Backup) (saved raftstore.Sa
 	defer os.RemoveAll(staging)
 	saved, err = s.d.Installation.Save(ctx, filepath.Join(staging, PartStore))
 	if err != nil {
-		return saved, stored, nil, fmt.Errorf("save the store: %w", err)
+		return saved, stored, nil, false, fmt.Errorf("save the store: %w", err)
 	}
 	parts := []Part{{Name: PartStore, Dir: filepath.Join(staging, PartStore)}}
 	for _, name := range slices.Sorted(maps.Keys(s.d.Dirs)) {
@@ -113,7 +120,7 @@ func (s *Service) writeBundle(ctx context.Context, b Backup) (saved raftstore.Sa
 			// Nothing of it yet (no app has a source): an empty part.
 			dir = filepath.Join(staging, "empty")
 			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return saved, stored, nil, err
+				return saved, stored, nil, false, err
 			}
 		}
 		parts = append(parts, Part{Name: name, Dir: dir})
@@ -122,17 +129,28 @@ func (s *Service) writeBundle(ctx context.Context, b Backup) (saved raftstore.Sa
 	// app, from its first volume to its last.
 	held := map[string]*appHold{}
 	for _, v := range b.Volumes {
-		live := v.AppID != "" && s.appLive(v.AppID)
-		if live && errcode.Has(s.d.Runner.CanQuiesce(v.AppID), errcode.PlanCapabilityUnsupp) {
+		running := v.AppID != "" && s.appLive(v.AppID)
+		if running && errcode.Has(s.d.Runner.CanQuiesce(v.AppID), errcode.PlanCapabilityUnsupp) {
 			skipped = append(skipped, v)
 			continue
 		}
+		if running {
+			remote, err := s.remote(v.AppID)
+			if err != nil {
+				return saved, stored, nil, false, err
+			}
+			if remote {
+				parts = append(parts, s.copiedPart(v.AppID, v, filepath.Join(staging, "volumes", v.ID)))
+				live = true
+				continue
+			}
+		}
 		dir := s.d.Data.VolumePath(v.ID)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return saved, stored, nil, fmt.Errorf("volume %s: %w", v.ID, err)
+			return saved, stored, nil, false, fmt.Errorf("volume %s: %w", v.ID, err)
 		}
 		p := Part{Name: partName(v.ID), Dir: dir}
-		if live {
+		if running {
 			h := held[v.AppID]
 			if h == nil {
 				h = &appHold{s: s, appID: v.AppID}
@@ -149,7 +167,7 @@ func (s *Service) writeBundle(ctx context.Context, b Backup) (saved raftstore.Sa
 		}
 	}()
 	stored, err = repo.Write(ctx, b.ID, parts)
-	return saved, stored, skipped, err
+	return saved, stored, skipped, live, err
 }
 
 // appLive says whether the app still exists (a kept volume's app may not).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -145,7 +147,11 @@ type RestoreRequest struct {
 // BACKUP_DECRYPT_FAILED) before anything changes; then, in the background,
 // it pauses the app, swaps every volume's data for the backup's all or
 // nothing, and restarts the app, with app.data_restored and
-// backup.restored. It returns the backup.
+// backup.restored. For an app whose volumes are copied from another
+// machine, the backup is restored (every chunk checked) into staging
+// directories of this server, and each volume copied in by its runtime in
+// turn (each swapped whole on its node; not all of them at once). It
+// returns the backup.
 func (s *Service) RestoreApp(ctx context.Context, appID, backupID string) (Backup, error) {
 	if backupID == "" {
 		return Backup{}, errcode.Invalid("backup_id", "backup_id names the backup to restore").
@@ -229,8 +235,14 @@ func (s *Service) done(appID string) {
 }
 
 // targets maps the backup's parts onto the app's volumes of the same
-// names; a volume the app no longer has is STATE_INVALID.
+// names (for an app whose volumes are copied from elsewhere, onto
+// directories of RemoteStaging they are copied in from); a volume the app
+// no longer has is STATE_INVALID.
 func (s *Service) targets(appID string, b Backup) (map[string]string, error) {
+	remote, err := s.remote(appID)
+	if err != nil {
+		return nil, err
+	}
 	r := s.d.Store.Read()
 	if !apps.Exists(r, appID) {
 		return nil, errcode.New(errcode.StateInvalid, "app %s was deleted; its backup is restored onto a new app", appID).
@@ -245,8 +257,17 @@ func (s *Service) targets(appID string, b Backup) (map[string]string, error) {
 				WithRemedy("declare the volume again (POST /api/v1/apps/%s/volumes) and deploy, then restore", appID)
 		}
 		out[partName(v.ID)] = s.d.Data.VolumePath(cur.ID)
+		if remote {
+			out[partName(v.ID)] = filepath.Join(s.restoreStaging(b), cur.ID)
+		}
 	}
 	return out, nil
+}
+
+// restoreStaging is where a restore of an app whose volumes are copied
+// from elsewhere stages them.
+func (s *Service) restoreStaging(b Backup) string {
+	return filepath.Join(s.d.RemoteStaging, "restore-"+b.ID)
 }
 
 // apply swaps the volumes' data with the app paused, restarts it, and
@@ -283,7 +304,9 @@ func (s *Service) apply(ctx context.Context, b Backup, targets map[string]string
 }
 
 // swap swaps the volumes' data for the backup's with the app paused, and
-// hands it to the app's user.
+// hands it to the app's user; for an app whose volumes are copied from
+// elsewhere, it restores them into staging directories and copies each in
+// (CopyVolumeIn: the runtime's own swap), live.
 func (s *Service) swap(ctx context.Context, b Backup, targets map[string]string) error {
 	appID := b.app()
 	repo, err := s.d.Repo()
@@ -295,8 +318,25 @@ func (s *Service) swap(ctx context.Context, b Backup, targets map[string]string)
 		return err
 	}
 	defer resume()
+	remote, err := s.remote(appID)
+	if err != nil {
+		return err
+	}
+	if remote {
+		// Restored (every chunk checked) into staging directories of
+		// this server, then copied in, volume by volume.
+		defer os.RemoveAll(s.restoreStaging(b))
+	}
 	if err := repo.Restore(ctx, b.ID, targets); err != nil {
 		return err
+	}
+	if remote {
+		for _, v := range b.Volumes {
+			if err := s.d.Remote.CopyVolumeIn(ctx, appID, v.Name, targets[partName(v.ID)]); err != nil {
+				return fmt.Errorf("copy volume %s of app %s in: %w", v.Name, appID, err)
+			}
+		}
+		return nil
 	}
 	for _, v := range s.liveVolumes(appID, b) {
 		if err := s.d.Data.HandOver(ctx, appID, v); err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -70,6 +71,17 @@ type Runner interface {
 	Restart(ctx context.Context, appID string) (apps.App, error)
 }
 
+// Remote copies the volumes of apps whose runtime keeps them on other
+// machines (the scheduler, for Nomad's host volumes) to and from a
+// directory of this server: CopiesVolumes says whether an app's runtime
+// does; CopyVolumeOut copies a volume (by its name in the app) into dst,
+// CopyVolumeIn replaces its contents with src's.
+type Remote interface {
+	CopiesVolumes(appID string) bool
+	CopyVolumeOut(ctx context.Context, appID, volume, dst string) error
+	CopyVolumeIn(ctx context.Context, appID, volume, src string) error
+}
+
 // AppDeleter deletes an app keeping or discarding its volumes (the
 // volumes package), naming the final backup.
 type AppDeleter interface {
@@ -97,8 +109,14 @@ type Deps struct {
 	// when asked); the newest BundleKeep completed scheduled ones are kept.
 	BundleEvery time.Duration
 	BundleKeep  int
-	Now         func() time.Time
-	Log         *slog.Logger
+	// Remote copies the volumes of apps whose runtime keeps them
+	// elsewhere, through RemoteStaging, a directory of this server each
+	// is copied into before it is written to the repository, and restored
+	// into before it is copied back; nil when no runtime does.
+	Remote        Remote
+	RemoteStaging string
+	Now           func() time.Time
+	Log           *slog.Logger
 }
 
 // Service takes, lists, verifies and restores backups.
@@ -268,8 +286,20 @@ func (s *Service) copyVolumes(ctx context.Context, b Backup) (Stored, string, er
 	if err != nil {
 		return Stored{}, "", err
 	}
+	remote, err := s.remote(b.app())
+	if err != nil {
+		return Stored{}, "", err
+	}
+	staging := filepath.Join(s.d.RemoteStaging, b.ID)
+	if remote {
+		defer os.RemoveAll(staging)
+	}
 	parts := make([]Part, 0, len(b.Volumes))
 	for _, v := range b.Volumes {
+		if remote {
+			parts = append(parts, s.copiedPart(b.app(), v, filepath.Join(staging, v.ID)))
+			continue
+		}
 		dir := s.d.Data.VolumePath(v.ID)
 		// A volume no job mounted yet is empty.
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -287,6 +317,38 @@ func (s *Service) copyVolumes(ctx context.Context, b Backup) (Stored, string, er
 	defer resume()
 	man, err := repo.Write(ctx, b.ID, parts)
 	return man, how, err
+}
+
+// remote says whether the app's volumes are copied from elsewhere
+// (Deps.Remote); such an app on a server without RemoteStaging is
+// PLAN_CAPABILITY_UNSUPPORTED.
+func (s *Service) remote(appID string) (bool, error) {
+	if appID == "" || s.d.Remote == nil || !s.d.Remote.CopiesVolumes(appID) {
+		return false, nil
+	}
+	if s.d.RemoteStaging == "" {
+		return false, errcode.New(errcode.PlanCapabilityUnsupp, "app %s keeps its volumes on another machine, and this server has no staging directory to copy them through", appID)
+	}
+	return true, nil
+}
+
+// copiedPart is the part of a volume copied from elsewhere: when the
+// repository is about to read it, the volume is copied out into dir (a
+// volume no deploy made yet is empty), which is removed once it was read,
+// so that one volume at a time is staged on this server.
+func (s *Service) copiedPart(appID string, v Volume, dir string) Part {
+	return Part{Name: partName(v.ID), Dir: dir, Hold: func(ctx context.Context) (func(), error) {
+		_ = os.RemoveAll(dir)
+		err := s.d.Remote.CopyVolumeOut(ctx, appID, v.Name, dir)
+		if errcode.Has(err, errcode.NotFound) {
+			err = os.MkdirAll(dir, 0o700)
+		}
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("copy volume %s of app %s: %w", v.Name, appID, err)
+		}
+		return func() { _ = os.RemoveAll(dir) }, nil
+	}}
 }
 
 // partName is a volume's part in a backup.

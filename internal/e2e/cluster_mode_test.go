@@ -36,6 +36,9 @@ type fakes struct {
 	Nomad  string `json:"nomad"`
 	Consul string `json:"consul"`
 	Debug  string `json:"debug"`
+	// Dir is the fake Nomad's data directory (its node's dynamic host
+	// volumes are under volumes/).
+	Dir string `json:"-"`
 }
 
 // startFakes builds and starts the fakes program with templates reading
@@ -54,7 +57,8 @@ func startFakes(t *testing.T, v *vaulttest.Server) fakes {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-dir", filepath.Join(t.TempDir(), "nomad"), "-vault-addr", v.Addr, "-vault-token", v.RootToken)
+	dataDir := filepath.Join(t.TempDir(), "nomad")
+	cmd := exec.Command(bin, "-dir", dataDir, "-vault-addr", v.Addr, "-vault-token", v.RootToken)
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = procAttr()
 	stdin, err := cmd.StdinPipe()
@@ -103,6 +107,7 @@ func startFakes(t *testing.T, v *vaulttest.Server) fakes {
 	case <-time.After(scaled(30 * time.Second)):
 		t.Fatal("the fakes printed no addresses within 30s")
 	}
+	f.Dir = dataDir
 	return f
 }
 

@@ -445,14 +445,8 @@ func checkTarGz(r io.Reader) error {
 		if err != nil {
 			return err
 		}
-		clean := path.Clean(h.Name)
-		if strings.HasPrefix(h.Name, "/") || clean == ".." || strings.HasPrefix(clean, "../") {
-			return fmt.Errorf("entry %q leaves the tree", h.Name)
-		}
-		switch h.Typeflag {
-		case tar.TypeDir, tar.TypeReg, tar.TypeSymlink:
-		default:
-			return fmt.Errorf("entry %q is neither a file, a directory nor a symlink", h.Name)
+		if _, err := checkEntry(h); err != nil {
+			return err
 		}
 		if _, err := io.Copy(io.Discard, tr); err != nil {
 			return err
@@ -461,6 +455,122 @@ func checkTarGz(r io.Reader) error {
 	// Drain what follows the tar's end, so the checksum covers every
 	// byte stored.
 	_, err = io.Copy(io.Discard, zr)
+	return err
+}
+
+// checkEntry refuses a tar entry a tree never holds (an absolute or
+// escaping name; anything but a directory, a regular file or a symlink)
+// and returns its clean name.
+func checkEntry(h *tar.Header) (string, error) {
+	clean := path.Clean(h.Name)
+	if strings.HasPrefix(h.Name, "/") || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("entry %q leaves the tree", h.Name)
+	}
+	switch h.Typeflag {
+	case tar.TypeDir, tar.TypeReg, tar.TypeSymlink:
+	default:
+		return "", fmt.Errorf("entry %q is neither a file, a directory nor a symlink", h.Name)
+	}
+	return clean, nil
+}
+
+// unpackRatio bounds what an upload unpacks to: this many times the
+// store's upload cap.
+const unpackRatio = 8
+
+// unpack writes a packed artifact's tree into dst (made if missing; what
+// it holds must not collide with the tree), refusing what would leave it
+// (unpackTree).
+func (a *Artifacts) unpack(id, dst string) error {
+	f, err := os.Open(a.file(id))
+	if err != nil {
+		return fmt.Errorf("unpack artifact %s: %w", id, err)
+	}
+	defer f.Close()
+	if err := unpackTree(f, dst, a.cfg.MaxUploadBytes*unpackRatio); err != nil {
+		return fmt.Errorf("unpack artifact %s: %w", id, err)
+	}
+	return nil
+}
+
+// unpackTree unpacks a gzipped tar into dst through an os.Root on it, so
+// that nothing is written outside it: each entry as an upload's is checked
+// (checkEntry), a symlink only to a relative target inside the tree and
+// nothing under one, at most limit bytes of files in all, no file written
+// twice.
+func unpackTree(r io.Reader, dst string, limit int64) error {
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return err
+	}
+	tr := tar.NewReader(zr)
+	var total int64
+	links := map[string]bool{} // the symlinks written: nothing is written through one
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		name, err := checkEntry(h)
+		if err != nil || name == "." {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		for d := path.Dir(name); d != "."; d = path.Dir(d) {
+			if links[d] {
+				return fmt.Errorf("entry %q is under the symlink %q", h.Name, d)
+			}
+		}
+		if h.Typeflag != tar.TypeDir {
+			if err := root.MkdirAll(path.Dir(name), 0o700); err != nil {
+				return err
+			}
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = root.MkdirAll(name, fs.FileMode(h.Mode)&0o777|0o700)
+		case tar.TypeSymlink:
+			target := path.Join(path.Dir(name), h.Linkname)
+			if path.IsAbs(h.Linkname) || target == ".." || strings.HasPrefix(target, "../") {
+				return fmt.Errorf("entry %q links out of the tree (to %q)", h.Name, h.Linkname)
+			}
+			links[name] = true
+			err = root.Symlink(h.Linkname, name)
+		case tar.TypeReg:
+			if total += h.Size; total > limit {
+				return fmt.Errorf("the tree holds more than %d bytes", limit)
+			}
+			err = writeEntry(root, name, fs.FileMode(h.Mode)&0o777, tr)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// writeEntry writes a new file of the tree from r.
+func writeEntry(root *os.Root, name string, mode fs.FileMode, r io.Reader) error {
+	f, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	return err
 }
 

@@ -177,6 +177,16 @@ func (r *Runtime) buildApp(ctx context.Context, req scheduler.BuildRequest) (str
 // time limit passed first. It returns the allocation's ID once there is
 // one, and calls started once with it when its task has started.
 func (r *Runtime) awaitBuild(ctx context.Context, jobID string, timeout time.Duration, started func(allocID string)) (string, error) {
+	return r.awaitBatch(ctx, jobID, buildGroup, timeout, started, buildOutcome)
+}
+
+// awaitBatch waits with blocking queries until the allocation of a batch
+// job's group ends, as outcome reads it (done, and the failure), or the
+// time limit passes first (errBuildTimeout). It returns the allocation's
+// ID once there is one, and calls started (if set) once with it when its
+// task has started.
+func (r *Runtime) awaitBatch(ctx context.Context, jobID, group string, timeout time.Duration, started func(allocID string),
+	outcome func(*api.AllocationListStub) (bool, error)) (string, error) {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var index uint64
@@ -190,16 +200,18 @@ func (r *Runtime) awaitBuild(ctx context.Context, jobID string, timeout time.Dur
 			if errors.Is(wctx.Err(), context.DeadlineExceeded) {
 				return allocID, errBuildTimeout
 			}
-			return allocID, r.translate(err, "read the allocations of job "+jobID, "build job "+jobID)
+			return allocID, r.translate(err, "read the allocations of job "+jobID, "batch job "+jobID)
 		}
-		if a := newest(allocs, buildGroup); a != nil {
+		if a := newest(allocs, group); a != nil {
 			if allocID == "" {
-				if ts := taskOf(a.TaskStates, buildGroup); ts != nil && (ts.State == "running" || ts.State == "dead") {
+				if ts := taskOf(a.TaskStates, group); ts != nil && (ts.State == "running" || ts.State == "dead") {
 					allocID = a.ID
-					started(allocID)
+					if started != nil {
+						started(allocID)
+					}
 				}
 			}
-			if done, err := buildOutcome(a); done {
+			if done, err := outcome(a); done {
 				allocID = a.ID
 				return allocID, err
 			}
@@ -249,12 +261,18 @@ func buildOutcome(a *api.AllocationListStub) (bool, error) {
 // buildTail is the end of a build's output for its error: the last lines
 // of stdout and of stderr.
 func (r *Runtime) buildTail(ctx context.Context, allocID string) []string {
+	return r.batchTail(ctx, allocID, buildGroup)
+}
+
+// batchTail is the end of a batch task's output: the last lines of
+// stdout and of stderr.
+func (r *Runtime) batchTail(ctx context.Context, allocID, task string) []string {
 	if allocID == "" {
 		return []string{}
 	}
 	var tail []string
 	for _, stream := range []string{scheduler.StreamStdout, scheduler.StreamStderr} {
-		lines, err := r.logTail(ctx, allocID, buildGroup, stream, 16<<10)
+		lines, err := r.logTail(ctx, allocID, task, stream, 16<<10)
 		if err != nil {
 			continue
 		}
@@ -275,7 +293,7 @@ func (r *Runtime) purgeBuild(ctx context.Context, jobID string) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 	defer cancel()
 	if _, _, err := r.client.Jobs().Deregister(jobID, true, r.write(pctx)); err != nil && statusOf(err) != 404 {
-		r.log.Warn("nomad: purge a build job", "nomad_job", jobID, "err", errcode.MessageOf(r.translate(err, "purge job "+jobID, "build job "+jobID)))
+		r.log.Warn("nomad: purge a batch job", "nomad_job", jobID, "err", errcode.MessageOf(r.translate(err, "purge job "+jobID, "batch job "+jobID)))
 	}
 }
 

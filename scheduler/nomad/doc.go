@@ -113,7 +113,17 @@
 // dynamic one of Nomad's built-in "mkdir" plugin, waited for (a blocking
 // query) until its node reports it ready. A raw_exec workload is told the
 // volume's directory (SVC_VOLUME_<NAME>). A failure of the host volumes
-// API is ADAPTER_FAILED with Nomad's text and what to configure.
+// API is ADAPTER_FAILED with Nomad's text and what to configure. Backups
+// copy a volume out and in (volcopy.go) with a batch job on the node that
+// holds it, asking for the volume as the app's jobs do (exec mounts it,
+// read-only for a copy out; raw_exec is told its directory): a copy out
+// tars it and PUTs it to a signed upload URL of the artifact store, and
+// svc unpacks it into a directory of the server through an os.Root (no
+// entry outside it, no link out, size capped); a copy in packs a
+// directory as an artifact, which the job downloads (checksummed) and
+// unpacks inside the volume under a hidden name before it moves the old
+// entries aside and the new ones in. The clients need /bin/sh, tar and
+// curl, as builds do.
 //
 // Vendor errors of the API itself become our codes by HTTP status only: no answer is
 // ADAPTER_UNAVAILABLE, 403 ADAPTER_FAILED with the token as the remedy,

@@ -16,3 +16,6 @@ func (a *Artifacts) LookupForTest(id string) (string, bool) {
 
 // CheckTarGzForTest is the upload checker.
 var CheckTarGzForTest = checkTarGz
+
+// UnpackTreeForTest is what a volume copied out is unpacked with.
+var UnpackTreeForTest = unpackTree

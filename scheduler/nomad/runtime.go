@@ -173,6 +173,7 @@ var (
 	_ scheduler.Pruner         = (*Runtime)(nil)
 	_ scheduler.ArtifactKeeper = (*Runtime)(nil)
 	_ scheduler.BuildCanceler  = (*Runtime)(nil)
+	_ scheduler.VolumeCopier   = (*Runtime)(nil)
 )
 
 // New returns a Nomad runtime after checking its configuration. It does

@@ -19,6 +19,7 @@ import (
 type hostVolume struct {
 	Name     string // Nomad's volume name
 	HostPath string // its directory on the node that holds it
+	NodeID   string // the node that holds it (the first that declares a static one)
 }
 
 // volumeName is the Nomad name of an app's volume (jobtemplates'
@@ -79,35 +80,68 @@ func (r *Runtime) ensureVolumes(ctx context.Context, job scheduler.Job) (map[str
 	out := map[string]hostVolume{}
 	for _, vol := range vols {
 		name := volumeName(job.AppID, vol)
-		var found *api.HostVolumeStub
-		for _, s := range stubs {
-			if s.Name == name && s.State != api.HostVolumeStateUnavailable && (found == nil || s.CreateIndex < found.CreateIndex) {
-				found = s
-			}
-		}
-		if found != nil {
-			v, err := r.awaitVolume(ctx, found.ID, name, 0)
-			if err != nil {
-				return nil, err
-			}
-			out[vol] = hostVolume{Name: name, HostPath: v.HostPath}
-			continue
-		}
-		path, ok, err := r.staticVolume(ctx, name)
+		hv, ok, err := r.existingVolume(ctx, stubs, name)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			out[vol] = hostVolume{Name: name, HostPath: path}
+			out[vol] = hv
 			continue
 		}
 		v, err := r.createVolume(ctx, name, want[vol].SizeBytes)
 		if err != nil {
 			return nil, err
 		}
-		out[vol] = hostVolume{Name: name, HostPath: v.HostPath}
+		out[vol] = hostVolume{Name: name, HostPath: v.HostPath, NodeID: v.NodeID}
 	}
 	return out, nil
+}
+
+// existingVolume finds the host volume name as ensureVolumes does,
+// without creating one: the oldest dynamic one among stubs that is not
+// unavailable (waited for until ready), else a static one a node
+// declares.
+func (r *Runtime) existingVolume(ctx context.Context, stubs []*api.HostVolumeStub, name string) (hostVolume, bool, error) {
+	var found *api.HostVolumeStub
+	for _, s := range stubs {
+		if s.Name == name && s.State != api.HostVolumeStateUnavailable && (found == nil || s.CreateIndex < found.CreateIndex) {
+			found = s
+		}
+	}
+	if found != nil {
+		v, err := r.awaitVolume(ctx, found.ID, name, 0)
+		if err != nil {
+			return hostVolume{}, false, err
+		}
+		return hostVolume{Name: name, HostPath: v.HostPath, NodeID: v.NodeID}, true, nil
+	}
+	path, node, err := r.staticVolume(ctx, name)
+	if err != nil || path == "" {
+		return hostVolume{}, false, err
+	}
+	return hostVolume{Name: name, HostPath: path, NodeID: node}, true, nil
+}
+
+// locateVolume finds an app's existing host volume (a copy of its data
+// never creates one): NOT_FOUND when no deploy made it yet.
+func (r *Runtime) locateVolume(ctx context.Context, appID, volume string) (hostVolume, error) {
+	if appID == "" || !scheduler.PlainName(volume) {
+		return hostVolume{}, errcode.Invalid("volume", "a volume copy names an app and a plain volume name")
+	}
+	stubs, _, err := r.client.HostVolumes().List(&api.HostVolumeListRequest{NodePool: r.cfg.NodePool}, r.query(ctx))
+	if err != nil {
+		return hostVolume{}, r.volumeError(err, "list host volumes", "")
+	}
+	name := volumeName(appID, volume)
+	hv, ok, err := r.existingVolume(ctx, stubs, name)
+	if err != nil {
+		return hostVolume{}, err
+	}
+	if !ok {
+		return hostVolume{}, errcode.New(errcode.NotFound, "app %s has no Nomad host volume %s yet", appID, name).
+			WithDetail("volume", volume).WithRemedy("a volume is made when a deploy first mounts it")
+	}
+	return hv, nil
 }
 
 // createVolume creates a dynamic host volume with the "mkdir" plugin and
@@ -167,13 +201,14 @@ func (r *Runtime) awaitVolume(ctx context.Context, id, name string, index uint64
 }
 
 // staticVolume returns the path of the static host volume name declared
-// on the ready nodes of the pool (a node's host volume without an ID),
-// and whether one declares it. A raw_exec workload is given the path, so
-// every node that declares it must declare the same path.
-func (r *Runtime) staticVolume(ctx context.Context, name string) (string, bool, error) {
+// on the ready nodes of the pool (a node's host volume without an ID) and
+// the first node that declares it; "" when none does. A raw_exec workload
+// is given the path, so every node that declares it must declare the same
+// path.
+func (r *Runtime) staticVolume(ctx context.Context, name string) (string, string, error) {
 	stubs, _, err := r.client.Nodes().List(r.query(ctx))
 	if err != nil {
-		return "", false, r.translate(err, "list nodes", "the nodes")
+		return "", "", r.translate(err, "list nodes", "the nodes")
 	}
 	var path, pathNode string
 	for _, s := range stubs {
@@ -185,7 +220,7 @@ func (r *Runtime) staticVolume(ctx context.Context, name string) (string, bool, 
 			continue // gone since the list
 		}
 		if err != nil {
-			return "", false, r.translate(err, "read node "+s.ID, "node "+s.ID)
+			return "", "", r.translate(err, "read node "+s.ID, "node "+s.ID)
 		}
 		hv := n.HostVolumes[name]
 		if hv == nil || hv.ID != "" {
@@ -195,11 +230,11 @@ func (r *Runtime) staticVolume(ctx context.Context, name string) (string, bool, 
 		case path == "":
 			path, pathNode = hv.Path, n.ID
 		case hv.Path != path && r.cfg.Driver == DriverRawExec:
-			return "", false, errcode.New(errcode.AdapterFailed, "the static host volume %s is at %s on node %s but at %s on node %s", name, path, pathNode, hv.Path, n.ID).
+			return "", "", errcode.New(errcode.AdapterFailed, "the static host volume %s is at %s on node %s but at %s on node %s", name, path, pathNode, hv.Path, n.ID).
 				WithRemedy("declare host volume %q at the same path on every Nomad client: a raw_exec workload is told its path (%s)", name, volumeEnvPrefix)
 		}
 	}
-	return path, path != "", nil
+	return path, pathNode, nil
 }
 
 // volumeError translates a failure of the host volumes API. Nomad

@@ -535,6 +535,9 @@ func (a *alloc) setup(ctx context.Context, dir string) (map[string]scheduler.Tas
 		a.update(func() {
 			a.eventLocked(t.Name, &api.TaskEvent{Type: api.TaskSetup, DisplayMessage: api.TaskBuildingTaskDir})
 		})
+		if err := a.mountVolumes(t, taskDir); err != nil {
+			return nil, &taskError{task: t.Name, event: api.TaskSetupFailure, err: err}
+		}
 		env := a.env(t, dir, taskDir)
 		if len(t.Artifacts) > 0 {
 			a.update(func() {
@@ -599,6 +602,40 @@ func (a *alloc) setup(ctx context.Context, dir string) (map[string]scheduler.Tas
 		tasks[t.Name] = st
 	}
 	return tasks, nil
+}
+
+// mountVolumes makes the task's volume mounts with a relative
+// destination as the exec driver's would appear: a symbolic link at
+// <task dir>/<destination> to the host volume's directory (a dynamic
+// volume's, <DataDir>/volumes/<id>). Read-only is not enforced, and an
+// absolute destination is not made (there is no chroot to make it in).
+func (a *alloc) mountVolumes(t *api.Task, taskDir string) error {
+	for _, m := range t.VolumeMounts {
+		if m.Volume == nil || m.Destination == nil || filepath.IsAbs(*m.Destination) {
+			continue
+		}
+		req := a.tg.Volumes[*m.Volume]
+		if req == nil || req.Type != "host" {
+			return fmt.Errorf("volume mount %q names no host volume of the group", *m.Volume)
+		}
+		a.s.mu.Lock()
+		v := a.s.hostVolumeLocked(a.namespace, req.Source)
+		a.s.mu.Unlock()
+		if v == nil {
+			return fmt.Errorf("host volume %q is not ready on the node", req.Source)
+		}
+		dest := filepath.Join(taskDir, filepath.FromSlash(*m.Destination))
+		if !within(dest, taskDir) || dest == taskDir {
+			return fmt.Errorf("volume mount destination %q leaves the task directory", *m.Destination)
+		}
+		if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
+			return err
+		}
+		if err := os.Symlink(v.HostPath, dest); err != nil {
+			return fmt.Errorf("mount volume %q: %w", *m.Volume, err)
+		}
+	}
+	return nil
 }
 
 func fileExists(p string) bool {

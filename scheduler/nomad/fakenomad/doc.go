@@ -70,7 +70,13 @@
 //
 // Dynamic host volumes are created by the node's one plugin, "mkdir" (a
 // directory under <DataDir>/volumes), and a group's host volume request
-// must name a ready one to be placed. Config.Hold places allocations
+// must name a ready one whose capabilities serve its access mode to be
+// placed (a read-only request asks for single-node-reader-only by default,
+// as Nomad's scheduler has it; the one writer of single-node-single-writer
+// is not checked); the node declares no static host volumes. A task's
+// volume_mount with a relative destination is made as a symbolic link at
+// <task dir>/<destination> to the volume's directory (read_only is not
+// enforced: the task may write through it). Config.Hold places allocations
 // without running them, for tests and benchmarks of the control plane.
 //
 // Known differences from Nomad: one task per group is what it supports
@@ -78,8 +84,9 @@
 // are kept as one stream (type=stdout serves it, type=stderr is empty);
 // a service task's logs are served whole (no follow; a batch task's are
 // followed); restart attempts of 0 mean the
-// process runtime's default; the exec driver's volume mounts are not made
-// (there is no chroot); the checks endpoint reports every check of a
+// process runtime's default; the exec driver's volume mounts with an
+// absolute destination are not made (there is no chroot), and the exec
+// driver runs tasks as raw_exec does; the checks endpoint reports every check of a
 // provider "nomad" service with its task's health, and every check in
 // Consul carries its task's health too (the process runtime checks the
 // group's first check only); canary tags and meta, address modes other

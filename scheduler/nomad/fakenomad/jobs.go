@@ -357,7 +357,7 @@ func (s *Server) feasibleLocked(ns string, job *api.Job) map[string]*api.Allocat
 		}
 		volumesOK := true
 		for _, v := range tg.Volumes {
-			if v.Type == "host" && s.hostVolumeLocked(ns, v.Source) == nil {
+			if v.Type == "host" && !volumeServes(s.hostVolumeLocked(ns, v.Source), v) {
 				volumesOK = false
 			}
 		}

@@ -3,6 +3,8 @@ package fakenomad
 import (
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -220,5 +222,72 @@ func TestParseEnvFile(t *testing.T) {
 	}
 	if _, err := parseEnvFile([]byte("A=\"open\n")); err == nil {
 		t.Errorf("an unterminated quote parsed")
+	}
+}
+
+// TestVolumeMounts: a read-only request for a mkdir volume (which offers
+// single-node-writer only) is not placed, as Nomad's scheduler refuses
+// it; a read-write one is, and its task's volume_mount at a relative
+// destination reaches the volume's directory.
+func TestVolumeMounts(t *testing.T) {
+	s, c := startFake(t, Config{})
+	resp, _, err := c.HostVolumes().Create(&api.HostVolumeCreateRequest{Volume: &api.HostVolume{Name: "vol", PluginID: "mkdir"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(resp.Volume.HostPath, "marker"), []byte("in the volume\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string, readOnly bool) *api.Job {
+		j := testJob(id)
+		j.Type = ptr(api.JobTypeBatch)
+		tg := j.TaskGroups[0]
+		tg.Volumes = map[string]*api.VolumeRequest{"v": {Name: "v", Type: "host", Source: "vol", ReadOnly: readOnly}}
+		tg.Tasks[0].Config = map[string]any{"command": "/bin/sh", "args": []any{"-c", "cat local/v/marker > local/seen"}}
+		tg.Tasks[0].VolumeMounts = []*api.VolumeMount{{Volume: ptr("v"), Destination: ptr("local/v"), ReadOnly: ptr(true)}}
+		return j
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, _, err := c.HostVolumes().Get(resp.Volume.ID, nil)
+		if err == nil && v.State == api.HostVolumeStateReady {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the volume is not ready within 10s: %+v, %v", v, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	plan, _, err := c.Jobs().Plan(job("ro", true), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := plan.FailedTGAllocs["web"]; m == nil || m.ConstraintFiltered["missing compatible host volumes"] != 1 {
+		t.Errorf("plan of a read-only request = %+v, want filtered for missing compatible host volumes", m)
+	}
+	if _, _, err := c.Jobs().Register(job("rw", false), nil); err != nil {
+		t.Fatal(err)
+	}
+	var allocID string
+	for {
+		allocs, _, err := c.Jobs().Allocations("rw", false, nil)
+		if err == nil && len(allocs) == 1 && allocs[0].ClientStatus == api.AllocClientStatusComplete {
+			allocID = allocs[0].ID
+			break
+		}
+		if err == nil && len(allocs) == 1 && allocs[0].ClientStatus == api.AllocClientStatusFailed {
+			t.Fatalf("the task failed: %+v", allocs[0].TaskStates)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job did not complete within 10s: %+v, %v", allocs, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	task := filepath.Join(s.cfg.DataDir, "allocs", allocID, "web")
+	if b, err := os.ReadFile(filepath.Join(task, "local", "seen")); err != nil || string(b) != "in the volume\n" {
+		t.Errorf("the task read %q (%v) through its mount; want the volume's marker", b, err)
+	}
+	if target, err := os.Readlink(filepath.Join(task, "local", "v")); err != nil || target != resp.Volume.HostPath {
+		t.Errorf("the mount is %q (%v); want a link to %s", target, err, resp.Volume.HostPath)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -157,6 +158,40 @@ func (s *Server) volumeGet(w http.ResponseWriter, r *http.Request) {
 		}
 		return v, v.ModifyIndex, 0, ""
 	})
+}
+
+// volumeServes says whether a ready dynamic host volume serves a group's
+// request, as Nomad's scheduler decides (scheduler/feasible,
+// hostVolumeIsAvailable): the request's access mode (by default
+// single-node-reader-only for a read-only request, single-node-writer
+// otherwise) and attachment mode must be among the volume's capabilities,
+// and a reader request must be read-only, a writer one read-write.
+func volumeServes(v *api.HostVolume, req *api.VolumeRequest) bool {
+	if v == nil {
+		return false
+	}
+	access, attach := api.HostVolumeAccessMode(req.AccessMode), api.HostVolumeAttachmentMode(req.AttachmentMode)
+	if access == "" {
+		access = api.HostVolumeAccessModeSingleNodeWriter
+		if req.ReadOnly {
+			access = api.HostVolumeAccessModeSingleNodeReader
+		}
+	}
+	if attach == "" {
+		attach = api.HostVolumeAttachmentModeFilesystem
+	}
+	if !slices.ContainsFunc(v.RequestedCapabilities, func(c *api.HostVolumeCapability) bool {
+		return c.AccessMode == access && c.AttachmentMode == attach
+	}) {
+		return false
+	}
+	switch access {
+	case api.HostVolumeAccessModeSingleNodeReader:
+		return req.ReadOnly
+	case api.HostVolumeAccessModeSingleNodeWriter:
+		return !req.ReadOnly
+	}
+	return true
 }
 
 // hostVolumeLocked finds a ready host volume by name in the namespace.
