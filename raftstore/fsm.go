@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
 	"slices"
 	"sort"
@@ -629,22 +630,36 @@ func (f *fsm) restore(rc io.ReadCloser) error {
 // that applied the same log have the same digest.
 func (f *fsm) digest() (string, error) {
 	tx := f.db.Load().Txn(false)
-	h := sha256.New()
+	d := newStateDigest()
 	err := eachRow(tx, f.names, func(table string, r *row, value []byte) error {
-		fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00", table, r.ID, r.CreateIndex, r.ModifyIndex)
-		h.Write(value)
-		h.Write([]byte{'\n'})
+		d.row(table, r.ID, r.CreateIndex, r.ModifyIndex, value)
 		return nil
 	})
 	if err != nil {
 		return "", err
 	}
-	for _, name := range f.all {
-		fmt.Fprintf(h, "%s\x00%d\n", name, tableIndexOf(tx, name))
+	return d.sum(f.all, func(name string) uint64 { return tableIndexOf(tx, name) }, f.hist.currentHead()), nil
+}
+
+// stateDigest hashes a state row by row, then its tables' indexes and
+// its history head: digest over the live database, digestSaved over a
+// saved snapshot, which must agree.
+type stateDigest struct{ h hash.Hash }
+
+func newStateDigest() stateDigest { return stateDigest{h: sha256.New()} }
+
+func (d stateDigest) row(table, id string, create, modify uint64, value []byte) {
+	fmt.Fprintf(d.h, "%s\x00%s\x00%d\x00%d\x00", table, id, create, modify)
+	d.h.Write(value)
+	d.h.Write([]byte{'\n'})
+}
+
+func (d stateDigest) sum(tables []string, indexOf func(string) uint64, head histHead) string {
+	for _, name := range tables {
+		fmt.Fprintf(d.h, "%s\x00%d\n", name, indexOf(name))
 	}
-	head := f.hist.currentHead()
-	fmt.Fprintf(h, "history\x00%d\x00%x\n", head.Seq, head.Hash)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	fmt.Fprintf(d.h, "history\x00%d\x00%x\n", head.Seq, head.Hash)
+	return hex.EncodeToString(d.h.Sum(nil))
 }
 
 // tableNames returns the declared tables, sorted.

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,7 +121,7 @@ func (f *fsm) digestSaved(path string) (Saved, histHead, error) {
 	if err != nil {
 		return Saved{}, histHead{}, err
 	}
-	h := sha256.New()
+	d := newStateDigest()
 	indexes := map[string]uint64{}
 	for {
 		var rec snapshotRecord
@@ -136,15 +134,10 @@ func (f *fsm) digestSaved(path string) (Saved, histHead, error) {
 			indexes[rec.IndexOf] = rec.Index
 			continue
 		}
-		fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00", rec.Table, rec.ID, rec.C, rec.M)
-		h.Write(rec.Value)
-		h.Write([]byte{'\n'})
+		d.row(rec.Table, rec.ID, rec.C, rec.M, rec.Value)
 	}
-	for _, name := range f.all {
-		fmt.Fprintf(h, "%s\x00%d\n", name, indexes[name])
-	}
-	fmt.Fprintf(h, "history\x00%d\x00%x\n", head.Seq, head.Hash)
-	return Saved{Applied: hdr.Applied, Digest: hex.EncodeToString(h.Sum(nil)), HistoryRecords: head.Seq}, head, nil
+	digest := d.sum(f.all, func(name string) uint64 { return indexes[name] }, head)
+	return Saved{Applied: hdr.Applied, Digest: digest, HistoryRecords: head.Seq}, head, nil
 }
 
 // InstallConfig names the new node a saved store is installed for.

@@ -43,19 +43,6 @@ type Installation interface {
 
 var _ Installation = (*raftstore.Store)(nil)
 
-// BundleParts names a bundle's parts: the store, the directories it holds
-// (by name) and the volume parts.
-func BundleParts(dirs map[string]string, volumeIDs []string) []string {
-	out := []string{PartStore}
-	for _, name := range slices.Sorted(maps.Keys(dirs)) {
-		out = append(out, name)
-	}
-	for _, id := range volumeIDs {
-		out = append(out, partName(id))
-	}
-	return out
-}
-
 // VolumeOfPart returns the volume ID of a volume part.
 func VolumeOfPart(part string) (string, bool) {
 	id, ok := strings.CutPrefix(part, "volume/")
