@@ -4,8 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
+	"io/fs"
 	"math/big"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -235,5 +239,90 @@ func TestSecurityGatesDeploys(t *testing.T) {
 	h.sec.CheckOnce(ctx)
 	if n := len(h.eventsOf(t, "security.recovered", app)); n != 1 {
 		t.Fatalf("security.recovered: %d", n)
+	}
+}
+
+// dirTarGz packs a directory's regular files (internal/scan's fixture
+// repositories) as an upload.
+func dirTarGz(t testing.TB, dir string) []byte {
+	t.Helper()
+	var files []tarFile
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		body, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files = append(files, tarFile{name: filepath.ToSlash(rel), body: string(body)})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tarGz(t, files...)
+}
+
+// TestSecurityScanWithOSVDatabase: with the built-in scanner's osv_db
+// set to internal/scan's fixture database, a scan of the vulnerable
+// fixture repository uploaded as an app's source finds its vulnerable
+// dependencies (the vendored node_modules copy not among them) and its
+// basis names the database; ignore_unfixable_findings raises the score
+// and keeps the findings listed. With osv_db naming nothing, the scan
+// fails closed: state failed, security.scan_failed saying why, no score.
+func TestSecurityScanWithOSVDatabase(t *testing.T) {
+	fixtures := filepath.Join("..", "internal", "scan", "testdata")
+	h := newHarnessWith(t, harnessOptions{adminPassword: adminPassword, osvDB: filepath.Join(fixtures, "osv")})
+	app := h.app(t, "vulnerable")
+	if a := h.upload(api+"/apps/"+app+"/source", "application/gzip", dirTarGz(t, filepath.Join(fixtures, "repos", "vulnerable"))); a.status != http.StatusAccepted {
+		t.Fatalf("upload: %d %s", a.status, a.body)
+	}
+	h.pinSpec(t, app, h.writeSpec(t, app, siteSpec("", 0)))
+	v := h.scanned(t, app)
+	if v.State != security.Done {
+		t.Fatalf("scan: %+v", v)
+	}
+	var ids []string
+	for _, f := range v.Findings {
+		if strings.HasPrefix(f.ID, "osv:") {
+			ids = append(ids, f.ID)
+		}
+	}
+	for _, want := range []string{
+		"osv:TEST-PYSEC-0002:api/requirements.txt:pyyaml@5.3.1",
+		"osv:TEST-NPM-0001:web/package-lock.json:event-stream@3.3.6",
+		"osv:GHSA-35jh-r3h4-6jhm:web/package-lock.json:lodash@4.17.15",
+		"osv:GO-2022-1059:go.mod:golang.org/x/text@v0.3.7",
+	} {
+		if !slices.Contains(ids, want) {
+			t.Errorf("%s not found in %v", want, ids)
+		}
+	}
+	if len(ids) != 9 || v.Counts.Critical != 2 || *v.Score != 0 {
+		t.Errorf("%d dependency findings %v, counts %+v, score %d; want 9, two criticals, 0", len(ids), ids, v.Counts, *v.Score)
+	}
+	if !slices.ContainsFunc(v.Basis, func(b scan.Basis) bool {
+		return b.Scanner == scan.ScannerDependencies && strings.Contains(b.What, "against OSV database")
+	}) {
+		t.Errorf("basis %+v does not name the database", v.Basis)
+	}
+	h.setPolicy(t, map[string]any{"ignore_unfixable_findings": true})
+	ignoring := h.scanned(t, app)
+	if len(ignoring.Findings) != len(v.Findings) || *ignoring.Score != scan.Score(v.Findings, true) {
+		t.Errorf("ignoring unfixable findings: %d findings, score %d; want %d findings, score %d",
+			len(ignoring.Findings), *ignoring.Score, len(v.Findings), scan.Score(v.Findings, true))
+	}
+
+	missing := newHarnessWith(t, harnessOptions{adminPassword: adminPassword, osvDB: filepath.Join(t.TempDir(), "no-such-export")})
+	other := missing.leakyApp(t, "no database", plantedToken(t))
+	failed := missing.scanned(t, other)
+	if failed.State != security.Failed || failed.Score != nil {
+		t.Fatalf("a scan without its database: %+v", failed)
+	}
+	evs := missing.eventsOf(t, "security.scan_failed", other)
+	if len(evs) != 1 || !strings.Contains(fmt.Sprint(evs[0].Data["reason"]), "OSV database") {
+		t.Fatalf("security.scan_failed: %+v", evs)
 	}
 }

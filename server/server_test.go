@@ -34,6 +34,7 @@ import (
 	"github.com/svchost/svc/internal/telemetry"
 	"github.com/svchost/svc/internal/throttle"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scanners/builtin"
 	"github.com/svchost/svc/scheduler/process"
 )
 
@@ -137,7 +138,11 @@ func (h *harness) open() {
 	w := wireStorage(h.t, store, h.dir, h.procs, now, log)
 	sharing := wireSharing(store, hasher, pol, w.ring, now, log)
 	det, sources := wireDetection(h.t, h.dir, w, store, pol, log)
-	sec := security.New(security.Deps{Store: store, Checkouts: sources, Policy: pol, Context: h.t.Context(), Now: now, Log: log})
+	secDeps := security.Deps{Store: store, Checkouts: sources, Policy: pol, Context: h.t.Context(), Now: now, Log: log}
+	if o.osvDB != "" {
+		secDeps.Databases = builtin.New(o.osvDB)
+	}
+	sec := security.New(secDeps)
 	plans := plan.NewService(plan.Deps{Store: store, Specs: w.specs, Slots: w.slots, Secrets: w.secrets, Adapters: w.adapters, Detections: det, Policy: pol, Security: sec})
 	det.UseRuntimes(plans)
 	sched := wireScheduler(store, cfg, w, plans, sources, pol, h.procs, now, log)
