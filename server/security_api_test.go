@@ -160,6 +160,23 @@ func TestSecurityAPI(t *testing.T) {
 		}
 	}
 
+	t.Run("two requests at once: each answered 202 and audited once", func(t *testing.T) {
+		first := h.send("POST", api+"/apps/"+app+"/security/scan", "")
+		second := h.send("POST", api+"/apps/"+app+"/security/scan", "")
+		wantStatus(t, "first", first, http.StatusAccepted)
+		wantStatus(t, "second", second, http.StatusAccepted)
+		waitFor(t, "the scan", func() bool { return h.security(t, app).State == security.Done })
+		var started []any
+		for _, e := range h.auditEntries(t) {
+			if e.Action == "security.scan" && e.AppID != nil && *e.AppID == app {
+				started = append(started, e.Details["started"])
+			}
+		}
+		// The second starts a scan only if the first's ended already.
+		if len(started) != 3 || started[0] != true || started[1] != true {
+			t.Fatalf("security.scan audit entries' started: %v", started)
+		}
+	})
 	t.Run("nothing pinned: nothing to scan", func(t *testing.T) {
 		bare := h.app(t, "bare")
 		if a := h.send("POST", api+"/apps/"+bare+"/security/scan", ""); a.status != http.StatusConflict || a.envelope(t).Code != errcode.StateInvalid {
@@ -167,6 +184,15 @@ func TestSecurityAPI(t *testing.T) {
 		}
 		if v := h.security(t, bare); v.State != security.NeverScanned {
 			t.Fatalf("state %s", v.State)
+		}
+	})
+	t.Run("the result goes with its app", func(t *testing.T) {
+		if _, _, ok := security.Results.Get(h.store.Read(), app); !ok {
+			t.Fatal("no stored result")
+		}
+		wantStatus(t, "delete", h.send("DELETE", api+"/apps/"+app+"?force=true", ""), http.StatusNoContent)
+		if _, _, ok := security.Results.Get(h.store.Read(), app); ok {
+			t.Fatal("the result outlived its app")
 		}
 	})
 	t.Run("an app that is not there", func(t *testing.T) {
@@ -191,6 +217,16 @@ func TestSecurityGatesDeploys(t *testing.T) {
 	never := h.pinnedApp(t, "never scanned", siteSpec("", 0))
 	score := *h.scanned(t, app).Score
 
+	preview := decodeAs[previewDTO](t, h.send("POST", api+"/policy/preview", jsonOf(map[string]any{"policy": map[string]any{"min_security_score": score + 1}})))
+	var blocked []string
+	for _, b := range preview.Blocked {
+		if slices.ContainsFunc(b.Reasons, func(e *errcode.Error) bool { return e.Code == errcode.PlanSecurityBelow }) {
+			blocked = append(blocked, b.AppID)
+		}
+	}
+	if slices.Sort(blocked); !slices.Equal(blocked, slices.Sorted(slices.Values([]string{app, never}))) {
+		t.Fatalf("the preview of a minimum above the score blocks %v; want both apps", blocked)
+	}
 	h.setPolicy(t, map[string]any{"min_security_score": score + 1, "insecure_action": "warn"})
 	for _, a := range []string{app, never} {
 		if r := h.plan(t, a); r.Deployable || !slices.Equal(refusalCodes(r), []errcode.Code{errcode.PlanSecurityBelow}) {
