@@ -442,6 +442,12 @@ func (m *matrix) builders() map[string]buildFn {
 		"GET /api/v1/apps/{appID}/status": func(t *testing.T, _, _ *principal) call {
 			return call{path: api + "/apps/" + m.readyFor(t, "deployed", m.deployedApp).app + "/status"}
 		},
+		// Security: a scan of an app with a pinned revision (it runs in
+		// the background; TestSecurityAPI waits for one).
+		"GET /api/v1/apps/{appID}/security": fixed(api + "/apps/" + m.appID + "/security"),
+		"POST /api/v1/apps/{appID}/security/scan": func(t *testing.T, _, _ *principal) call {
+			return call{path: api + "/apps/" + m.readyFor(t, "deployed", m.deployedApp).app + "/security/scan"}
+		},
 		"GET /api/v1/apps/{appID}/usage": func(t *testing.T, _, _ *principal) call {
 			return call{path: api + "/apps/" + m.readyFor(t, "deployed", m.deployedApp).app + "/usage"}
 		},

@@ -40,6 +40,8 @@ type harnessOptions struct {
 	adminPassword string
 	noToken       bool // do not mint the administrator's harness token
 	discardLogs   bool
+	// osvDB is the built-in scanner's OSV database (none when empty).
+	osvDB string
 }
 
 // newHarnessWith builds a harness (the real services over a real

@@ -89,6 +89,8 @@ type Deps struct {
 	Specs     specsService
 	Slots     slotsService
 	Volumes   volumesService
+	// Security answers and starts apps' security scans.
+	Security securityService
 	// Deleter deletes apps with the decision about their volumes' data
 	// (a final backup first, with backup=true).
 	Deleter appDeleter

@@ -30,9 +30,11 @@ import (
 	"github.com/svchost/svc/internal/plan"
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/schema"
+	"github.com/svchost/svc/internal/security"
 	"github.com/svchost/svc/internal/telemetry"
 	"github.com/svchost/svc/internal/throttle"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scanners/builtin"
 	"github.com/svchost/svc/scheduler/process"
 )
 
@@ -48,6 +50,7 @@ type harness struct {
 	ident   *identity.Service
 	sharing *identity.Sharing
 	pol     *policy.Service
+	sec     *security.Service
 	logs    *syncBuffer
 	token   string // an administrator's token, sent unless a request says otherwise
 	adminID string
@@ -135,15 +138,22 @@ func (h *harness) open() {
 	w := wireStorage(h.t, store, h.dir, h.procs, now, log)
 	sharing := wireSharing(store, hasher, pol, w.ring, now, log)
 	det, sources := wireDetection(h.t, h.dir, w, store, pol, log)
-	plans := plan.NewService(plan.Deps{Store: store, Specs: w.specs, Slots: w.slots, Secrets: w.secrets, Adapters: w.adapters, Detections: det, Policy: pol})
+	secDeps := security.Deps{Store: store, Checkouts: sources, Policy: pol, Context: h.t.Context(), Now: now, Log: log}
+	if o.osvDB != "" {
+		secDeps.Databases = builtin.New(o.osvDB)
+	}
+	sec := security.New(secDeps)
+	plans := plan.NewService(plan.Deps{Store: store, Specs: w.specs, Slots: w.slots, Secrets: w.secrets, Adapters: w.adapters, Detections: det, Policy: pol, Security: sec})
 	det.UseRuntimes(plans)
 	sched := wireScheduler(store, cfg, w, plans, sources, pol, h.procs, now, log)
+	sec.UseScheduler(sched, sched)
+	h.t.Cleanup(sec.Wait)
 	bk := wireBackups(h.t, store, h.dir, w, h.procs, sched, now, log)
 	ops := operator.New(store, "n1", now)
 	srv, err := New(Deps{
 		Logger: log, Version: "test", Config: cfg,
 		Identity: ident, Sharing: sharing, Policy: pol, Facts: store,
-		Apps: w.apps, Launcher: w.launcher, Icons: w.icons, Secrets: w.secrets, Specs: w.specs, Slots: w.slots, Volumes: w.volumes, Deleter: bk, Backups: bk, Sources: sources, Detection: det,
+		Apps: w.apps, Launcher: w.launcher, Icons: w.icons, Secrets: w.secrets, Specs: w.specs, Slots: w.slots, Volumes: w.volumes, Security: sec, Deleter: bk, Backups: bk, Sources: sources, Detection: det,
 		Subscriptions: wireSubscriptions(store, cfg, w.ring, pol, now, log),
 		Plans:         plans, Adapters: w.adapters, Keyring: w.ring, EdgeKeys: wireEdgeKeys(h.t, store, w.ring),
 		Deploys: sched, Approvals: sched, DeployLogs: sched, AppControl: sched, Workloads: sched, Capacity: sched,
@@ -154,7 +164,7 @@ func (h *harness) open() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.store, h.srv, h.ident, h.sharing, h.pol = store, srv, ident, sharing, pol
+	h.store, h.srv, h.ident, h.sharing, h.pol, h.sec = store, srv, ident, sharing, pol, sec
 	if o.adminPassword == "" {
 		return
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/svchost/svc/notifiers/email"
 	"github.com/svchost/svc/notifiers/ntfy"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scanners/builtin"
 	"github.com/svchost/svc/scheduler"
 	"github.com/svchost/svc/scheduler/nomad"
 	"github.com/svchost/svc/scheduler/process"
@@ -91,6 +92,7 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 			ntfy.Kind(),
 			local.Kind(gen.cfg.Server.WorkDir),
 			s3.Kind(),
+			builtin.Kind(),
 		},
 	})
 	if err != nil {

@@ -75,6 +75,7 @@ var resourceShort = map[string]string{
 	"secrets":       "An app's secrets (/api/v1/apps/{appID}/secrets)",
 	"specs":         "An app's spec revisions: list, write, pin, diff, export (/api/v1/apps/{appID}/specs)",
 	"slots":         "An app's slots: the dependencies it needs filled (/api/v1/apps/{appID}/slots)",
+	"security":      "An app's security scans: the last result (score, findings), scan now (/api/v1/apps/{appID}/security)",
 	"volumes":       "Volumes: an app's, every one, kept ones of deleted apps (/api/v1/apps/{appID}/volumes, /api/v1/volumes)",
 	"backups":       "Backups of apps' volumes and installation bundles: take, list, verify, restore (/api/v1/backups)",
 	"deployments":   "An app's deployments: deploy, roll back, approve, reject, logs (/api/v1/apps/{appID}/deployments)",

@@ -28,6 +28,7 @@ import (
 	"github.com/svchost/svc/internal/plan"
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/schema"
+	"github.com/svchost/svc/internal/security"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/internal/telemetry"
 	"github.com/svchost/svc/internal/throttle"
@@ -363,11 +364,19 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	store.RunWhileLeader("session-expiry", raftstore.Every(10*time.Minute, ident.ExpireSessions))
 	store.RunWhileLeader("app-session-expiry", raftstore.Every(10*time.Minute, ident.ExpireAppSessions))
 	store.RunWhileLeader("spec-retention", raftstore.Every(time.Hour, specs.SweepRetention))
+	// Security scans: requested ones run in the background on the server
+	// asked; the leader scans after deploys and daily, and gates running
+	// apps on min_security_score. The plan refuses deploys on the score.
+	sec := security.New(security.Deps{Store: store, Checkouts: sources, Policy: pol, Databases: scannerDatabases{storage.adapters},
+		Context: ctx, Now: now, Log: log.With("component", "security")})
+	rt.onClose("security scans", func() error { sec.Wait(); return nil })
 	plans := plan.NewService(plan.Deps{Store: store, Specs: specs, Slots: storage.slots, Secrets: storage.secrets,
-		Adapters: storage.adapters, Detections: det, Policy: pol})
+		Adapters: storage.adapters, Detections: det, Policy: pol, Security: sec})
 	// Detection proposes what the plan's runtime can build.
 	det.UseRuntimes(plans)
 	sched := buildScheduler(gen, store, storage, specs, plans, sources, pol, metrics, now)
+	sec.UseScheduler(sched, sched)
+	store.RunWhileLeader("security-scans", sec.Check)
 	bk, err := buildBackups(gen, store, storage, sched, now)
 	if err != nil {
 		return nil, err
@@ -423,6 +432,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Specs:          specs,
 		Slots:          storage.slots,
 		Volumes:        storage.volumes,
+		Security:       sec,
 		Deleter:        bk,
 		Backups:        bk,
 		Subscriptions:  subs,

@@ -31,11 +31,12 @@ const (
 	CategorySlots        = "slots"
 	CategoryNotification = "notification"
 	CategoryBackup       = "backup"
+	CategoryScanner      = "scanner"
 )
 
 // Categories lists every category in display order.
 func Categories() []string {
-	return []string{CategoryRuntime, CategoryRoutes, CategorySecrets, CategoryIdentity, CategorySlots, CategoryNotification, CategoryBackup}
+	return []string{CategoryRuntime, CategoryRoutes, CategorySecrets, CategoryIdentity, CategorySlots, CategoryNotification, CategoryBackup, CategoryScanner}
 }
 
 // Setting is one setting a kind takes.

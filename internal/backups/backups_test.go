@@ -20,6 +20,7 @@ import (
 	"github.com/svchost/svc/internal/events"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/idle"
+	"github.com/svchost/svc/internal/security"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/internal/volumes"
 	"github.com/svchost/svc/raftstore"
@@ -280,7 +281,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts ...func(*backups.Deps)) *fixture {
 	t.Helper()
-	tables := append([]raftstore.Def{apps.Apps, volumes.Volumes, idle.Activities, backups.Backups, audit.Entries, events.Events, events.Cursors, spec.Revisions, spec.Heads}, identity.Tables()...)
+	tables := append([]raftstore.Def{apps.Apps, volumes.Volumes, idle.Activities, security.Results, backups.Backups, audit.Entries, events.Events, events.Cursors, spec.Revisions, spec.Heads}, identity.Tables()...)
 	f := &fixture{store: raftstoretest.Open(t, tables...), repo: &dirRepo{dir: t.TempDir(), broken: map[string]bool{}},
 		host: &host{dir: t.TempDir(), live: map[string]bool{}}, node: &node{dir: t.TempDir(), remote: map[string]bool{}},
 		remoteStaging: t.TempDir(), now: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}

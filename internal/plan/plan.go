@@ -108,14 +108,32 @@ func Make(in Input) Result {
 			r.Refusals = append(r.Refusals, e)
 		}
 	}
-	if min := in.Policy.MinSecurityScore; min > 0 && in.SecurityScore != nil && *in.SecurityScore < min && in.Policy.InsecureAction == policy.InsecureStop {
-		r.Refusals = append(r.Refusals, errcode.New(errcode.PlanSecurityBelow, "the app's security score %d is below the installation's minimum %d", *in.SecurityScore, min).
-			WithDetail("score", *in.SecurityScore).WithDetail("minimum", min))
+	if e := belowMinimum(in); e != nil {
+		r.Refusals = append(r.Refusals, e)
 	}
 	r.Actions = actions(in.Spec)
 	r.Warnings = warnings(in)
 	r.Deployable = len(r.Refusals) == 0
 	return r
+}
+
+// belowMinimum refuses an app whose security score is below host
+// policy's min_security_score, or that was never scanned while one is
+// set (whatever insecure_action says: that is for running apps).
+func belowMinimum(in Input) *errcode.Error {
+	min := in.Policy.MinSecurityScore
+	switch {
+	case min <= 0:
+		return nil
+	case in.SecurityScore == nil:
+		return errcode.New(errcode.PlanSecurityBelow, "the installation requires a security score of %d and the app was never scanned", min).
+			WithDetail("minimum", min).WithRemedy("scan it with POST /api/v1/apps/{appID}/security/scan, then plan again")
+	case *in.SecurityScore < min:
+		return errcode.New(errcode.PlanSecurityBelow, "the app's security score %d is below the installation's minimum %d", *in.SecurityScore, min).
+			WithDetail("score", *in.SecurityScore).WithDetail("minimum", min).
+			WithRemedy("fix the findings GET /api/v1/apps/{appID}/security lists and scan again")
+	}
+	return nil
 }
 
 func unfilled(in Input) []string {
@@ -321,9 +339,6 @@ func warnings(in Input) []Warning {
 		if len(missing) > 0 {
 			out = append(out, Warning{Code: "WARN_SECRET_NOT_SET", Message: "the spec uses secrets the app does not have yet: " + strings.Join(missing, ", ") + "; they will be empty"})
 		}
-	}
-	if in.SecurityScore != nil && in.Policy.MinSecurityScore > 0 && *in.SecurityScore < in.Policy.MinSecurityScore && in.Policy.InsecureAction != policy.InsecureStop {
-		out = append(out, Warning{Code: "WARN_SECURITY_BELOW_MINIMUM", Message: fmt.Sprintf("the security score %d is below the minimum %d", *in.SecurityScore, in.Policy.MinSecurityScore)})
 	}
 	return out
 }

@@ -73,9 +73,12 @@ func TestPlan(t *testing.T) {
 		{"security below the minimum, stop", func(in *plan.Input) {
 			in.Policy.MinSecurityScore, in.Policy.InsecureAction, in.SecurityScore = 70, policy.InsecureStop, &score
 		}, []errcode.Code{errcode.PlanSecurityBelow}},
-		{"security below the minimum, warn", func(in *plan.Input) {
+		{"security below the minimum, warn: refused all the same (warn is for running apps)", func(in *plan.Input) {
 			in.Policy.MinSecurityScore, in.SecurityScore = 70, &score
-		}, nil},
+		}, []errcode.Code{errcode.PlanSecurityBelow}},
+		{"a minimum and never scanned", func(in *plan.Input) { in.Policy.MinSecurityScore = 70 }, []errcode.Code{errcode.PlanSecurityBelow}},
+		{"at the minimum", func(in *plan.Input) { in.Policy.MinSecurityScore, in.SecurityScore = 40, &score }, nil},
+		{"no minimum, never scanned", func(in *plan.Input) { in.SecurityScore = nil }, nil},
 		{"compose constructs rejected", func(in *plan.Input) {
 			in.ComposeRejection = errcode.New(errcode.PlanComposeRejected, "privileged")
 		}, []errcode.Code{errcode.PlanComposeRejected}},

@@ -39,6 +39,9 @@ type (
 	reader interface {
 		Read() *raftstore.Reader
 	}
+	scores interface {
+		Score(appID string) *int
+	}
 )
 
 var (
@@ -59,6 +62,9 @@ type Deps struct {
 	Adapters   runtimes
 	Detections rejections
 	Policy     policies
+	// Security gives apps' last security scores (internal/security); nil
+	// means never scanned.
+	Security scores
 }
 
 // Service makes plans of apps' revisions.
@@ -102,6 +108,9 @@ func (s *Service) plan(appID string, n uint64, pol policy.Policy) (Result, error
 		return Result{}, err
 	}
 	in := Input{Revision: n, Spec: rev.Spec, Policy: pol, Runtimes: s.runtimes()}
+	if s.d.Security != nil {
+		in.SecurityScore = s.d.Security.Score(appID)
+	}
 	filled := map[string]bool{}
 	if views, err := s.d.Slots.List(appID); err == nil {
 		for _, v := range views {

@@ -23,6 +23,7 @@ import (
 	"github.com/svchost/svc/internal/operator"
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/secrets"
+	"github.com/svchost/svc/internal/security"
 	"github.com/svchost/svc/internal/slots"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/internal/subscriptions"
@@ -44,7 +45,7 @@ func Tables() []raftstore.Def {
 		spec.Heads,
 		keyring.Keys,
 	}
-	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), detection.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables(), subscriptions.Tables(), scheduler.Tables(), edge.Tables(), volumes.Tables(), backups.Tables(), idle.Tables()} {
+	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), detection.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables(), subscriptions.Tables(), scheduler.Tables(), edge.Tables(), volumes.Tables(), backups.Tables(), idle.Tables(), security.Tables()} {
 		tables = append(tables, ts...)
 	}
 	return tables

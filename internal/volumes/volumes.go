@@ -31,6 +31,7 @@ import (
 	"github.com/svchost/svc/internal/authz"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/idle"
+	"github.com/svchost/svc/internal/security"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/raftstore"
 )
@@ -363,7 +364,8 @@ func (s *Service) DeleteApp(ctx context.Context, appID string, d apps.Decision, 
 			return nil, err
 		}
 		_, kept := AppGoneOps(r, appID, d.Force, now)
-		return append(append(ops, kept...), idle.ForgetOps(r, appID)...), nil
+		ops = append(append(ops, kept...), idle.ForgetOps(r, appID)...)
+		return append(ops, security.ForgetOps(r, appID)...), nil
 	})
 	if err != nil {
 		return fmt.Errorf("delete app: %w", err)

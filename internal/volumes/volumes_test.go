@@ -16,6 +16,7 @@ import (
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/idle"
 	"github.com/svchost/svc/internal/secrets"
+	"github.com/svchost/svc/internal/security"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/internal/volumes"
 	"github.com/svchost/svc/raftstore"
@@ -65,7 +66,7 @@ func (d *fakeData) RemoveVolume(id string) error {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	tables := append([]raftstore.Def{apps.Apps, volumes.Volumes, idle.Activities, audit.Entries, events.Events, events.Cursors, spec.Revisions, spec.Heads, secrets.Secrets}, identity.Tables()...)
+	tables := append([]raftstore.Def{apps.Apps, volumes.Volumes, idle.Activities, security.Results, audit.Entries, events.Events, events.Cursors, spec.Revisions, spec.Heads, secrets.Secrets}, identity.Tables()...)
 	store := raftstoretest.Open(t, tables...)
 	now := func() time.Time { return time.Now().UTC() }
 	data := &fakeData{used: map[string]int64{}}
