@@ -5,16 +5,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/svchost/svc/internal/testserver"
 )
 
 const modulePath = "github.com/svchost/svc"
@@ -109,70 +109,17 @@ func scaled(d time.Duration) time.Duration {
 	return d
 }
 
-var (
-	portMu    sync.Mutex
-	portsUsed = map[int]bool{}
-)
-
 // freeRaftAddr returns a loopback address nobody listens on, for a raft
 // port that must be known before the node starts (SVC_CLUSTER_PEERS names
-// it).
-//
-// The port is taken below the kernel's ephemeral range when there is room:
-// a node that is killed and restarted must bind its raft port again, and an
+// it). testserver.FreePorts takes it below the kernel's ephemeral range: a
+// node that is killed and restarted must bind its raft port again, and an
 // ephemeral port may meanwhile have become the local end of some outgoing
-// connection. No port is handed out twice in one run.
+// connection.
 func freeRaftAddr(t *testing.T) string {
 	t.Helper()
-	portMu.Lock()
-	defer portMu.Unlock()
-	lo, _ := ephemeralRange()
-	if lo > 12000 {
-		for range 200 {
-			port := 10000 + rand.IntN(lo-10000-1)
-			if portsUsed[port] {
-				continue
-			}
-			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-			if err != nil {
-				continue
-			}
-			_ = ln.Close()
-			portsUsed[port] = true
-			return ln.Addr().String()
-		}
-	}
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("pick a free port: %v", err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
-		if !portsUsed[port] {
-			portsUsed[port] = true
-			return ln.Addr().String()
-		}
-	}
-	t.Fatal("could not pick a free port")
-	return ""
-}
-
-// ephemeralRange reads the kernel's range of ports for outgoing
-// connections, or 0, 0 when it is not known.
-func ephemeralRange() (lo, hi int) {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	port, err := testserver.FreePorts(1)
 	if err != nil {
-		return 0, 0
+		t.Fatal(err)
 	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return 0, 0
-	}
-	lo, err1 := strconv.Atoi(f[0])
-	hi, err2 := strconv.Atoi(f[1])
-	if err1 != nil || err2 != nil {
-		return 0, 0
-	}
-	return lo, hi
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -28,34 +29,89 @@ import (
 )
 
 // FreePorts returns the first of n adjacent loopback ports that were free a
-// moment ago (a server may still take one before the caller binds it:
-// callers retry on another).
+// moment ago and have not been handed out before in this process (a server
+// may still take one before the caller binds it: callers retry on another).
+//
+// The ports are taken below the kernel's ephemeral range when there is
+// room, at a random place: an ephemeral port may become the local end of
+// any outgoing connection (a browser's, an HTTP client's) between the pick
+// and the bind, which under load is not rare; a random place keeps test
+// binaries running side by side apart.
 func FreePorts(n int) (int, error) {
+	portMu.Lock()
+	defer portMu.Unlock()
+	if lo, _ := ephemeralRange(); lo-portFloor > 2000+n {
+		for range 200 {
+			if port := portFloor + mrand.IntN(lo-portFloor-n); takePorts(port, n) {
+				return port, nil
+			}
+		}
+	}
 	for range 50 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return 0, fmt.Errorf("pick a free port: %w", err)
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
-		var held []net.Listener
-		ok := true
-		for i := 1; i < n; i++ {
-			next, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			held = append(held, next)
-		}
 		_ = ln.Close()
-		for _, l := range held {
-			_ = l.Close()
-		}
-		if ok {
+		if takePorts(port, n) {
 			return port, nil
 		}
 	}
 	return 0, errors.New("pick a free port: no adjacent free loopback ports")
+}
+
+// portFloor is the lowest port FreePorts hands out below the ephemeral
+// range, above the ports well-known services use.
+const portFloor = 10000
+
+var (
+	portMu    sync.Mutex
+	portsUsed = map[int]bool{}
+)
+
+// takePorts reports whether the n ports from first were never handed out
+// and can all be bound now, and marks them handed out if so.
+func takePorts(first, n int) bool {
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			_ = l.Close()
+		}
+	}()
+	for p := first; p < first+n; p++ {
+		if portsUsed[p] {
+			return false
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			return false
+		}
+		held = append(held, l)
+	}
+	for p := first; p < first+n; p++ {
+		portsUsed[p] = true
+	}
+	return true
+}
+
+// ephemeralRange reads the kernel's range of ports for outgoing
+// connections, or 0, 0 when it is not known.
+func ephemeralRange() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0
+	}
+	lo, err1 := strconv.Atoi(f[0])
+	hi, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		return 0, 0
+	}
+	return lo, hi
 }
 
 // RandomHex returns n random bytes in hex.
