@@ -30,6 +30,9 @@ type Request struct {
 	Body []byte
 	// Files are the summary's file sections: path to contents.
 	Files map[string]string
+	// Gone is closed when the client gave up on the request (a Respond
+	// that plays a slow endpoint waits for it).
+	Gone <-chan struct{}
 }
 
 // Server is the fake. Respond, when set, answers a well-formed request
@@ -100,7 +103,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	got := Request{Authorization: r.Header.Get("Authorization"), Model: req.Model, System: req.Messages[0].Content,
-		User: req.Messages[1].Content, Body: body, Files: sections(req.Messages[1].Content)}
+		User: req.Messages[1].Content, Body: body, Files: sections(req.Messages[1].Content), Gone: r.Context().Done()}
 	s.mu.Lock()
 	s.requests = append(s.requests, got)
 	respond := s.Respond
