@@ -230,7 +230,7 @@ func TestHostileAnswers(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			fake := fakeai.New()
-			fake.Respond = c.respond
+			fake.Respond(c.respond)
 			defer fake.Close()
 			fs, what, err := screener(t, fake, c.timeout).Screen(context.Background(), dir, doc, nil)
 			if c.fail == "" {

@@ -35,13 +35,12 @@ type Request struct {
 	Gone <-chan struct{}
 }
 
-// Server is the fake. Respond, when set, answers a well-formed request
-// instead of the default (set it before requests arrive).
+// Server is the fake.
 type Server struct {
 	*httptest.Server
-	Respond func(w http.ResponseWriter, r Request)
 
 	mu       sync.Mutex
+	respond  func(w http.ResponseWriter, r Request)
 	requests []Request
 	hits     int
 }
@@ -51,6 +50,14 @@ func New() *Server {
 	s := &Server{}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
+}
+
+// Respond makes f answer the well-formed requests from now on instead of
+// the default; nil brings the default back.
+func (s *Server) Respond(f func(w http.ResponseWriter, r Request)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.respond = f
 }
 
 // Requests are the well-formed requests the fake got, in order.
@@ -106,7 +113,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		User: req.Messages[1].Content, Body: body, Files: sections(req.Messages[1].Content), Gone: r.Context().Done()}
 	s.mu.Lock()
 	s.requests = append(s.requests, got)
-	respond := s.Respond
+	respond := s.respond
 	s.mu.Unlock()
 	if respond != nil {
 		respond(w, got)
