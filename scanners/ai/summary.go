@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/svchost/svc/internal/errcode"
@@ -183,16 +184,23 @@ func chosen(files []string) []string {
 	return out
 }
 
-// read is a text file's contents through root; false for one over
+// read is a text file's contents through root; false for a link, one over
 // scan.MaxFileBytes (the secret check did not read it either), binary,
 // or not a regular file by now.
 func read(root *os.Root, p string) ([]byte, bool) {
-	f, err := root.Open(p)
+	// The file opened must be the regular file seen (os.Root resolves a
+	// link in the last element within the root, O_NOFOLLOW or not); no
+	// FIFO swapped in is waited on.
+	seen, err := root.Lstat(p)
+	if err != nil || !seen.Mode().IsRegular() {
+		return nil, false
+	}
+	f, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, false
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > scan.MaxFileBytes {
+	if st, err := f.Stat(); err != nil || !os.SameFile(seen, st) || st.Size() > scan.MaxFileBytes {
 		return nil, false
 	}
 	b, err := io.ReadAll(io.LimitReader(f, scan.MaxFileBytes+1))
