@@ -138,7 +138,7 @@ func (h *harness) open() {
 	w := wireStorage(h.t, store, h.dir, h.procs, now, log)
 	sharing := wireSharing(store, hasher, pol, w.ring, now, log)
 	det, sources := wireDetection(h.t, h.dir, w, store, pol, log)
-	secDeps := security.Deps{Store: store, Checkouts: sources, Policy: pol, Context: h.t.Context(), Now: now, Log: log}
+	secDeps := security.Deps{Store: store, Checkouts: sources, Policy: pol, Screeners: security.AdapterScreeners{Adapters: w.adapters}, Context: h.t.Context(), Now: now, Log: log}
 	if o.osvDB != "" {
 		secDeps.Databases = builtin.New(o.osvDB)
 	}

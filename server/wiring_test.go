@@ -34,6 +34,7 @@ import (
 	"github.com/svchost/svc/internal/volumes"
 	"github.com/svchost/svc/internal/webhook"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scanners/ai"
 	"github.com/svchost/svc/scheduler"
 	"github.com/svchost/svc/scheduler/nomad"
 	"github.com/svchost/svc/scheduler/process"
@@ -65,7 +66,7 @@ func wireStorage(t testing.TB, store *raftstore.Store, dir string, procs *proces
 	ring := keyring.New(store, kek, now)
 	ad, err := adapters.New(adapters.Deps{Store: store, Ring: ring, Now: now, Logger: log, StartedAt: now(), Dependents: dependents.Find, Kinds: []adapters.Kind{
 		process.KindFor(procs), edge.RoutesKind(), vaultsecrets.BuiltinKind(store, ring), vaultsecrets.VaultKind(log), identity.LocalKind(),
-		postgres.Kind(), nomadKind(t, dir, procs),
+		postgres.Kind(), nomadKind(t, dir, procs), ai.Kind(),
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ import (
 	"github.com/svchost/svc/notifiers/email"
 	"github.com/svchost/svc/notifiers/ntfy"
 	"github.com/svchost/svc/raftstore"
+	"github.com/svchost/svc/scanners/ai"
 	"github.com/svchost/svc/scanners/builtin"
 	"github.com/svchost/svc/scheduler"
 	"github.com/svchost/svc/scheduler/nomad"
@@ -93,6 +94,7 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 			local.Kind(gen.cfg.Server.WorkDir),
 			s3.Kind(),
 			builtin.Kind(),
+			ai.Kind(),
 		},
 	})
 	if err != nil {

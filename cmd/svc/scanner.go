@@ -15,8 +15,11 @@ type osvSource interface {
 }
 
 // scannerDatabases gives the security service the OSV database of the
-// primary scanner adapter this server loaded: none when the scanner did
-// not open (the basis then says dependencies were not checked).
+// scanner adapters this server loaded: the first that has one, the
+// primary first (configuring an AI screening adapter makes it the
+// category's primary, and the built-in scanner still matches
+// dependencies); none when no such scanner opened (the basis then says
+// dependencies were not checked).
 type scannerDatabases struct{ adapters *adapters.Service }
 
 var _ security.Databases = scannerDatabases{}
@@ -26,13 +29,17 @@ func (d scannerDatabases) Database(ctx context.Context) (*scan.DB, error) {
 	if set == nil {
 		return nil, nil
 	}
-	l, ok := set.Primary(adapters.CategoryScanner)
-	if !ok || l.Instance == nil {
-		return nil, nil
+	for _, l := range set.Of(adapters.CategoryScanner) {
+		if src, ok := l.Instance.(osvSource); ok {
+			return src.Database(ctx)
+		}
 	}
-	src, ok := l.Instance.(osvSource)
-	if !ok {
-		return nil, nil
-	}
-	return src.Database(ctx)
+	return nil, nil
+}
+
+// scannerScreeners gives the security service the AI screening adapters
+// (scanners/ai) this server loaded; it calls none under host policy
+// disable_ai_screening.
+func scannerScreeners(ad *adapters.Service) security.Screeners {
+	return security.AdapterScreeners{Adapters: ad}
 }

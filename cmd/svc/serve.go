@@ -367,7 +367,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	// Security scans: requested ones run in the background on the server
 	// asked; the leader scans after deploys and daily, and gates running
 	// apps on min_security_score. The plan refuses deploys on the score.
-	sec := security.New(security.Deps{Store: store, Checkouts: sources, Policy: pol, Databases: scannerDatabases{storage.adapters},
+	sec := security.New(security.Deps{Store: store, Checkouts: sources, Policy: pol, Databases: scannerDatabases{storage.adapters}, Screeners: scannerScreeners(storage.adapters),
 		Context: ctx, Now: now, Log: log.With("component", "security")})
 	rt.onClose("security scans", func() error { sec.Wait(); return nil })
 	plans := plan.NewService(plan.Deps{Store: store, Specs: specs, Slots: storage.slots, Secrets: storage.secrets,

@@ -132,6 +132,11 @@ func (t *tree) walkDir(ctx context.Context, dir string, depth int) error {
 	return nil
 }
 
+// SkippedDir says whether a walk of a source tree leaves out a directory
+// of this name (version control, vendored or installed dependencies), for
+// other readers of a tree (scanners/ai) to leave out the same.
+func SkippedDir(name string) bool { return skippedDirs[name] }
+
 // errTooLarge says a file is over the size a reader allows.
 var errTooLarge = errors.New("scan: file too large")
 

@@ -64,13 +64,15 @@ var (
 	_ Policies = (*policy.Service)(nil)
 )
 
-// Deps are the service's collaborators. Databases, Releases and Stopper
-// may be nil (no dependency matching; no gating of running apps).
+// Deps are the service's collaborators. Databases, Screeners, Releases
+// and Stopper may be nil (no dependency matching; no AI screening; no
+// gating of running apps).
 type Deps struct {
 	Store     Store
 	Checkouts Checkouts
 	Policy    Policies
 	Databases Databases
+	Screeners Screeners
 	Releases  Releases
 	Stopper   Stopper
 	// Context bounds the scans run in the background (the server's
@@ -204,7 +206,8 @@ func (s *Service) run(ctx context.Context, appID string, began time.Time) {
 
 // scan runs internal/scan over the app's checkout (an empty tree for an
 // app without a source: its spec is still read) with its pinned revision's
-// spec, the scanner adapter's OSV database and ignore_unfixable_findings.
+// spec, the scanner adapter's OSV database and ignore_unfixable_findings,
+// then the AI screening adapters unless disable_ai_screening (screen).
 func (s *Service) scan(ctx context.Context, appID string) (scan.Result, string, error) {
 	r := s.d.Store.Read()
 	a, _, ok := apps.Apps.Get(r, appID)
@@ -233,8 +236,12 @@ func (s *Service) scan(ctx context.Context, appID string) (scan.Result, string, 
 			return scan.Result{}, "", err
 		}
 	}
-	res, err := scan.Scan(ctx, scan.Input{Dir: dir, Spec: doc, DB: db, IgnoreUnfixable: s.d.Policy.Current().IgnoreUnfixableFindings})
-	return res, rev.ID, err
+	pol := s.d.Policy.Current()
+	res, err := scan.Scan(ctx, scan.Input{Dir: dir, Spec: doc, DB: db, IgnoreUnfixable: pol.IgnoreUnfixableFindings})
+	if err != nil {
+		return scan.Result{}, "", err
+	}
+	return s.screen(ctx, dir, doc, res, pol.IgnoreUnfixableFindings, pol.DisableAIScreening), rev.ID, nil
 }
 
 // tree is the directory to scan: the app's checkout, or an empty

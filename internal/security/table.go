@@ -4,8 +4,17 @@
 // remembers: since when the score is below the installation minimum,
 // whether the owner was told, when the app was stopped for it), the scans
 // themselves (internal/scan over the app's source checkout and its pinned
-// spec revision, with the OSV database of the primary scanner adapter) and
-// the running-app side of host policy's min_security_score.
+// spec revision, with the OSV database of the primary scanner adapter,
+// then the AI screening adapters, screen.go) and the running-app side of
+// host policy's min_security_score.
+//
+// AI screening: every scanner adapter that screens (scanners/ai) is asked
+// after internal/scan, with the files the secret check flagged withheld;
+// its findings join the result and the basis names it ("ai:<adapter ID>")
+// with what it used. One that fails is named in the basis with why and the
+// score is taken from the scanners that answered: the scan is still done.
+// With host policy disable_ai_screening none is called (no request leaves
+// the server) and the basis says AI screening is off by policy.
 //
 // Scans run on request (Request: the row goes to scanning in the write
 // that audits the request, the scan runs in the background on the server

@@ -6,8 +6,8 @@
 // osv_db no dependency is matched, and each result's basis says so; the
 // secrets and spec checks run all the same.
 //
-// It has no AI screening: host policy's disable_ai_screening concerns an
-// AI screening adapter, which this build does not have.
+// It has no AI screening: that is scanners/ai's, which host policy's
+// disable_ai_screening turns off.
 //
 // This package must not touch the store, HTTP or another adapter.
 package builtin
