@@ -185,8 +185,12 @@ func TestHostileAnswers(t *testing.T) {
 		{name: "prose in the message", fail: "not the findings object", respond: func(w http.ResponseWriter, r fakeai.Request) {
 			fakeai.Answer(w, "Sure! Here are the findings: "+apiKey)
 		}},
-		{name: "another key", fail: "not the findings object", respond: func(w http.ResponseWriter, r fakeai.Request) {
-			fakeai.Answer(w, `{"findings":[],"note":"x"}`)
+		{name: "other keys ignored", respond: func(w http.ResponseWriter, r fakeai.Request) {
+			fakeai.Answer(w, `{"summary":"one issue","findings":[{"severity":"medium","title":"t","path":null,"fixable":false,"description":"more","cwe":["CWE-78"]}]}`)
+		}, check: func(t *testing.T, fs []scan.Finding, what string) {
+			if len(fs) != 1 || fs[0].Severity != "medium" || fs[0].Fixable {
+				t.Fatalf("%d findings, %+v; want the one medium finding, the keys the model added ignored", len(fs), fs)
+			}
 		}},
 		{name: "two objects", fail: "goes on after", respond: func(w http.ResponseWriter, r fakeai.Request) {
 			fakeai.Answer(w, content()+content())

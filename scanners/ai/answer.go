@@ -49,8 +49,9 @@ type answerFinding struct {
 var severities = map[string]bool{scan.Critical: true, scan.High: true, scan.Medium: true, scan.Low: true}
 
 // parseAnswer reads a chat completion's body: the first choice's message
-// must be one JSON object {"findings": [...]} with no other key and
-// nothing after it. Of its findings, those with a severity outside the
+// must be one JSON object with a "findings" list and nothing after it
+// (keys a model adds, such as a summary or a finding's description, are
+// ignored: nothing but the four fields below is kept). Of its findings, those with a severity outside the
 // four, no title left once sanitized, no fixable, or a path that is not
 // one of files are dropped, and so are those past max; dropped counts
 // them. A body that is not that is an error, which never quotes it.
@@ -63,7 +64,6 @@ func parseAnswer(body []byte, files map[string]bool, max int) ([]found, int, err
 		return nil, 0, errors.New("no message")
 	}
 	dec := json.NewDecoder(strings.NewReader(*c.Choices[0].Message.Content))
-	dec.DisallowUnknownFields()
 	var a answer
 	if err := dec.Decode(&a); err != nil {
 		return nil, 0, errors.New("the message is not the findings object asked for")
