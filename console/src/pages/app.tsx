@@ -11,6 +11,7 @@ import { Events } from "./events";
 import { Logs } from "./logs";
 import { Plan } from "./plan";
 import { Secrets } from "./secrets";
+import { Security } from "./security";
 import { Settings } from "./settings";
 import { Sharing } from "./sharing";
 import { Slots } from "./slots";
@@ -42,6 +43,7 @@ const tabs: { sub: string; label: string; page?: FunctionComponent<AppPageProps>
   { sub: "plan", label: "Plan", page: Plan },
   { sub: "detection", label: "Detection", page: Detection },
   { sub: "secrets", label: "Secrets", page: Secrets },
+  { sub: "security", label: "Security", page: Security },
   { sub: "slots", label: "Slots", page: Slots },
   { sub: "volumes", label: "Volumes", page: Volumes },
   { sub: "sharing", label: "Sharing", page: Sharing },

@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The console's security page of an app, its idle setting and the
+// installation's upgrade page, in a real Chromium against the real
+// binary. Run them with:
+//
+//	go test -count=1 -run 'TestConsoleSecurity' ./internal/e2e/
+
+// securityView is GET …/security's "security", as far as the test reads it.
+type securityView struct {
+	State    string `json:"state"`
+	Score    *int   `json:"score"`
+	Findings []struct {
+		Severity string  `json:"severity"`
+		Title    string  `json:"title"`
+		Path     *string `json:"path"`
+		Fixable  bool    `json:"fixable"`
+	} `json:"findings"`
+	Basis []struct {
+		Scanner string `json:"scanner"`
+	} `json:"basis"`
+}
+
+func (s *webServer) security(t *testing.T, appID string) securityView {
+	t.Helper()
+	var out struct {
+		Security securityView `json:"security"`
+	}
+	s.must(t, "GET", "/apps/"+appID+"/security", nil, http.StatusOK, &out)
+	return out.Security
+}
+
+// leakyTree writes a static site whose config.js commits a GitHub token
+// (random characters of the token's shape, made at run time so that no
+// secret sits in this file) and returns the directory and the token.
+func leakyTree(t *testing.T) (string, string) {
+	t.Helper()
+	token := "gh" + "p_" + (rand.Text() + rand.Text())[:36]
+	dir := t.TempDir()
+	for name, body := range map[string]string{"index.html": "<h1>hello</h1>\n", "config.js": "const github = '" + token + "';\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, token
+}
+
+// TestConsoleSecurity, on a server in port mode whose host policy sets
+// min_security_score 90, with an app whose uploaded source commits a
+// GitHub token and whose static spec is pinned (never deployed):
+//   - the app's Security tab, before any scan, shows the empty state
+//     saying what a scan does and that deploys are refused under a
+//     minimum, the minimum 90 and the app below it, without shifting its
+//     layout as the answers arrive;
+//   - Scan now starts a scan (the API's security.scan audit entry) and the
+//     page follows it to its end: the score the API has, out of 100,
+//     below the minimum, the basis, and the planted token as a high,
+//     fixable finding at config.js, whose value the page never shows;
+//   - read again, the scanned page does not shift as it arrives;
+//   - an account with the viewer role on the app sees the score but no
+//     Scan now, and is told which verb scanning needs.
+//
+// All through, the console calls only /api/v1 on its own origin and
+// reports no problem; axe-core finds no serious violation in the light
+// and dark themes; screenshots go to SVC_SCREENSHOTS.
+func TestConsoleSecurity(t *testing.T) {
+	s := startWebServer(t, "port", "SVC_RUNTIME_ISOLATION=none")
+	dir, token := leakyTree(t)
+	app := s.createApp(t, "leaky")
+	s.must(t, "POST", "/apps/"+app+"/source", dirTarGz(t, dir), http.StatusAccepted, nil)
+	rev := s.newRevision(t, app, specDoc{"workloads": map[string]any{"web": map[string]any{"build": map[string]any{"kind": "static", "context": "."}}}})
+	s.must(t, "POST", "/apps/"+app+"/specs/"+strconv.Itoa(rev)+"/pin", nil, http.StatusOK, nil)
+	var pol struct {
+		Policy map[string]any `json:"policy"`
+	}
+	s.must(t, "GET", "/policy", nil, http.StatusOK, &pol)
+	pol.Policy["min_security_score"] = 90
+	s.must(t, "PUT", "/policy", map[string]any{"policy": pol.Policy}, http.StatusOK, nil)
+
+	tab := consoleTab(t, browse(t))
+	watchLayoutShift(tab)
+	s.signInTab(t, tab, "admin", adminPassword)
+	openSecurity := func() {
+		t.Helper()
+		tab.Go(s.console + "/apps/" + app)
+		waitFor(t, tab, "the overview", `document.querySelector('[data-table="usage"], .overview .muted') && document.querySelector('.app-facts code')`)
+		tab.MustEval(`new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => { window.__cls = 0; r(true); }, 100))))`, nil)
+		click(t, tab, `nav.tabs a[href$="/security"]`)
+		waitFor(t, tab, "the security page", `document.querySelector('[data-minimum="90"]') && document.querySelector('.sec-number[data-score]') && document.querySelector('[data-state]').dataset.state !== ""`)
+	}
+
+	// Never scanned: the empty state, the minimum, the app below it.
+	openSecurity()
+	waitFor(t, tab, "the empty state", `document.querySelector('[data-empty]')`)
+	noLayoutShift(t, tab, "the security page of a never-scanned app")
+	for _, want := range []string{"Not scanned yet", "committed secrets", "deploys are refused", "The host minimum is 90", "not scanned yet"} {
+		waitText(t, tab, want)
+	}
+	var below string
+	tab.MustEval(`document.querySelector('[data-minimum]').dataset.below`, &below)
+	if below != "true" {
+		t.Errorf("a never-scanned app under a minimum of 90 is shown below it: %q; want true", below)
+	}
+	accessible(t, tab, "the security page of a never-scanned app")
+	screenshots(t, tab, "security-never")
+
+	// Scan now: the page follows the scan to its end.
+	clickButton(t, tab, ".sec-actions", "Scan now")
+	waitForAPI(t, "the scan request audited", func() bool { return s.audited(t, "security.scan", app) })
+	waitFor(t, tab, "the scan's end", `document.querySelector('[data-state="done"], [data-state="failed"]')`)
+	v := s.security(t, app)
+	if v.State != "done" || v.Score == nil {
+		t.Fatalf("after Scan now the API has %+v; want a finished scan with a score", v)
+	}
+	if *v.Score >= 90 {
+		t.Errorf("the score with a committed token is %d; want below 90", *v.Score)
+	}
+	planted := false
+	for _, f := range v.Findings {
+		if f.Severity == "high" && f.Fixable && f.Path != nil && strings.HasPrefix(*f.Path, "config.js") {
+			planted = true
+		}
+	}
+	if !planted {
+		t.Errorf("the API's findings %+v lack the planted token (high, fixable, in config.js)", v.Findings)
+	}
+	var shown struct {
+		Score   string   `json:"score"`
+		Below   string   `json:"below"`
+		High    []string `json:"high"`
+		Basis   int      `json:"basis"`
+		Counted string   `json:"counted"`
+		Text    string   `json:"text"`
+	}
+	tab.MustEval(`({
+  score: document.querySelector('.sec-number').dataset.score,
+  below: document.querySelector('[data-minimum]').dataset.below,
+  high: [...document.querySelectorAll('[data-table="findings-high"] tbody tr')].map((r) => r.innerText),
+  basis: document.querySelectorAll('[data-basis] dt').length,
+  counted: document.querySelector('[data-counts] [data-severity="high"] .sec-count').innerText,
+  text: document.body.innerText,
+})`, &shown)
+	if shown.Score != strconv.Itoa(*v.Score) || !strings.Contains(shown.Text, strconv.Itoa(*v.Score)+" / 100") {
+		t.Errorf("the page shows the score %q; the API has %d (out of 100)", shown.Score, *v.Score)
+	}
+	if shown.Below != "true" || !strings.Contains(shown.Text, "PLAN_SECURITY_BELOW_THRESHOLD") {
+		t.Errorf("a score of %d under a minimum of 90 is not shown as refusing deploys (below %q)", *v.Score, shown.Below)
+	}
+	row := strings.Join(shown.High, "\n")
+	if !strings.Contains(row, "config.js") || !strings.Contains(row, "yes") {
+		t.Errorf("the high findings shown are %q; want the planted token at config.js, fixable", shown.High)
+	}
+	if shown.Basis != len(v.Basis) || shown.Basis == 0 {
+		t.Errorf("the page shows %d basis lines; the API has %d", shown.Basis, len(v.Basis))
+	}
+	if n, _ := strconv.Atoi(shown.Counted); n == 0 {
+		t.Errorf("the count of high findings shown is %q", shown.Counted)
+	}
+	if strings.Contains(shown.Text, token) {
+		t.Errorf("the page shows the committed token's value")
+	}
+	accessible(t, tab, "the security page of a scanned app")
+	screenshots(t, tab, "security-scanned")
+
+	// Read again: the scanned page does not shift as it arrives.
+	openSecurity()
+	waitFor(t, tab, "the findings", `document.querySelector('[data-table="findings-high"] tbody tr')`)
+	noLayoutShift(t, tab, "the security page of a scanned app")
+	noProblems(t, tab)
+	onlyAPI(t, tab, s.console)
+
+	// A viewer sees the result, and no Scan now.
+	viewer, _ := s.member(t, "vera")
+	s.must(t, "POST", "/apps/"+app+"/grants", map[string]any{"plane": "control", "principal_kind": "user", "principal_id": viewer, "role_id": "role_viewer"}, http.StatusCreated, nil)
+	vtab := consoleTab(t, browse(t))
+	s.signInTab(t, vtab, "vera", "vera-password-93d1")
+	vtab.Go(s.console + "/apps/" + app + "/security")
+	waitFor(t, vtab, "the viewer's security page", `document.querySelector('[data-no-scan]') && document.querySelector('.sec-number').dataset.score === `+strconv.Quote(strconv.Itoa(*v.Score)))
+	var buttons int
+	vtab.MustEval(`document.querySelectorAll('[data-scan]').length + [...document.querySelectorAll('button')].filter((b) => b.innerText.includes("Scan")).length`, &buttons)
+	if buttons != 0 {
+		t.Errorf("a viewer is offered Scan now (%d buttons)", buttons)
+	}
+	waitText(t, vtab, "app.deploy")
+	accessible(t, vtab, "a viewer's security page")
+	screenshots(t, vtab, "security-viewer")
+	noProblems(t, vtab)
+	onlyAPI(t, vtab, s.console)
+}
