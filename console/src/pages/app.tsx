@@ -11,7 +11,7 @@ import { Events } from "./events";
 import { Logs } from "./logs";
 import { Plan } from "./plan";
 import { Secrets } from "./secrets";
-import { Security } from "./security";
+import { ScoreBadge, Security } from "./security";
 import { Settings } from "./settings";
 import { Sharing } from "./sharing";
 import { Slots } from "./slots";
@@ -106,6 +106,7 @@ export function AppPages(props: { appID: string; rest: string[] }) {
               ) : (
                 <span class="muted">No address yet: deploy the app to give it one.</span>
               )}
+              <ScoreBadge appID={appID} />
             </>
           ) : (
             <span class="muted">&nbsp;</span>

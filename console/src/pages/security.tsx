@@ -313,3 +313,23 @@ function Findings(props: { view: SecurityView }) {
     </section>
   );
 }
+
+/** ScoreBadge is the app's last score, linking to its Security tab: for
+ * the app's header (nothing until read, and nothing on a refusal). */
+export function ScoreBadge(props: { appID: string }) {
+  const [view, setView] = useState<SecurityView | null>(null);
+  const load = useCallback(async () => {
+    try {
+      setView((await call<{ security: SecurityView }>("GET", securityPath(props.appID))).security);
+    } catch {
+      setView(null);
+    }
+  }, [props.appID]);
+  usePoll(load, 30000, [load]);
+  if (!view) return null;
+  return (
+    <Link href={"/apps/" + props.appID + "/security"} class="sec-badge" data-score-badge={view.score ?? ""}>
+      {view.score === null ? (view.state === "scanning" ? "Security: scanning…" : "Security: not scanned") : "Security " + view.score + "/100"}
+    </Link>
+  );
+}
