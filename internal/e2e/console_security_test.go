@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/svchost/svc/internal/browsertest"
 )
 
 // The console's security page of an app, its idle setting and the
@@ -40,6 +43,17 @@ func (s *webServer) security(t *testing.T, appID string) securityView {
 	return out.Security
 }
 
+// viewerTab gives the account vera the viewer role on the app and signs
+// it in on a tab of its own.
+func (s *webServer) viewerTab(t *testing.T, appID string) *browsertest.Tab {
+	t.Helper()
+	viewer, _ := s.member(t, "vera")
+	s.must(t, "POST", "/apps/"+appID+"/grants", map[string]any{"plane": "control", "principal_kind": "user", "principal_id": viewer, "role_id": "role_viewer"}, http.StatusCreated, nil)
+	vtab := consoleTab(t, browse(t))
+	s.signInTab(t, vtab, "vera", "vera-password-93d1")
+	return vtab
+}
+
 // leakyTree writes a static site whose config.js commits a GitHub token
 // (random characters of the token's shape, made at run time so that no
 // secret sits in this file) and returns the directory and the token.
@@ -66,7 +80,8 @@ func leakyTree(t *testing.T) (string, string) {
 //     page follows it to its end: the score the API has, out of 100,
 //     below the minimum, the basis, and the planted token as a high,
 //     fixable finding at config.js, whose value the page never shows;
-//   - read again, the scanned page does not shift as it arrives;
+//   - read again, the scanned page does not shift as it arrives, and the
+//     app's header shows the score, linking to the page;
 //   - an account with the viewer role on the app sees the score but no
 //     Scan now, and is told which verb scanning needs.
 //
@@ -176,14 +191,12 @@ func TestConsoleSecurity(t *testing.T) {
 	openSecurity()
 	waitFor(t, tab, "the findings", `document.querySelector('[data-table="findings-high"] tbody tr')`)
 	noLayoutShift(t, tab, "the security page of a scanned app")
+	waitFor(t, tab, "the score in the app's header", `document.querySelector('.app-facts [data-score-badge="`+strconv.Itoa(*v.Score)+`"]')`)
 	noProblems(t, tab)
 	onlyAPI(t, tab, s.console)
 
 	// A viewer sees the result, and no Scan now.
-	viewer, _ := s.member(t, "vera")
-	s.must(t, "POST", "/apps/"+app+"/grants", map[string]any{"plane": "control", "principal_kind": "user", "principal_id": viewer, "role_id": "role_viewer"}, http.StatusCreated, nil)
-	vtab := consoleTab(t, browse(t))
-	s.signInTab(t, vtab, "vera", "vera-password-93d1")
+	vtab := s.viewerTab(t, app)
 	vtab.Go(s.console + "/apps/" + app + "/security")
 	waitFor(t, vtab, "the viewer's security page", `document.querySelector('[data-no-scan]') && document.querySelector('.sec-number').dataset.score === `+strconv.Quote(strconv.Itoa(*v.Score)))
 	var buttons int
@@ -196,4 +209,150 @@ func TestConsoleSecurity(t *testing.T) {
 	screenshots(t, vtab, "security-viewer")
 	noProblems(t, vtab)
 	onlyAPI(t, vtab, s.console)
+}
+
+// lifecycleOf reads the latest revision's number and its lifecycle.
+func (s *webServer) lifecycleOf(t *testing.T, appID string) (int, any) {
+	t.Helper()
+	var list struct {
+		Items []struct {
+			Revision int `json:"revision"`
+		} `json:"items"`
+	}
+	s.must(t, "GET", "/apps/"+appID+"/specs?limit=1", nil, http.StatusOK, &list)
+	if len(list.Items) == 0 {
+		t.Fatalf("app %s has no revision", appID)
+	}
+	n := list.Items[0].Revision
+	var one struct {
+		Spec struct {
+			Spec specDoc `json:"spec"`
+		} `json:"spec"`
+	}
+	s.must(t, "GET", "/apps/"+appID+"/specs/"+strconv.Itoa(n), nil, http.StatusOK, &one)
+	return n, one.Spec.Spec["lifecycle"]
+}
+
+// TestConsoleSecurityIdle: the "When idle" control of an app's settings
+// page, on an app with one revision and no lifecycle:
+//   - it says the latest revision never stops the app for idleness, and
+//     the page does not shift as that arrives;
+//   - 14 days, stop, saved, writes revision 2 whose lifecycle is
+//     {idle_days: 14, idle_action: stop} (GET …/specs), the rest of the
+//     document unchanged, and the page names the revision;
+//   - delete is warned on the page and asks for confirmation: cancelled,
+//     no revision is written; confirmed, revision 3 has {idle_days: 30,
+//     idle_action: delete};
+//   - emptied (never), revision 4 has no lifecycle;
+//   - a viewer of the app is told saving needs app.spec.edit, and the
+//     API's refusal shows when they try; no revision is written.
+//
+// The console calls only /api/v1, reports no problem, and passes axe-core
+// in both themes; screenshots go to SVC_SCREENSHOTS.
+func TestConsoleSecurityIdle(t *testing.T) {
+	s := startWebServer(t, "port", "SVC_RUNTIME_ISOLATION=none")
+	app := s.createApp(t, "sleepy")
+	doc := specDoc{"workloads": map[string]any{"web": map[string]any{"build": map[string]any{"kind": "static", "context": "."}}}, "env": map[string]any{"GREETING": "hello"}}
+	s.newRevision(t, app, doc)
+
+	tab := consoleTab(t, browse(t))
+	watchLayoutShift(tab)
+	s.signInTab(t, tab, "admin", adminPassword)
+	tab.Go(s.console + "/apps/" + app)
+	waitFor(t, tab, "the overview", `document.querySelector('.app-facts code')`)
+	tab.MustEval(`new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => { window.__cls = 0; r(true); }, 100))))`, nil)
+	click(t, tab, `nav.tabs a[href$="/settings"]`)
+	waitText(t, tab, "Revision 1 (the latest) says: never stopped or deleted for idleness")
+	noLayoutShift(t, tab, "the settings page with When idle")
+
+	saveIdle := func(days, action string) {
+		t.Helper()
+		setValue(t, tab, `input[name="idle_days"]`, days)
+		if action != "" {
+			click(t, tab, `input[name="idle_action"][value="`+action+`"]`)
+		}
+		clickButton(t, tab, ".idle-settings", "Save as a new revision")
+	}
+	saved := func(rev int) {
+		t.Helper()
+		waitFor(t, tab, "revision "+strconv.Itoa(rev)+" saved", `document.querySelector('[data-idle-saved="`+strconv.Itoa(rev)+`"]')`)
+	}
+
+	saveIdle("14", "stop")
+	saved(2)
+	waitText(t, tab, "Saved as revision 2: stopped after 14 days without a request")
+	if n, lc := s.lifecycleOf(t, app); n != 2 || !jsonEqual(lc, map[string]any{"idle_days": 14, "idle_action": "stop"}) {
+		t.Errorf("after saving 14 days, stop: revision %d has lifecycle %v", n, lc)
+	}
+	var one, two struct {
+		Spec struct {
+			Spec specDoc `json:"spec"`
+		} `json:"spec"`
+	}
+	s.must(t, "GET", "/apps/"+app+"/specs/1", nil, http.StatusOK, &one)
+	s.must(t, "GET", "/apps/"+app+"/specs/2", nil, http.StatusOK, &two)
+	delete(two.Spec.Spec, "lifecycle")
+	if !jsonEqual(two.Spec.Spec, one.Spec.Spec) {
+		t.Errorf("revision 2 is %v; want revision 1's document %v with only the lifecycle added", two.Spec.Spec, one.Spec.Spec)
+	}
+	accessible(t, tab, "the settings page with When idle")
+	screenshots(t, tab, "idle-settings")
+
+	// Delete: warned, confirmed.
+	setValue(t, tab, `input[name="idle_days"]`, "30")
+	click(t, tab, `input[name="idle_action"][value="delete"]`)
+	waitText(t, tab, "It cannot be undone")
+	clickButton(t, tab, ".idle-settings", "Save as a new revision")
+	waitFor(t, tab, "the confirmation", `document.querySelector('dialog.confirm[open]')`)
+	var asks string
+	tab.MustEval(`document.querySelector('dialog.confirm[open]').innerText`, &asks)
+	if !strings.Contains(asks, "deleted, not stopped") || !strings.Contains(asks, "Delete after 30 idle days") {
+		t.Errorf("the confirmation says %q; want it to say the app is deleted after 30 days", asks)
+	}
+	accessible(t, tab, "the confirmation of delete when idle")
+	screenshots(t, tab, "idle-confirm")
+	clickButton(t, tab, "dialog.confirm[open]", "Cancel")
+	waitFor(t, tab, "the dialog closed", `!document.querySelector('dialog.confirm[open]')`)
+	if n, _ := s.lifecycleOf(t, app); n != 2 {
+		t.Errorf("a cancelled delete setting wrote revision %d", n)
+	}
+	clickButton(t, tab, ".idle-settings", "Save as a new revision")
+	clickButton(t, tab, "dialog.confirm[open]", "Delete after 30 idle days")
+	saved(3)
+	if n, lc := s.lifecycleOf(t, app); n != 3 || !jsonEqual(lc, map[string]any{"idle_days": 30, "idle_action": "delete"}) {
+		t.Errorf("after confirming 30 days, delete: revision %d has lifecycle %v", n, lc)
+	}
+
+	// Never.
+	saveIdle("", "")
+	saved(4)
+	if n, lc := s.lifecycleOf(t, app); n != 4 || lc != nil {
+		t.Errorf("after emptying the days: revision %d has lifecycle %v; want none", n, lc)
+	}
+	noProblems(t, tab)
+	onlyAPI(t, tab, s.console)
+
+	// A viewer is told, and refused.
+	vtab := s.viewerTab(t, app)
+	vtab.Go(s.console + "/apps/" + app + "/settings")
+	waitFor(t, vtab, "the viewer's note", `document.querySelector('[data-no-edit]') && document.querySelector('[data-idle-now]').innerText.includes("Revision 4")`)
+	setValue(t, vtab, `input[name="idle_days"]`, "7")
+	clickButton(t, vtab, ".idle-settings", "Save as a new revision")
+	waitFor(t, vtab, "the refusal", `document.querySelector('#idle-error .code')`)
+	var code string
+	vtab.MustEval(`document.querySelector('#idle-error .code').innerText`, &code)
+	if !strings.HasPrefix(code, "PERM_") {
+		t.Errorf("a viewer's save shows %q; want the API's PERM_ refusal", code)
+	}
+	if n, _ := s.lifecycleOf(t, app); n != 4 {
+		t.Errorf("a viewer's save wrote revision %d", n)
+	}
+	noProblems(t, vtab)
+}
+
+// jsonEqual compares two values as JSON has them.
+func jsonEqual(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
 }
