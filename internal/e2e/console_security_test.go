@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/svchost/svc/internal/browsertest"
 )
@@ -355,6 +356,77 @@ func jsonEqual(a, b any) bool {
 	x, err1 := json.Marshal(a)
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+// TestConsoleSecurityStopped: an app that svc itself stopped says why on
+// its overview. The leaky site is deployed and scanned (80, below 90);
+// then host policy sets min_security_score 90, insecure_action stop and
+// insecure_grace_hours 0, and the leader's check (every minute) marks it
+// below the minimum and, at its next pass, stops it. Its overview then
+// says it was stopped for its security score, and the note's Start,
+// confirmed, starts it again (the API's desired state is running). An app
+// stopped by a person shows no such note. (An idle stop is the same note
+// with the reason idle; idle days cannot pass in this test.)
+func TestConsoleSecurityStopped(t *testing.T) {
+	s := startWebServer(t, "port", "SVC_RUNTIME_ISOLATION=none")
+	dir, _ := leakyTree(t)
+	app := s.createApp(t, "leaky")
+	s.must(t, "POST", "/apps/"+app+"/source", dirTarGz(t, dir), http.StatusAccepted, nil)
+	rev := s.newRevision(t, app, specDoc{"workloads": map[string]any{"web": map[string]any{"build": map[string]any{"kind": "static", "context": "."}}}})
+	s.must(t, "POST", "/apps/"+app+"/specs/"+strconv.Itoa(rev)+"/pin", nil, http.StatusOK, nil)
+	s.deployed(t, app, 0)
+	s.waitDeployed(t, app)
+	s.must(t, "POST", "/apps/"+app+"/security/scan", nil, http.StatusAccepted, nil)
+	waitForAPI(t, "the scan's end", func() bool { return s.security(t, app).State == "done" })
+	var pol struct {
+		Policy map[string]any `json:"policy"`
+	}
+	s.must(t, "GET", "/policy", nil, http.StatusOK, &pol)
+	pol.Policy["min_security_score"] = 90
+	pol.Policy["insecure_action"] = "stop"
+	pol.Policy["insecure_grace_hours"] = 0
+	s.must(t, "PUT", "/policy", map[string]any{"policy": pol.Policy}, http.StatusOK, nil)
+	desired := func() string {
+		var got struct {
+			App struct {
+				DesiredState string `json:"desired_state"`
+			} `json:"app"`
+		}
+		s.must(t, "GET", "/apps/"+app, nil, http.StatusOK, &got)
+		return got.App.DesiredState
+	}
+	// Two passes of the leader's minute-long check: below, then stopped.
+	deadline := time.Now().Add(scaled(4 * time.Minute))
+	for desired() != "stopped" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the app below the minimum was not stopped after %s", scaled(4*time.Minute))
+		}
+		time.Sleep(time.Second)
+	}
+
+	tab := consoleTab(t, browse(t))
+	s.signInTab(t, tab, "admin", adminPassword)
+	tab.Go(s.console + "/apps/" + app)
+	waitFor(t, tab, "the note", `document.querySelector('[data-stopped-because="insecure"]')`)
+	waitText(t, tab, "Stopped for its security score")
+	accessible(t, tab, "the overview of an app stopped for its score")
+	screenshots(t, tab, "stopped-insecure")
+	clickButton(t, tab, ".stopped-because", "Start")
+	clickButton(t, tab, "dialog.confirm[open]", "Start leaky")
+	waitForAPI(t, "the app meant to run again", func() bool { return desired() == "running" })
+
+	// Stopped by a person: no note.
+	s.must(t, "POST", "/apps/"+app+"/stop", nil, http.StatusOK, nil)
+	tab.Go(s.console + "/apps/" + app)
+	waitText(t, tab, "Meant to be stopped")
+	waitFor(t, tab, "the usage read", `document.querySelector('#usage-h') && !document.querySelector('.overview [aria-busy="true"]')`)
+	var notes int
+	tab.MustEval(`new Promise((r) => setTimeout(() => r(document.querySelectorAll('[data-stopped-because]').length), 500))`, &notes)
+	if notes != 0 {
+		t.Errorf("an app a person stopped shows %d notes of why svc stopped it", notes)
+	}
+	noProblems(t, tab)
+	onlyAPI(t, tab, s.console)
 }
 
 // TestConsoleSecurityUpgrade: the installation's Upgrade page, listed in

@@ -8,6 +8,7 @@ import { StateBadge } from "./apps";
 import { Deploys } from "./deploys";
 import { Detection } from "./detection";
 import { Events } from "./events";
+import { StoppedBecause } from "./idle";
 import { Logs } from "./logs";
 import { Plan } from "./plan";
 import { Secrets } from "./secrets";
@@ -313,6 +314,7 @@ function Overview(props: { app: App | null; appID: string; onChanged: () => Prom
           </table>
         )}
       </section>
+      {desired === "stopped" && <StoppedBecause appID={appID} onStart={() => setAsking("start")} />}
     </div>
   );
 }

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useState } from "preact/hooks";
 import { call } from "../api";
 import { Link } from "../router";
-import { Confirm, ErrorNote, Submit, useSubmit } from "../ui";
+import { Confirm, ErrorNote, Submit, useSubmit, when } from "../ui";
 import { specsPath, type SpecList, type SpecView } from "./specdoc";
 import "./idle.css";
 
@@ -168,4 +168,47 @@ export function IdleSettings(props: { appID: string; verbs: string[] | null }) {
 function says(days: number, action: Action): string {
   if (!days) return "never stopped or deleted for idleness";
   return (action === "delete" ? "deleted" : "stopped") + " after " + days + (days === 1 ? " day" : " days") + " without a request";
+}
+
+interface StopEntry {
+  time: string;
+  details: { reason?: string } | null;
+}
+
+const stoppedSays: Record<string, string> = {
+  idle: "No request reached it for the days its spec’s lifecycle sets (When idle, on its Settings page). It stays stopped until someone starts it.",
+  insecure: "Its security score stayed below the host’s minimum past the grace period (see its Security tab). It stays stopped until someone starts it; a scan at or above the minimum lets it deploy again.",
+};
+
+/**
+ * StoppedBecause says why an app meant to be stopped was stopped by svc
+ * itself (for idleness, or for a security score below the host minimum),
+ * from the newest app.stop entry of the audit log (GET /audit, which only
+ * those holding install.audit.read may read: for others, and for a stop
+ * by a person, it shows nothing), with a Start button.
+ */
+export function StoppedBecause(props: { appID: string; onStart: () => void }) {
+  const [entry, setEntry] = useState<StopEntry | null>(null);
+  useEffect(() => {
+    let live = true;
+    call<{ items: StopEntry[] }>("GET", "/audit?action=app.stop&app_id=" + encodeURIComponent(props.appID) + "&limit=1").then(
+      (r) => live && setEntry(r.items[0] ?? null),
+      () => live && setEntry(null),
+    );
+    return () => {
+      live = false;
+    };
+  }, [props.appID]);
+  const reason = entry?.details?.reason ?? "";
+  if (!entry || !stoppedSays[reason]) return null;
+  return (
+    <div class="notice stopped-because" role="status" data-stopped-because={reason}>
+      <p>
+        <strong>{reason === "idle" ? "Stopped for idleness" : "Stopped for its security score"}</strong> on {when(entry.time)}. {stoppedSays[reason]}
+      </p>
+      <button type="button" onClick={props.onStart}>
+        Start
+      </button>
+    </div>
+  );
 }
