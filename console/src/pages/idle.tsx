@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useState } from "preact/hooks";
 import { call } from "../api";
 import { Link } from "../router";
-import { Confirm, ErrorNote, Submit, useSubmit, when } from "../ui";
+import { Confirm, ErrorNote, useSubmit, when } from "../ui";
 import { specsPath, type SpecList, type SpecView } from "./specdoc";
 import "./idle.css";
 
@@ -134,7 +134,9 @@ export function IdleSettings(props: { appID: string; verbs: string[] | null }) {
         )}
         <ErrorNote error={form.error} id="idle-error" />
         <div class="inline-form">
-          <Submit busy={form.busy || !latest || !valid}>Save as a new revision</Submit>
+          <button type="submit" class="primary" disabled={form.busy || !latest || !valid} aria-busy={form.busy}>
+            Save as a new revision
+          </button>
           <span class="muted" role="status" aria-live="polite" data-idle-saved={saved?.revision ?? ""}>
             {saved && (
               <>
