@@ -81,6 +81,7 @@ func leakyTree(t *testing.T) (string, string) {
 //     page follows it to its end: the score the API has, out of 100,
 //     below the minimum, the basis, and the planted token as a high,
 //     fixable finding at config.js, whose value the page never shows;
+//     the app's header shows the new score at once;
 //   - read again, the scanned page does not shift as it arrives, and the
 //     app's header shows the score, linking to the page;
 //   - an account with the viewer role on the app sees the score but no
@@ -185,6 +186,7 @@ func TestConsoleSecurity(t *testing.T) {
 	if strings.Contains(shown.Text, token) {
 		t.Errorf("the page shows the committed token's value")
 	}
+	waitFor(t, tab, "the header's score, as soon as the scan ended", `document.querySelector('.app-facts [data-score-badge="`+strconv.Itoa(*v.Score)+`"]')`)
 	accessible(t, tab, "the security page of a scanned app")
 	screenshots(t, tab, "security-scanned")
 

@@ -1,5 +1,5 @@
 import { Fragment } from "preact";
-import { useCallback, useState } from "preact/hooks";
+import { useCallback, useEffect, useState } from "preact/hooks";
 import { ApiError, call, seg } from "../api";
 import { Link } from "../router";
 import { ErrorNote, usePoll, when } from "../ui";
@@ -39,6 +39,13 @@ export interface SecurityView {
 
 export const severities: Severity[] = ["critical", "high", "medium", "low"];
 
+// What the Security tab reads, told to the header's ScoreBadge so that the
+// two agree as soon as a scan ends.
+const seen = new Set<(appID: string, v: SecurityView) => void>();
+function tell(appID: string, v: SecurityView) {
+  seen.forEach((l) => l(appID, v));
+}
+
 const scanVerb = "app.deploy";
 
 /** securityPath is the API's path of an app's security result. */
@@ -76,6 +83,7 @@ export function Security(props: AppPageProps) {
     try {
       const r = await call<{ security: SecurityView }>("GET", securityPath(appID));
       setView(r.security);
+      tell(appID, r.security);
       setError(null);
     } catch (e) {
       setError(e);
@@ -92,6 +100,7 @@ export function Security(props: AppPageProps) {
     try {
       const r = await call<{ security: SecurityView }>("POST", securityPath(appID) + "/scan");
       setView(r.security);
+      tell(appID, r.security);
     } catch (e) {
       setError(e);
     } finally {
@@ -120,10 +129,13 @@ export function Security(props: AppPageProps) {
       </div>
       <ErrorNote error={error} />
       <Score view={view} min={min} appID={appID} />
-      {view && view.state === "never_scanned" ? (
+      {/* What follows the score waits for the minimum too, which may
+          lengthen the score's panel: nothing below it moves. */}
+      {view && min !== undefined && view.state === "never_scanned" ? (
         <NeverScanned />
       ) : (
-        view && (
+        view &&
+        min !== undefined && (
           <>
             <Basis view={view} />
             <Findings view={view} />
@@ -254,7 +266,7 @@ function Basis(props: { view: SecurityView }) {
       )}
       <ul class="sec-counts" aria-label="Findings by severity" data-counts>
         {severities.map((s) => (
-          <li key={s} class={"sev-" + s} data-severity={s}>
+          <li key={s} class={"sev-" + s + ((view.counts[s] ?? 0) > 0 ? " some" : "")} data-severity={s}>
             <span class="sec-count">{view.counts[s] ?? 0}</span> {s}
           </li>
         ))}
@@ -326,6 +338,13 @@ export function ScoreBadge(props: { appID: string }) {
     }
   }, [props.appID]);
   usePoll(load, 30000, [load]);
+  useEffect(() => {
+    const l = (id: string, v: SecurityView) => id === props.appID && setView(v);
+    seen.add(l);
+    return () => {
+      seen.delete(l);
+    };
+  }, [props.appID]);
   if (!view) return null;
   return (
     <Link href={"/apps/" + props.appID + "/security"} class="sec-badge" data-score-badge={view.score ?? ""}>
