@@ -13,6 +13,7 @@ import { Policy } from "./admin/policy";
 import { Roles } from "./admin/roles";
 import { Storage } from "./admin/storage";
 import { Tokens } from "./admin/tokens";
+import { UpgradePage } from "./admin/upgrade";
 
 // The installation's pages, /admin/<page>/…: a side list of the pages and
 // the one the address names. Shown to those holding install.view; each
@@ -37,6 +38,7 @@ const pages: { sub: string; label: string; page: FunctionComponent<AdminPageProp
   { sub: "config", label: "Configuration", page: Config },
   { sub: "capacity", label: "Capacity", page: Capacity },
   { sub: "storage", label: "Storage", page: Storage },
+  { sub: "upgrade", label: "Upgrade", page: UpgradePage },
 ];
 
 export function AdminPages(props: { me: Me; rest: string[] }) {

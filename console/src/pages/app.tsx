@@ -8,9 +8,11 @@ import { StateBadge } from "./apps";
 import { Deploys } from "./deploys";
 import { Detection } from "./detection";
 import { Events } from "./events";
+import { StoppedBecause } from "./idle";
 import { Logs } from "./logs";
 import { Plan } from "./plan";
 import { Secrets } from "./secrets";
+import { ScoreBadge, Security } from "./security";
 import { Settings } from "./settings";
 import { Sharing } from "./sharing";
 import { Slots } from "./slots";
@@ -42,6 +44,7 @@ const tabs: { sub: string; label: string; page?: FunctionComponent<AppPageProps>
   { sub: "plan", label: "Plan", page: Plan },
   { sub: "detection", label: "Detection", page: Detection },
   { sub: "secrets", label: "Secrets", page: Secrets },
+  { sub: "security", label: "Security", page: Security },
   { sub: "slots", label: "Slots", page: Slots },
   { sub: "volumes", label: "Volumes", page: Volumes },
   { sub: "sharing", label: "Sharing", page: Sharing },
@@ -104,6 +107,7 @@ export function AppPages(props: { appID: string; rest: string[] }) {
               ) : (
                 <span class="muted">No address yet: deploy the app to give it one.</span>
               )}
+              <ScoreBadge appID={appID} />
             </>
           ) : (
             <span class="muted">&nbsp;</span>
@@ -310,6 +314,7 @@ function Overview(props: { app: App | null; appID: string; onChanged: () => Prom
           </table>
         )}
       </section>
+      {desired === "stopped" && <StoppedBecause appID={appID} onStart={() => setAsking("start")} />}
     </div>
   );
 }

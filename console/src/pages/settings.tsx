@@ -3,6 +3,7 @@ import { API, call, seg, type App } from "../api";
 import { navigate } from "../router";
 import { Confirm, ErrorNote, Field, Submit, useSubmit } from "../ui";
 import type { AppPageProps } from "./app";
+import { IdleSettings } from "./idle";
 import "./settings.css";
 
 // An app's settings, /apps/<app ID>/settings: its name and slug
@@ -25,6 +26,7 @@ export function Settings(props: AppPageProps) {
     <div class="settings">
       <Naming appID={props.appID} app={app} onChanged={props.onChanged} />
       <TileImage appID={props.appID} app={app} onChanged={props.onChanged} />
+      <IdleSettings appID={props.appID} verbs={props.verbs} />
       <Danger appID={props.appID} app={app} />
     </div>
   );
