@@ -110,8 +110,9 @@ func TestSecurityAPI(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	if want := []string{"basis", "counts", "findings", "scan" + "ned_at", "score", "spec_id", "state"}; !slices.Equal(keys, want) {
-		t.Fatalf("keys %v, want %v (API.md)", keys, want)
+	// API.md's keys, and reason: why a failed scan failed (null otherwise).
+	if want := []string{"basis", "counts", "findings", "reason", "scan" + "ned_at", "score", "spec_id", "state"}; !slices.Equal(keys, want) || shape["security"]["reason"] != nil {
+		t.Fatalf("keys %v (reason %v), want %v (API.md, and reason null)", keys, shape["security"]["reason"], want)
 	}
 	if v := h.security(t, app); v.State != security.NeverScanned || v.Score != nil || v.ScannedAt != nil || v.SpecID != nil || len(v.Findings) != 0 {
 		t.Fatalf("before a scan: %+v", v)
@@ -354,8 +355,8 @@ func TestSecurityScanWithOSVDatabase(t *testing.T) {
 	missing := newHarnessWith(t, harnessOptions{adminPassword: adminPassword, osvDB: filepath.Join(t.TempDir(), "no-such-export")})
 	other := missing.leakyApp(t, "no database", plantedToken(t))
 	failed := missing.scanned(t, other)
-	if failed.State != security.Failed || failed.Score != nil {
-		t.Fatalf("a scan without its database: %+v", failed)
+	if failed.State != security.Failed || failed.Score != nil || failed.Failure == nil || !strings.Contains(*failed.Failure, "OSV database") {
+		t.Fatalf("a scan without its database: %+v; want failed, no score, the reason naming the OSV database", failed)
 	}
 	evs := missing.eventsOf(t, "security.scan_failed", other)
 	if len(evs) != 1 || !strings.Contains(fmt.Sprint(evs[0].Data["reason"]), "OSV database") {

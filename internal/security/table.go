@@ -123,6 +123,10 @@ type View struct {
 	Basis     []scan.Basis   `json:"basis"`
 	Findings  []scan.Finding `json:"findings"`
 	Counts    scan.Counts    `json:"counts"`
+	// Failure is why the latest scan failed, in state failed only; the
+	// stored Record keeps it as Reason (whose key, at the shallower depth,
+	// is the one stored).
+	Failure *string `json:"reason"`
 }
 
 // view is the row as the API shows it; never_scanned without a row.
@@ -131,6 +135,11 @@ func view(row Record, ok bool) View {
 		return View{State: NeverScanned, Basis: []scan.Basis{}, Findings: []scan.Finding{}}
 	}
 	v := row.View
+	v.Failure = nil
+	if v.State == Failed && row.Reason != "" {
+		reason := row.Reason
+		v.Failure = &reason
+	}
 	if v.Basis == nil {
 		v.Basis = []scan.Basis{}
 	}
