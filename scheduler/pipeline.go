@@ -254,7 +254,7 @@ func (s *Service) builds(ctx context.Context, d *Deployment, doc spec.Document, 
 	names := slices.Sorted(maps.Keys(doc.Workloads))
 	keys, reused := map[string]string{}, map[string]keptBuild{}
 	for _, name := range names {
-		keys[name] = BuildKey(d.Runtime, d.Source, doc.Workloads[name].Build, pol.MinBuildIsolation, pol.EgressAllowlist)
+		keys[name] = BuildKey(d.Runtime, d.Source, doc.Workloads[name].Build, pol.EffectiveIsolation(pol.MinBuildIsolation), pol.EgressAllowlist)
 		if k, ok := reusable(ctx, rt, from, name, keys[name], kept); ok {
 			reused[name] = k
 		}
@@ -283,7 +283,7 @@ func (s *Service) builds(ctx context.Context, d *Deployment, doc spec.Document, 
 		log.add(LogSystem, fmt.Sprintf("building workload %s (%s) from source %s (build key %s)", name, b.Kind, sourceName(d.Source), keyName(key)))
 		began := s.d.Now()
 		art, err := rt.Build(ctx, BuildRequest{ID: d.ID + "-" + name, AppID: d.AppID, Workload: name, Source: co.AppDir(), Build: b, Timeout: s.cfg.BuildTimeout,
-			Isolation: pol.MinBuildIsolation, Egress: pol.EgressAllowlist, Log: func(_, line string) { log.add(LogBuild, name+": "+line) }})
+			Isolation: pol.EffectiveIsolation(pol.MinBuildIsolation), Egress: pol.EgressAllowlist, Log: func(_, line string) { log.add(LogBuild, name+": "+line) }})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -564,7 +564,7 @@ func (s *Service) makeJob(ctx context.Context, jobID, appID string, d spec.Docum
 	if pol.MaxLogDiskBytes > 0 && len(d.Workloads) > 0 {
 		logCap = max(pol.MaxLogDiskBytes/int64(len(d.Workloads)), 4096)
 	}
-	isolation := pol.MinRuntimeIsolation
+	isolation := pol.EffectiveIsolation(pol.MinRuntimeIsolation)
 	if d.Runtime != nil && d.Runtime.Isolation != "" && !policy.AtLeast(isolation, d.Runtime.Isolation) {
 		isolation = d.Runtime.Isolation
 	}

@@ -186,7 +186,9 @@ func unfilled(in Input) []string {
 // chooseRuntime picks the runtime a deploy would use: the one the spec
 // names, else the primary; it must be loaded and meet host policy's
 // minimum runtime isolation and minimum build isolation (every deploy
-// builds each workload, or starts a build made under the same policy).
+// builds each workload, or starts a build made under the same policy),
+// each at least sandbox while egress_allowlist is set
+// (policy.EffectiveIsolation).
 func chooseRuntime(in Input) (Runtime, *errcode.Error) {
 	want := ""
 	if in.Spec.Runtime != nil {
@@ -202,7 +204,7 @@ func chooseRuntime(in Input) (Runtime, *errcode.Error) {
 		return Runtime{}, errcode.New(errcode.PlanAdapterNotConfig, "the spec names the runtime %q, which this installation has not configured", want).
 			WithDetail("adapter", want).WithRemedy("configure it with POST /api/v1/adapters, or remove runtime.adapter from the spec")
 	}
-	need, needBuild := in.Policy.MinRuntimeIsolation, in.Policy.MinBuildIsolation
+	need, needBuild := in.Policy.EffectiveIsolation(in.Policy.MinRuntimeIsolation), in.Policy.EffectiveIsolation(in.Policy.MinBuildIsolation)
 	var meets []Runtime
 	for _, rt := range candidates {
 		if rt.Loaded && policy.AtLeast(rt.Isolation, need) && policy.AtLeast(buildIsolation(rt), needBuild) {
@@ -213,7 +215,7 @@ func chooseRuntime(in Input) (Runtime, *errcode.Error) {
 		return Runtime{}, errcode.New(errcode.PlanNoAdapterPolicy, "no configured runtime offers the isolation host policy requires (workloads: %s, builds: %s)", need, needBuild).
 			WithDetail("min_runtime_isolation", need).WithDetail("min_build_isolation", needBuild).
 			WithDetail("runtimes", runtimeIsolations(candidates)).WithDetail("build_isolations", buildIsolations(candidates)).
-			WithRemedy("configure a runtime adapter that offers this isolation (the process runtime offers sandbox where bubblewrap and passt are installed), or lower min_runtime_isolation / min_build_isolation in host policy")
+			WithRemedy("configure a runtime adapter that offers this isolation (the process runtime offers sandbox where bubblewrap and passt are installed), or lower min_runtime_isolation / min_build_isolation in host policy (egress_allowlist, when set, needs sandbox)")
 	}
 	slices.SortStableFunc(meets, func(a, b Runtime) int {
 		if a.Primary != b.Primary {

@@ -88,10 +88,16 @@ func TestPlan(t *testing.T) {
 		}, nil},
 		{"an archive and no allowlist", func(in *plan.Input) { in.Source = &apps.Source{Kind: "archive"} }, nil},
 		{"a runtime that did not open", func(in *plan.Input) { rt := process; rt.Loaded = false; in.Runtimes = []plan.Runtime{rt} }, []errcode.Code{errcode.PlanNoAdapterPolicy}},
-		{"an egress list the runtime cannot enforce", func(in *plan.Input) { in.Policy.EgressAllowlist = []string{"api.example.com"} }, []errcode.Code{errcode.PlanCapabilityUnsupp}},
+		{"an egress list the runtime cannot enforce", func(in *plan.Input) {
+			rt := process
+			rt.Isolation, rt.BuildIsolation = policy.IsolationContainer, policy.IsolationContainer
+			in.Runtimes = []plan.Runtime{rt}
+			in.Policy.EgressAllowlist = []string{"api.example.com"}
+		}, []errcode.Code{errcode.PlanCapabilityUnsupp}},
+		{"an egress list needs sandbox isolation", func(in *plan.Input) { in.Policy.EgressAllowlist = []string{"api.example.com"} }, []errcode.Code{errcode.PlanNoAdapterPolicy}},
 		{"an egress list the runtime enforces", func(in *plan.Input) {
 			rt := process
-			rt.Egress = true
+			rt.Egress, rt.Isolation, rt.BuildIsolation = true, policy.IsolationSandbox, policy.IsolationSandbox
 			in.Runtimes = []plan.Runtime{rt}
 			in.Policy.EgressAllowlist = []string{"api.example.com"}
 		}, nil},
