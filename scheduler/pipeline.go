@@ -522,9 +522,11 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 	}
 	if oldJob != "" {
 		s.retire(ctx, oldRuntime, oldJob)
+		s.dropLogs(ctx, oldRuntime, oldJob)
 	}
 	if state == DepFailed {
 		s.retire(ctx, d.Runtime, d.ID)
+		s.dropLogs(ctx, d.Runtime, d.ID)
 		s.phase(ctx, d, slog.LevelWarn, "deploy failed", "revision", d.Revision, "error_code", endCode, "error", endMsg, "duration_ms", took)
 		return
 	}
@@ -546,6 +548,23 @@ func (s *Service) retire(ctx context.Context, runtimeID, jobID string) {
 		if err := dc.Discard(ctx, jobID); err != nil {
 			s.d.Log.Warn("discard a retired job", "job", jobID, "err", err)
 		}
+	}
+}
+
+// dropLogs removes the kept logs of a job no run will follow: a previous
+// release's once a new release replaced it, a failed deploy's (its last
+// lines are in the deploy's log, tailRunLogs). Nothing reads them any
+// more (an app's logs are its release's), and host policy's
+// max_log_disk_bytes caps what an app keeps, which would otherwise hold
+// them too until the sweep (Prune) removed them. Failures are logged; the
+// sweep tries again.
+func (s *Service) dropLogs(ctx context.Context, runtimeID, jobID string) {
+	pr, ok := capability[Pruner](s, runtimeID)
+	if !ok {
+		return
+	}
+	if err := pr.RemoveJobLogs(ctx, jobID); err != nil && !errcode.Has(err, errcode.StateInvalid) {
+		s.d.Log.Warn("remove a replaced job's logs", "job", jobID, "err", err)
 	}
 }
 

@@ -332,7 +332,8 @@ func (h *harness) logBytes(t *testing.T, jobID string) int64 {
 
 // TestPolicyMaxLogDiskBytes: under max_log_disk_bytes an app's kept log
 // on the runtime's disk stays within the cap, its oldest lines dropped and
-// its newest kept; without it the same output is kept whole.
+// its newest kept, and a new release's deploy removes the replaced job's
+// logs; without the setting the same output is kept whole.
 func TestPolicyMaxLogDiskBytes(t *testing.T) {
 	h := newHarness(t)
 	const capBytes = 16 << 10
@@ -360,6 +361,14 @@ func TestPolicyMaxLogDiskBytes(t *testing.T) {
 		!slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "line 2999 ") }) {
 		t.Errorf("under the cap the kept lines are not the newest: %d lines from %q", len(lines), lines[0])
 	}
+
+	// A new release: the one it replaced leaves no logs behind.
+	again := h.deployed(t, app)
+	h.waitAppState(t, app, apps.StateRunning)
+	waitFor(t, "the replaced job "+job+"'s logs to go, beside the new release "+again.ID+"'s", func() bool {
+		_, err := os.Stat(filepath.Join(h.dir, "runtime", "logs", job))
+		return os.IsNotExist(err)
+	})
 
 	h.setPolicy(t, map[string]any{})
 	app, job = chatty("Uncapped")
