@@ -254,7 +254,7 @@ func (s *Service) builds(ctx context.Context, d *Deployment, doc spec.Document, 
 	names := slices.Sorted(maps.Keys(doc.Workloads))
 	keys, reused := map[string]string{}, map[string]keptBuild{}
 	for _, name := range names {
-		keys[name] = BuildKey(d.Runtime, d.Source, doc.Workloads[name].Build, pol.MinBuildIsolation, pol.EgressAllowlist)
+		keys[name] = BuildKey(d.Runtime, d.Source, doc.Workloads[name].Build, pol.EffectiveIsolation(pol.MinBuildIsolation), pol.EgressAllowlist)
 		if k, ok := reusable(ctx, rt, from, name, keys[name], kept); ok {
 			reused[name] = k
 		}
@@ -283,7 +283,7 @@ func (s *Service) builds(ctx context.Context, d *Deployment, doc spec.Document, 
 		log.add(LogSystem, fmt.Sprintf("building workload %s (%s) from source %s (build key %s)", name, b.Kind, sourceName(d.Source), keyName(key)))
 		began := s.d.Now()
 		art, err := rt.Build(ctx, BuildRequest{ID: d.ID + "-" + name, AppID: d.AppID, Workload: name, Source: co.AppDir(), Build: b, Timeout: s.cfg.BuildTimeout,
-			Isolation: pol.MinBuildIsolation, Egress: pol.EgressAllowlist, Log: func(_, line string) { log.add(LogBuild, name+": "+line) }})
+			Isolation: pol.EffectiveIsolation(pol.MinBuildIsolation), Egress: pol.EgressAllowlist, Log: func(_, line string) { log.add(LogBuild, name+": "+line) }})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -522,9 +522,11 @@ func (s *Service) finish(ctx context.Context, d Deployment, rel *Release, cause 
 	}
 	if oldJob != "" {
 		s.retire(ctx, oldRuntime, oldJob)
+		s.dropLogs(ctx, oldRuntime, oldJob)
 	}
 	if state == DepFailed {
 		s.retire(ctx, d.Runtime, d.ID)
+		s.dropLogs(ctx, d.Runtime, d.ID)
 		s.phase(ctx, d, slog.LevelWarn, "deploy failed", "revision", d.Revision, "error_code", endCode, "error", endMsg, "duration_ms", took)
 		return
 	}
@@ -549,6 +551,23 @@ func (s *Service) retire(ctx context.Context, runtimeID, jobID string) {
 	}
 }
 
+// dropLogs removes the kept logs of a job no run will follow: a previous
+// release's once a new release replaced it, a failed deploy's (its last
+// lines are in the deploy's log, tailRunLogs). Nothing reads them any
+// more (an app's logs are its release's), and host policy's
+// max_log_disk_bytes caps what an app keeps, which would otherwise hold
+// them too until the sweep (Prune) removed them. Failures are logged; the
+// sweep tries again.
+func (s *Service) dropLogs(ctx context.Context, runtimeID, jobID string) {
+	pr, ok := capability[Pruner](s, runtimeID)
+	if !ok {
+		return
+	}
+	if err := pr.RemoveJobLogs(ctx, jobID); err != nil && !errcode.Has(err, errcode.StateInvalid) {
+		s.d.Log.Warn("remove a replaced job's logs", "job", jobID, "err", err)
+	}
+}
+
 // makeJob makes the runtime job of an app's revision from its built
 // artifacts, resolving every workload's environment (slots, secrets) now.
 // It returns the bound secrets' versions.
@@ -564,7 +583,7 @@ func (s *Service) makeJob(ctx context.Context, jobID, appID string, d spec.Docum
 	if pol.MaxLogDiskBytes > 0 && len(d.Workloads) > 0 {
 		logCap = max(pol.MaxLogDiskBytes/int64(len(d.Workloads)), 4096)
 	}
-	isolation := pol.MinRuntimeIsolation
+	isolation := pol.EffectiveIsolation(pol.MinRuntimeIsolation)
 	if d.Runtime != nil && d.Runtime.Isolation != "" && !policy.AtLeast(isolation, d.Runtime.Isolation) {
 		isolation = d.Runtime.Isolation
 	}

@@ -1079,8 +1079,15 @@ func TestSyncArtifacts(t *testing.T) {
 		f.revision(t, appID, webSpec+fmt.Sprintf("env: {V: \"%d\"}\n", i))
 		deps = append(deps, f.deploy(t, appID))
 	}
+	// The deploys removed the logs of the jobs they replaced (the last
+	// one's after its deploy ended); what follows counts only the sync's.
+	eventually(t, "the replaced jobs' logs removed", func() bool {
+		f.rt.mu.Lock()
+		defer f.rt.mu.Unlock()
+		return len(f.rt.logsRemoved) >= len(deps)-1
+	})
 	f.rt.mu.Lock()
-	f.rt.asked = nil
+	f.rt.asked, f.rt.logsRemoved = nil, nil
 	f.rt.mu.Unlock()
 	if err := f.sch.SyncArtifacts(context.Background()); err != nil {
 		t.Fatal(err)
@@ -1111,6 +1118,27 @@ func TestPruneKeepsRecentBuildsAndForgetsDeletedApps(t *testing.T) {
 	for i := range scheduler.KeepBuilds + 3 {
 		f.revision(t, appID, webSpec+fmt.Sprintf("env: {V: \"%d\"}\n", i))
 		deps = append(deps, f.deploy(t, appID))
+	}
+	// Each deploy that replaced a release removed the replaced job's logs
+	// (max_log_disk_bytes caps what an app keeps); the sweep removes those
+	// of every job but the release's again, which is no error.
+	// (The last one's follows its deploy's end.)
+	var replaced []string
+	eventually(t, "the replaced jobs' logs removed", func() bool {
+		f.rt.mu.Lock()
+		defer f.rt.mu.Unlock()
+		replaced = slices.Clone(f.rt.logsRemoved)
+		return len(replaced) >= len(deps)-1
+	})
+	f.rt.mu.Lock()
+	f.rt.logsRemoved = nil
+	f.rt.mu.Unlock()
+	var want []string
+	for _, d := range deps[:len(deps)-1] {
+		want = append(want, d.ID)
+	}
+	if !slices.Equal(replaced, want) {
+		t.Errorf("logs removed while deploying %v, want the replaced jobs %v", replaced, want)
 	}
 	if err := f.sch.Prune(context.Background()); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/backups"
 	"github.com/svchost/svc/internal/slots"
 	"github.com/svchost/svc/internal/volumes"
 )
@@ -26,7 +27,7 @@ type (
 		List(ctx context.Context, appID string) ([]volumes.View, error)
 		ListAll(ctx context.Context) []volumes.View
 		Create(ctx context.Context, c authz.Caller, appID string, req volumes.Request) (volumes.Created, error)
-		Delete(ctx context.Context, id string) error
+		Delete(ctx context.Context, id string, guard volumes.Guard) error
 	}
 )
 
@@ -61,7 +62,11 @@ func (s *Server) listAllVolumes(c echo.Context) error {
 }
 
 func (s *Server) deleteVolume(c echo.Context) error {
-	if err := s.d.Volumes.Delete(c.Request().Context(), c.Param("volumeID")); err != nil {
+	var guard volumes.Guard
+	if s.d.Policy.Current().RequireBackupBeforeDestroy {
+		guard = backups.RequireFinalCopy
+	}
+	if err := s.d.Volumes.Delete(c.Request().Context(), c.Param("volumeID"), guard); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -828,3 +828,58 @@ func TestBackupKey(t *testing.T) {
 		t.Errorf("a bad recipient: %v", err)
 	}
 }
+
+// TestRequireFinalCopy: under require_backup_before_destroy a kept volume
+// may be discarded only while a completed backup holds it as its app left
+// it. A volume kept without one (its app deleted before the policy, with
+// no final copy taken), with only a rolling backup from before the app
+// went, is refused; a bundle taken since allows it, as does an app's
+// on_delete backup; without the guard nothing is asked.
+func TestRequireFinalCopy(t *testing.T) {
+	f := newFixture(t)
+	appID, vol := f.app(t, "Notes", "kept")
+	rolling, err := f.svc.Create(ctx, backups.Request{AppID: appID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.taken(t, rolling.ID); got.State != backups.StateCompleted {
+		t.Fatalf("rolling backup = %+v", got)
+	}
+	f.write(t, vol, "written after the rolling backup")
+	// Kept with no final copy, as before the policy was set.
+	if err := f.vols.DeleteApp(ctx, appID, apps.Decision{Backup: true}, ""); err != nil {
+		t.Fatal(err)
+	}
+	err = f.vols.Delete(ctx, vol, backups.RequireFinalCopy)
+	if e, ok := errcode.As(err); !ok || e.Code != errcode.PolicyBackupRequired || e.Status() != 403 || e.Remedy == "" || e.Details["volume_id"] != vol {
+		t.Fatalf("delete with only an older rolling backup: %v, want POLICY_BACKUP_REQUIRED naming the volume, with a remedy", err)
+	}
+	bundle, err := f.svc.Create(ctx, backups.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.taken(t, bundle.ID); got.State != backups.StateCompleted {
+		t.Fatalf("bundle = %+v", got)
+	}
+	if err := f.vols.Delete(ctx, vol, backups.RequireFinalCopy); err != nil {
+		t.Fatalf("delete after a bundle holding it: %v", err)
+	}
+
+	// An app deleted through backups keeps its on_delete copy: allowed.
+	other, otherVol := f.app(t, "Other", "final")
+	if err := f.svc.DeleteApp(ctx, other, apps.Decision{Backup: true, RequireBackup: true}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.vols.Delete(ctx, otherVol, backups.RequireFinalCopy); err != nil {
+		t.Fatalf("delete a volume its on_delete backup holds: %v", err)
+	}
+
+	// The setting off (no guard): a volume with no copy at all goes.
+	third, thirdVol := f.app(t, "Third", "none")
+	if err := f.vols.DeleteApp(ctx, third, apps.Decision{Backup: true}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.vols.Delete(ctx, thirdVol, nil); err != nil {
+		t.Fatalf("delete without the policy: %v", err)
+	}
+}

@@ -36,6 +36,29 @@ func (s *Service) DeleteApp(ctx context.Context, appID string, d apps.Decision, 
 	return s.d.Volumes.DeleteApp(ctx, appID, d, backupID)
 }
 
+// RequireFinalCopy is the volumes.Guard of host policy's
+// require_backup_before_destroy for a kept volume: its data may be
+// discarded only while a completed backup holds it as it was when its
+// app went: the app's final (on_delete) backup, or one taken after the
+// app was deleted (a disaster-recovery bundle). Nothing writes a kept
+// volume, so such a copy is fresh; an older rolling backup may not be.
+// Otherwise POLICY_BACKUP_REQUIRED.
+func RequireFinalCopy(r *raftstore.Reader, v volumes.Volume) error {
+	all, _ := Backups.List(r, raftstore.Query{})
+	for _, it := range all {
+		b := it.Value
+		if b.State != StateCompleted || !slices.ContainsFunc(b.Volumes, func(bv Volume) bool { return bv.ID == v.ID }) {
+			continue
+		}
+		if b.Kind == KindOnDelete || (v.AppGoneAt != nil && !b.CreatedAt.Before(*v.AppGoneAt)) {
+			return nil
+		}
+	}
+	return errcode.New(errcode.PolicyBackupRequired, "host policy requires a backup before volume %s's data is discarded, and no completed backup holds it as its app left it", v.ID).
+		WithDetail("setting", "require_backup_before_destroy").WithDetail("volume_id", v.ID).
+		WithRemedy("take a disaster-recovery bundle (POST /api/v1/backups without app_id), which holds every kept volume, then delete the volume")
+}
+
 // takeNow records a running backup of the app and takes it in this call.
 func (s *Service) takeNow(ctx context.Context, appID, kind string) (Backup, error) {
 	now := s.d.Now()

@@ -95,7 +95,8 @@ func TestCLILaunchSamples(t *testing.T) {
 		// that, accepts and deploys.
 		repo, ip := serveGitRepo(t, filepath.Join(root, "samples", "go-hello"), "")
 		if ip.IsPrivate() {
-			c.ok(t, "policy", "set", "--policy", `{"source_allowlist":["`+ip.String()+`"]}`)
+			// archive: keeps uploads (the later launches of directories) allowed.
+			c.ok(t, "policy", "set", "--policy", `{"source_allowlist":["`+ip.String()+`","archive:"]}`)
 		}
 		greeting := "from-git-" + randomHex(t)
 		out, errs, code := c.run(t, "", "launch", "--repo", repo, "--ref", "main", "--set", "GREETING="+greeting)

@@ -546,13 +546,14 @@ func traversalTar(t *testing.T) []byte {
 }
 
 // gitRepoOf serves a repository with one commit on main holding dir under
-// sub (see serveGitRepo), allowing its address in host policy when it is
-// private, and returns its URL.
+// sub (see serveGitRepo), allowing its address (and uploads) in host
+// policy when it is private, and returns its URL.
 func gitRepoOf(t *testing.T, s *webServer, dir, sub string) string {
 	t.Helper()
 	repo, ip := serveGitRepo(t, dir, sub)
 	if ip.IsPrivate() {
-		s.must(t, "PUT", "/policy", map[string]any{"policy": map[string]any{"source_allowlist": []string{ip.String()}}}, http.StatusOK, nil)
+		// archive: keeps uploads allowed for the tests that go on to them.
+		s.must(t, "PUT", "/policy", map[string]any{"policy": map[string]any{"source_allowlist": []string{ip.String(), "archive:"}}}, http.StatusOK, nil)
 	}
 	return repo
 }

@@ -63,7 +63,8 @@ const (
 
 	// PolicyBackupRequired is not in the specification's table: the API
 	// contract asks for a POLICY_ code when require_backup_before_destroy
-	// refuses deleting an app's data without a final backup (force=true).
+	// refuses deleting an app's data without a final backup (force=true),
+	// or a kept volume's that no completed backup holds.
 	PolicyBackupRequired Code = "POLICY_BACKUP_REQUIRED"
 
 	// StoreUnavailable is not in the specification's table: the replicated
@@ -122,7 +123,7 @@ var catalogue = []Entry{
 	{AdapterFailed, http.StatusBadGateway, "adapter reached and failed"},
 	{AdapterUnavailable, http.StatusBadGateway, "needed adapter not configured or not reachable"},
 	{PolicyTokenLifetime, http.StatusForbidden, "policy caps token lifetime and the token asked for longer"},
-	{PolicyBackupRequired, http.StatusForbidden, "policy requires a final backup before an app's data is discarded"},
+	{PolicyBackupRequired, http.StatusForbidden, "policy requires a final backup before an app's or a kept volume's data is discarded"},
 	{StoreUnavailable, http.StatusServiceUnavailable, "the replicated store has no leader, could not confirm a write, or this node has not caught up with it yet; retry"},
 }
 

@@ -300,7 +300,7 @@ func (s *Service) authToken(ctx context.Context, bearer string) (Authenticated, 
 		return Authenticated{}, invalid
 	}
 	now := s.now()
-	if t.ExpiresAt != nil && !now.Before(*t.ExpiresAt) {
+	if exp := Expiry(t, s.d.Policy.Current().MaxTokenLifetimeDays); exp != nil && !now.Before(*exp) {
 		return Authenticated{}, invalid
 	}
 	a := Authenticated{Principal: authz.Principal{Kind: authz.KindToken, ID: t.ID, Agent: t.Agent}, Token: &t}

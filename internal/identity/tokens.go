@@ -24,6 +24,21 @@ type NewToken struct {
 // MaxTokenDays bounds expires_in_days whatever the policy.
 const MaxTokenDays = 3650
 
+// Expiry is when a token stops being accepted under host policy's
+// max_token_lifetime_days (capDays; 0 means no cap): its own expiry, or
+// capDays after it was made if that comes first, so that a cap set or
+// lowered after a token was minted applies to it too. nil means never.
+func Expiry(t Token, capDays int) *time.Time {
+	if capDays <= 0 {
+		return t.ExpiresAt
+	}
+	capped := t.CreatedAt.Add(time.Duration(capDays) * 24 * time.Hour)
+	if t.ExpiresAt != nil && t.ExpiresAt.Before(capped) {
+		return t.ExpiresAt
+	}
+	return &capped
+}
+
 // CreateToken mints a delegated token (acting as the caller's account) or a
 // service token (its own principal). The secret is returned once and only
 // its hash kept. A token minted by an agent token is an agent token too, so
@@ -52,7 +67,8 @@ func (s *Service) CreateToken(ctx context.Context, c authz.Caller, kind string, 
 		}
 		if maxDays > 0 && days > maxDays {
 			return Token{}, "", errcode.New(errcode.PolicyTokenLifetime, "host policy allows tokens of at most %d days", maxDays).
-				WithDetail("max_token_lifetime_days", maxDays)
+				WithDetail("max_token_lifetime_days", maxDays).
+				WithRemedy("ask for at most %d days in expires_in_days, or leave it out to get a token of that lifetime", maxDays)
 		}
 	case maxDays > 0:
 		days = maxDays

@@ -291,6 +291,47 @@ func TestTokenLifetime(t *testing.T) {
 	}
 }
 
+// TestTokenLifetimeCapAppliesToOlderTokens: a cap set after a token was
+// minted applies to it: past cap days from its creation it is refused
+// (AUTH_TOKEN_INVALID) though its own expiry is later or unset; lifting
+// the cap accepts it again. A token's own earlier expiry still holds.
+func TestTokenLifetimeCapAppliesToOlderTokens(t *testing.T) {
+	e := newTestEnv(t)
+	admin, _ := e.setup(t)
+	c := e.userCaller(admin.ID)
+	_, forever := e.mkToken(t, c, TokenDelegated, "forever")
+	short, _, err := e.svc.CreateToken(bg, c, TokenDelegated, NewToken{Name: "short", ExpiresInDays: ptr(2)})
+	must(t, "a 2-day token", err)
+	day := 24 * time.Hour
+
+	e.now = e.now.Add(8 * day)
+	_, err = e.svc.Authenticate(bg, forever, "")
+	must(t, "8 days old, no cap", err)
+	e.pol.p.MaxTokenLifetimeDays = 7
+	_, err = e.svc.Authenticate(bg, forever, "")
+	wantCode(t, "8 days old under a 7-day cap", err, errcode.AuthTokenInvalid)
+	e.pol.p.MaxTokenLifetimeDays = 0
+	_, err = e.svc.Authenticate(bg, forever, "")
+	must(t, "the cap lifted", err)
+
+	for _, c := range []struct {
+		tok  Token
+		cap  int
+		want time.Time
+	}{
+		{Token{CreatedAt: e.now}, 7, e.now.Add(7 * day)},
+		{short, 7, *short.ExpiresAt},
+		{Token{CreatedAt: e.now, ExpiresAt: ptr(e.now.Add(30 * day))}, 7, e.now.Add(7 * day)},
+	} {
+		if got := Expiry(c.tok, c.cap); got == nil || !got.Equal(c.want) {
+			t.Errorf("Expiry(%v, %d) = %v, want %v", c.tok.ExpiresAt, c.cap, got, c.want)
+		}
+	}
+	if got := Expiry(Token{CreatedAt: e.now}, 0); got != nil {
+		t.Errorf("Expiry without a cap or an expiry = %v", got)
+	}
+}
+
 func TestTokenNames(t *testing.T) {
 	e := newTestEnv(t)
 	admin, _ := e.setup(t)

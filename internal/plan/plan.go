@@ -16,8 +16,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/policy"
+	"github.com/svchost/svc/internal/source"
 	"github.com/svchost/svc/internal/spec"
 )
 
@@ -28,6 +30,9 @@ type Runtime struct {
 	Primary   bool
 	Loaded    bool   // opened on this server
 	Isolation string // a policy isolation level
+	// BuildIsolation is the strongest isolation its builds can run at
+	// (a policy isolation level; "" means none).
+	BuildIsolation string
 	// Builds lists the build kinds it can run.
 	Builds []string
 	// Egress says it enforces host policy's egress_allowlist.
@@ -60,6 +65,9 @@ type Input struct {
 	ComposeRejection error
 	// SecurityScore is the app's last security score, nil when unscanned.
 	SecurityScore *int
+	// Source is the source recorded on the app (nil: none yet). Host
+	// policy's source_allowlist must allow it.
+	Source *apps.Source
 }
 
 // Action is one step a deploy would take.
@@ -111,6 +119,9 @@ func Make(in Input) Result {
 	if e := belowMinimum(in); e != nil {
 		r.Refusals = append(r.Refusals, e)
 	}
+	if e := sourceNotAllowed(in); e != nil {
+		r.Refusals = append(r.Refusals, e)
+	}
 	r.Actions = actions(in.Spec)
 	r.Warnings = warnings(in)
 	r.Deployable = len(r.Refusals) == 0
@@ -136,6 +147,31 @@ func belowMinimum(in Input) *errcode.Error {
 	return nil
 }
 
+// sourceNotAllowed refuses an app whose recorded source host policy's
+// source_allowlist does not allow (an allowlist set after the source was
+// taken): a repository outside it, or an uploaded archive when it does
+// not name archive: (source.CheckArchiveAllowed). Nothing deploys from a
+// source the operator's list leaves out.
+func sourceNotAllowed(in Input) *errcode.Error {
+	if in.Source == nil || len(in.Policy.SourceAllowlist) == 0 {
+		return nil
+	}
+	var err error
+	switch in.Source.Kind {
+	case source.KindArchive:
+		err = source.CheckArchiveAllowed(in.Policy.SourceAllowlist)
+	case source.KindRepository:
+		err = source.CheckAllowed(in.Source.Repository, in.Policy.SourceAllowlist)
+	}
+	if e, ok := errcode.As(err); ok {
+		return e
+	}
+	if err != nil {
+		return errcode.New(errcode.PolicySourceNotAllow, "the app's recorded source cannot be checked against source_allowlist: %v", err)
+	}
+	return nil
+}
+
 func unfilled(in Input) []string {
 	var out []string
 	for name, s := range in.Spec.Slots {
@@ -149,7 +185,10 @@ func unfilled(in Input) []string {
 
 // chooseRuntime picks the runtime a deploy would use: the one the spec
 // names, else the primary; it must be loaded and meet host policy's
-// minimum runtime isolation and the spec's own.
+// minimum runtime isolation and minimum build isolation (every deploy
+// builds each workload, or starts a build made under the same policy),
+// each at least sandbox while egress_allowlist is set
+// (policy.EffectiveIsolation).
 func chooseRuntime(in Input) (Runtime, *errcode.Error) {
 	want := ""
 	if in.Spec.Runtime != nil {
@@ -165,16 +204,18 @@ func chooseRuntime(in Input) (Runtime, *errcode.Error) {
 		return Runtime{}, errcode.New(errcode.PlanAdapterNotConfig, "the spec names the runtime %q, which this installation has not configured", want).
 			WithDetail("adapter", want).WithRemedy("configure it with POST /api/v1/adapters, or remove runtime.adapter from the spec")
 	}
-	need := in.Policy.MinRuntimeIsolation
+	need, needBuild := in.Policy.EffectiveIsolation(in.Policy.MinRuntimeIsolation), in.Policy.EffectiveIsolation(in.Policy.MinBuildIsolation)
 	var meets []Runtime
 	for _, rt := range candidates {
-		if rt.Loaded && policy.AtLeast(rt.Isolation, need) {
+		if rt.Loaded && policy.AtLeast(rt.Isolation, need) && policy.AtLeast(buildIsolation(rt), needBuild) {
 			meets = append(meets, rt)
 		}
 	}
 	if len(meets) == 0 {
-		return Runtime{}, errcode.New(errcode.PlanNoAdapterPolicy, "no configured runtime offers the isolation host policy requires (%s)", need).
-			WithDetail("min_runtime_isolation", need).WithDetail("runtimes", runtimeIsolations(candidates))
+		return Runtime{}, errcode.New(errcode.PlanNoAdapterPolicy, "no configured runtime offers the isolation host policy requires (workloads: %s, builds: %s)", need, needBuild).
+			WithDetail("min_runtime_isolation", need).WithDetail("min_build_isolation", needBuild).
+			WithDetail("runtimes", runtimeIsolations(candidates)).WithDetail("build_isolations", buildIsolations(candidates)).
+			WithRemedy("configure a runtime adapter that offers this isolation (the process runtime offers sandbox where bubblewrap and passt are installed), or lower min_runtime_isolation / min_build_isolation in host policy (egress_allowlist, when set, needs sandbox)")
 	}
 	slices.SortStableFunc(meets, func(a, b Runtime) int {
 		if a.Primary != b.Primary {
@@ -192,6 +233,23 @@ func runtimeIsolations(rts []Runtime) map[string]string {
 	out := map[string]string{}
 	for _, rt := range rts {
 		out[rt.ID] = rt.Isolation
+	}
+	return out
+}
+
+// buildIsolation is the isolation a runtime's builds run at; a runtime
+// that does not say offers none.
+func buildIsolation(rt Runtime) string {
+	if rt.BuildIsolation == "" {
+		return policy.IsolationNone
+	}
+	return rt.BuildIsolation
+}
+
+func buildIsolations(rts []Runtime) map[string]string {
+	out := map[string]string{}
+	for _, rt := range rts {
+		out[rt.ID] = buildIsolation(rt)
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/plan"
 	"github.com/svchost/svc/internal/policy"
@@ -57,11 +58,46 @@ func TestPlan(t *testing.T) {
 			in.Spec.Workloads = map[string]spec.Workload{"web": in.Spec.Workloads["web"], "worker": w}
 		}, []errcode.Code{errcode.PlanCapabilityUnsupp}},
 		{"policy needs isolation no runtime offers", func(in *plan.Input) { in.Policy.MinRuntimeIsolation = policy.IsolationSandbox }, []errcode.Code{errcode.PlanNoAdapterPolicy}},
+		{"policy needs build isolation the runtime's builds lack", func(in *plan.Input) {
+			rt := process
+			rt.Isolation = policy.IsolationSandbox
+			in.Runtimes = []plan.Runtime{rt}
+			in.Policy.MinBuildIsolation = policy.IsolationSandbox
+		}, []errcode.Code{errcode.PlanNoAdapterPolicy}},
+		{"policy's build isolation met", func(in *plan.Input) {
+			rt := process
+			rt.BuildIsolation = policy.IsolationSandbox
+			in.Runtimes = []plan.Runtime{rt}
+			in.Policy.MinBuildIsolation = policy.IsolationSandbox
+		}, nil},
+		{"a repository outside source_allowlist", func(in *plan.Input) {
+			in.Source = &apps.Source{Kind: "repository", Repository: "https://gitlab.example.com/x/y.git"}
+			in.Policy.SourceAllowlist = []string{"github.com/acme/"}
+		}, []errcode.Code{errcode.PolicySourceNotAllow}},
+		{"a repository the allowlist names", func(in *plan.Input) {
+			in.Source = &apps.Source{Kind: "repository", Repository: "https://github.com/acme/y.git"}
+			in.Policy.SourceAllowlist = []string{"github.com/acme/"}
+		}, nil},
+		{"an archive under an allowlist that does not name archive:", func(in *plan.Input) {
+			in.Source = &apps.Source{Kind: "archive", Commit: "sha256:00"}
+			in.Policy.SourceAllowlist = []string{"github.com/acme/"}
+		}, []errcode.Code{errcode.PolicySourceNotAllow}},
+		{"an archive under an allowlist naming archive:", func(in *plan.Input) {
+			in.Source = &apps.Source{Kind: "archive", Commit: "sha256:00"}
+			in.Policy.SourceAllowlist = []string{"github.com/acme/", "archive:"}
+		}, nil},
+		{"an archive and no allowlist", func(in *plan.Input) { in.Source = &apps.Source{Kind: "archive"} }, nil},
 		{"a runtime that did not open", func(in *plan.Input) { rt := process; rt.Loaded = false; in.Runtimes = []plan.Runtime{rt} }, []errcode.Code{errcode.PlanNoAdapterPolicy}},
-		{"an egress list the runtime cannot enforce", func(in *plan.Input) { in.Policy.EgressAllowlist = []string{"api.example.com"} }, []errcode.Code{errcode.PlanCapabilityUnsupp}},
+		{"an egress list the runtime cannot enforce", func(in *plan.Input) {
+			rt := process
+			rt.Isolation, rt.BuildIsolation = policy.IsolationContainer, policy.IsolationContainer
+			in.Runtimes = []plan.Runtime{rt}
+			in.Policy.EgressAllowlist = []string{"api.example.com"}
+		}, []errcode.Code{errcode.PlanCapabilityUnsupp}},
+		{"an egress list needs sandbox isolation", func(in *plan.Input) { in.Policy.EgressAllowlist = []string{"api.example.com"} }, []errcode.Code{errcode.PlanNoAdapterPolicy}},
 		{"an egress list the runtime enforces", func(in *plan.Input) {
 			rt := process
-			rt.Egress = true
+			rt.Egress, rt.Isolation, rt.BuildIsolation = true, policy.IsolationSandbox, policy.IsolationSandbox
 			in.Runtimes = []plan.Runtime{rt}
 			in.Policy.EgressAllowlist = []string{"api.example.com"}
 		}, nil},

@@ -10,7 +10,6 @@ import (
 	"github.com/svchost/svc/internal/policy"
 	"github.com/svchost/svc/internal/secrets"
 	"github.com/svchost/svc/internal/slots"
-	"github.com/svchost/svc/internal/source"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/raftstore"
 )
@@ -107,7 +106,7 @@ func (s *Service) plan(appID string, n uint64, pol policy.Policy) (Result, error
 	if err != nil {
 		return Result{}, err
 	}
-	in := Input{Revision: n, Spec: rev.Spec, Policy: pol, Runtimes: s.runtimes()}
+	in := Input{Revision: n, Spec: rev.Spec, Policy: pol, Runtimes: s.runtimes(), Source: app.Source}
 	if s.d.Security != nil {
 		in.SecurityScore = s.d.Security.Score(appID)
 	}
@@ -168,6 +167,7 @@ func (s *Service) runtimes() []Runtime {
 			if iso, ok := caps["isolation"].(string); ok && iso != "" {
 				rt.Isolation = iso
 			}
+			rt.BuildIsolation, _ = caps["build_isolation"].(string)
 			if builds, ok := caps["builds"].([]string); ok {
 				rt.Builds = builds
 			}
@@ -188,9 +188,10 @@ type Blocked struct {
 }
 
 // Preview names the apps a candidate policy would block that the policy
-// in force does not: a pinned revision it would refuse to deploy, a
-// repository outside source_allowlist, a grant to everyone that public
-// sharing would forbid.
+// in force does not: a pinned revision it would refuse to deploy (a
+// source outside source_allowlist among the reasons), the source of an
+// app with nothing pinned yet outside source_allowlist, a grant to
+// everyone that public sharing would forbid.
 func (s *Service) Preview(candidate policy.Policy) []Blocked {
 	current := s.d.Policy.Current()
 	r := s.d.Store.Read()
@@ -210,11 +211,9 @@ func (s *Service) Preview(candidate policy.Policy) []Blocked {
 				}
 			}
 		}
-		if a.Source != nil && a.Source.Kind == source.KindRepository {
-			if err := source.CheckAllowed(a.Source.Repository, candidate.SourceAllowlist); err != nil {
-				if e, ok := errcode.As(err); ok {
-					reasons = append(reasons, e)
-				}
+		if a.Pinned == nil {
+			if e := sourceNotAllowed(Input{Source: a.Source, Policy: candidate}); e != nil {
+				reasons = append(reasons, e)
 			}
 		}
 		if e := anonymousForbidden(r, a.ID, candidate); e != nil {

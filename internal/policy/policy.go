@@ -132,6 +132,18 @@ func AtLeast(have, want string) bool {
 	return h >= m
 }
 
+// EffectiveIsolation returns an isolation minimum of p (its
+// min_build_isolation or min_runtime_isolation) as it applies: raised to
+// sandbox while egress_allowlist is set, because an egress list is
+// enforced only from an isolated network (the process runtime's sandbox);
+// without one the list would be refused at run time or not enforced.
+func (p Policy) EffectiveIsolation(min string) string {
+	if len(p.EgressAllowlist) > 0 && !AtLeast(min, IsolationSandbox) {
+		return IsolationSandbox
+	}
+	return min
+}
+
 // Map returns every setting with its value, for GET /policy. Lists are never
 // nil, and they are copies: changing them does not change p.
 func (p Policy) Map() map[string]any {

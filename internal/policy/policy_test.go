@@ -663,3 +663,26 @@ func TestParseYAMLAgreesWithParseEnvOnStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestEffectiveIsolation: an egress list raises an isolation minimum
+// below sandbox to sandbox and leaves a stronger one as it is; without a
+// list the minimum is the setting.
+func TestEffectiveIsolation(t *testing.T) {
+	for _, c := range []struct {
+		min    string
+		egress []string
+		want   string
+	}{
+		{IsolationNone, nil, IsolationNone},
+		{IsolationVM, nil, IsolationVM},
+		{IsolationNone, []string{"api.example.com"}, IsolationSandbox},
+		{IsolationSandbox, []string{"api.example.com"}, IsolationSandbox},
+		{IsolationContainer, []string{"10.0.0.0/8"}, IsolationContainer},
+	} {
+		p := Default()
+		p.EgressAllowlist = c.egress
+		if got := p.EffectiveIsolation(c.min); got != c.want {
+			t.Errorf("EffectiveIsolation(%s) with egress %v = %s, want %s", c.min, c.egress, got, c.want)
+		}
+	}
+}

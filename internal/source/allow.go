@@ -2,6 +2,7 @@ package source
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/svchost/svc/internal/errcode"
@@ -24,6 +25,9 @@ import (
 // trailing .git is ignored). A scheme:// before an entry is ignored. A
 // local path has no host and is never allowed by a non-empty list.
 //
+// The entry archive: (ArchiveEntry) allows uploaded archives and matches
+// no repository.
+//
 // A refusal is POLICY_SOURCE_NOT_ALLOWED with the host in details.
 func CheckAllowed(repo string, allowlist []string) error {
 	if len(allowlist) == 0 {
@@ -40,7 +44,7 @@ func CheckAllowed(repo string, allowlist []string) error {
 	}
 	repoPath := cleanRepoPath(rem.path)
 	for _, e := range allowlist {
-		if host != "" && matchEntry(e, host, port, repoPath) {
+		if e != ArchiveEntry && host != "" && matchEntry(e, host, port, repoPath) {
 			return nil
 		}
 	}
@@ -50,6 +54,25 @@ func CheckAllowed(repo string, allowlist []string) error {
 	}
 	return errcode.New(errcode.PolicySourceNotAllow, "host policy's source_allowlist does not allow sources from %s", shown).
 		WithDetail("host", host).WithDetail("repository", Redact(repo))
+}
+
+// ArchiveEntry is the source_allowlist entry that allows uploaded
+// archives. An archive has no address to match, so a non-empty allowlist
+// refuses uploads unless it names this entry: nothing bypasses a list
+// the operator set. It cannot be confused with a host (a host's port is
+// never empty).
+const ArchiveEntry = "archive:"
+
+// CheckArchiveAllowed applies host policy's source_allowlist to an
+// uploaded archive: an empty list, or one naming ArchiveEntry, allows
+// it; any other list refuses it with POLICY_SOURCE_NOT_ALLOWED.
+func CheckArchiveAllowed(allowlist []string) error {
+	if len(allowlist) == 0 || slices.Contains(allowlist, ArchiveEntry) {
+		return nil
+	}
+	return errcode.New(errcode.PolicySourceNotAllow, "host policy's source_allowlist does not allow uploaded archives").
+		WithDetail("source", KindArchive).
+		WithRemedy("take the source from a repository the allowlist names, or ask an administrator to add %q to source_allowlist", ArchiveEntry)
 }
 
 func matchEntry(entry, host, port, repoPath string) bool {

@@ -191,6 +191,22 @@ func TestCheckAllowed(t *testing.T) {
 			}
 		}
 	}
+	// archive: allows uploads and matches no repository, not even one
+	// on a host named archive.
+	for _, repo := range []string{"https://archive/x/y", "ssh://archive/x/y", "/srv/git/app"} {
+		if err := CheckAllowed(repo, []string{ArchiveEntry}); !errcode.Has(err, errcode.PolicySourceNotAllow) {
+			t.Errorf("%s under [archive:]: %v, want POLICY_SOURCE_NOT_ALLOWED", repo, err)
+		}
+	}
+	for _, c := range []struct {
+		list  []string
+		allow bool
+	}{{nil, true}, {[]string{ArchiveEntry}, true}, {[]string{"github.com", ArchiveEntry}, true}, {[]string{"github.com"}, false}, {[]string{"archive"}, false}} {
+		err := CheckArchiveAllowed(c.list)
+		if c.allow != (err == nil) || (err != nil && !errcode.Has(err, errcode.PolicySourceNotAllow)) {
+			t.Errorf("an archive under %q: %v, want allowed %v", c.list, err, c.allow)
+		}
+	}
 	// IDNs match an entry written the same way.
 	if err := CheckAllowed("https://bücher.example/app", []string{"bücher.example"}); err != nil {
 		t.Errorf("an IDN host against itself: %v", err)

@@ -194,9 +194,13 @@ func (s *Service) lock(ctx context.Context, appID string) (unlock func(), err er
 // FromArchive extracts an uploaded archive as the app's new checkout and
 // records the app's source as kind archive, commit sha256:<hex> of the
 // archive. contentType names the format (KindOf); a wrong one is a 415.
+// Host policy's source_allowlist must allow archives (CheckArchiveAllowed).
 func (s *Service) FromArchive(ctx context.Context, appID, contentType string, body io.Reader) (Checkout, error) {
 	kind, err := KindOf(contentType)
 	if err != nil {
+		return Checkout{}, err
+	}
+	if err := CheckArchiveAllowed(s.d.Policy.Current().SourceAllowlist); err != nil {
 		return Checkout{}, err
 	}
 	return s.checkout(ctx, appID, KindArchive, func(dest string) (apps.Source, error) {

@@ -303,10 +303,17 @@ func keptFor(r *raftstore.Reader, id, slug string) (Volume, raftstore.Meta, erro
 	return v, meta, nil
 }
 
+// Guard decides, in the write that discards a kept volume and from the
+// store as that write sees it, whether the volume may go; an error
+// refuses. Host policy's require_backup_before_destroy is one
+// (backups.RequireFinalCopy).
+type Guard func(r *raftstore.Reader, v Volume) error
+
 // Delete discards a kept volume (its app deleted): the row is marked and
 // the sweep removes the data, then the row. A volume of a live app is
-// STATE_INVALID: it goes with the app, or out of its spec.
-func (s *Service) Delete(ctx context.Context, id string) error {
+// STATE_INVALID: it goes with the app, or out of its spec. guard, when
+// not nil, may refuse.
+func (s *Service) Delete(ctx context.Context, id string, guard Guard) error {
 	now := s.now()
 	_, err := s.store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
 		v, meta, ok := Volumes.Get(r, id)
@@ -316,6 +323,11 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 		case v.AppGoneAt == nil:
 			return nil, errcode.New(errcode.StateInvalid, "volume %s belongs to app %s", id, v.AppID).
 				WithRemedy("delete the app (with force=true to discard its data), or remove the volume from its spec")
+		}
+		if guard != nil {
+			if err := guard(r, v); err != nil {
+				return nil, err
+			}
 		}
 		v.DiscardAt = &now
 		return []raftstore.Op{Volumes.PutIf(&v, meta.ModifyIndex),

@@ -367,13 +367,13 @@ func TestVolumesAreResources(t *testing.T) {
 			data = *v.ID
 		}
 	}
-	if err := f.svc.Delete(ctx, uploads); !errcode.Has(err, errcode.StateInvalid) {
+	if err := f.svc.Delete(ctx, uploads, nil); !errcode.Has(err, errcode.StateInvalid) {
 		t.Errorf("deleting a live volume: %v", err)
 	}
-	if err := f.svc.Delete(ctx, data); err != nil {
+	if err := f.svc.Delete(ctx, data, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.svc.Delete(ctx, data); !errcode.Has(err, errcode.NotFound) {
+	if err := f.svc.Delete(ctx, data, nil); !errcode.Has(err, errcode.NotFound) {
 		t.Errorf("deleting it twice: %v", err)
 	}
 	if err := f.svc.Sweep(ctx); err != nil {
