@@ -341,16 +341,21 @@ func (s *Service) ExpireSessions(ctx context.Context) error {
 }
 
 // PrincipalOf returns the principal an account or token ID names, as it
-// would act now: an active account, or a token that is live (not revoked
-// or expired) and, if delegated, whose creator is active. It is how a
-// service re-checks the access of whoever owns something (a subscription)
-// outside a request; false when the principal can no longer act.
-func PrincipalOf(r *raftstore.Reader, id string, now time.Time) (authz.Principal, bool) {
+// would act now: an active account, or a live token (not revoked, not
+// past its own expiry, not older than capDays, host policy's
+// max_token_lifetime_days, when that is set) which, if delegated, has an
+// active creator. It is how a service re-checks the access of whoever owns
+// something (a subscription) outside a request; false when the principal
+// can no longer act.
+func PrincipalOf(r *raftstore.Reader, id string, now time.Time, capDays int) (authz.Principal, bool) {
 	if u, _, ok := Users.Get(r, id); ok {
 		return authz.Principal{Kind: authz.KindUser, ID: u.ID, UserID: u.ID}, u.Status == StatusActive
 	}
 	t, _, ok := Tokens.Get(r, id)
-	if !ok || (t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)) {
+	if !ok {
+		return authz.Principal{}, false
+	}
+	if exp := Expiry(t, capDays); exp != nil && !now.Before(*exp) {
 		return authz.Principal{}, false
 	}
 	p := authz.Principal{Kind: authz.KindToken, ID: t.ID, Agent: t.Agent}

@@ -299,7 +299,7 @@ func TestTokenLifetimeCapAppliesToOlderTokens(t *testing.T) {
 	e := newTestEnv(t)
 	admin, _ := e.setup(t)
 	c := e.userCaller(admin.ID)
-	_, forever := e.mkToken(t, c, TokenDelegated, "forever")
+	foreverTok, forever := e.mkToken(t, c, TokenDelegated, "forever")
 	short, _, err := e.svc.CreateToken(bg, c, TokenDelegated, NewToken{Name: "short", ExpiresInDays: ptr(2)})
 	must(t, "a 2-day token", err)
 	day := 24 * time.Hour
@@ -313,6 +313,14 @@ func TestTokenLifetimeCapAppliesToOlderTokens(t *testing.T) {
 	e.pol.p.MaxTokenLifetimeDays = 0
 	_, err = e.svc.Authenticate(bg, forever, "")
 	must(t, "the cap lifted", err)
+	// The same rule where a service re-checks an owner outside a request
+	// (a subscription's): the token acts without the cap, not under it.
+	if _, ok := PrincipalOf(e.store.Read(), foreverTok.ID, e.now, 0); !ok {
+		t.Error("PrincipalOf: the 8-day-old token without a cap can no longer act")
+	}
+	if _, ok := PrincipalOf(e.store.Read(), foreverTok.ID, e.now, 7); ok {
+		t.Error("PrincipalOf: the 8-day-old token acts under a 7-day cap")
+	}
 
 	for _, c := range []struct {
 		tok  Token

@@ -434,7 +434,7 @@ func (x *Dispatcher) refusal(r *raftstore.Reader, sub *Subscription, exists, tes
 // app deleted since still gets its last events, app.deleted among them,
 // while the owner can act.
 func ownerSees(r *raftstore.Reader, sub *Subscription, pol Policy, now time.Time) string {
-	p, ok := identity.PrincipalOf(r, sub.OwnerID, now)
+	p, ok := identity.PrincipalOf(r, sub.OwnerID, now, pol.Current().MaxTokenLifetimeDays)
 	if !ok {
 		return "the subscription's owner can no longer act (suspended, deleted, revoked or expired)"
 	}
