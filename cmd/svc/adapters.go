@@ -15,6 +15,7 @@ import (
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/adapters/dependents"
 	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/config"
 	"github.com/svchost/svc/internal/detection"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/icon"
@@ -77,6 +78,7 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 	loaded := func() *adapters.Set { return ad.Current() }
 	ad, err = adapters.New(adapters.Deps{
 		Store: store, Ring: ring, Now: now, Logger: gen.log, StartedAt: gen.startedAt, Dependents: dependents.Find,
+		Declared: declaredAdapters(gen.cfg),
 		Kinds: []adapters.Kind{
 			process.KindFor(gen.procs),
 			nomadKind(gen, store, now, loaded),
@@ -96,7 +98,7 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, &exitError{code: 2, err: fmt.Errorf("configuration refused:\n%w", err)}
 	}
 	rt.onClose("adapters", ad.Close)
 	ring.OnRotate(ad)
@@ -180,6 +182,25 @@ func buildDetection(ctx context.Context, rt *runtime, gen *generation, store *ra
 	det = detection.New(detection.Deps{Store: store, Checkouts: src, Specs: specs, Secrets: st.secrets, Now: now, Logger: gen.log})
 	store.RunWhileLeader("detection-sweep", raftstore.Every(sweepInterval, det.SweepDeletedApps))
 	return det, src, nil
+}
+
+// declaredAdapters are the adapters the configuration declares, with the
+// credentials it read at this start.
+func declaredAdapters(cfg *config.Config) []adapters.Declared {
+	out := make([]adapters.Declared, 0, len(cfg.Adapters))
+	for _, a := range cfg.Adapters {
+		d := adapters.Declared{ID: a.ID, Category: a.Category, Kind: a.Kind, Settings: a.Settings, Primary: a.Primary,
+			Credentials: map[string]string{}, Sources: map[string]string{}, Origin: string(a.Origin), Source: "SVC_ADAPTERS"}
+		if a.Origin == config.OriginConfigFile {
+			d.Source = "config file " + cfg.File
+		}
+		for _, c := range a.Credentials {
+			d.Credentials[c.Name] = c.Value()
+			d.Sources[c.Name] = c.From + " " + c.Source
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // loadAdapters waits until the store serves consistent reads, then loads
