@@ -201,6 +201,13 @@ func (s *Service) declared(id string) (Declared, bool) {
 	return Declared{}, false
 }
 
+// DeclaredCategory returns the category of the adapter declared at
+// startup with that ID.
+func (s *Service) DeclaredCategory(id string) (string, bool) {
+	d, ok := s.declared(id)
+	return d.Category, ok
+}
+
 // fixedAtStartup is the refusal of a change to or the deletion of a
 // declared adapter through the API.
 func fixedAtStartup(d Declared, what string) *errcode.Error {

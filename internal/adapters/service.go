@@ -389,7 +389,7 @@ func (s *Service) List() List {
 	for _, d := range s.d.Declared {
 		a := d.adapter()
 		v := s.view(r, a, set)
-		v.Origin, v.CredentialsSet = d.Origin, slices.Sorted(maps.Keys(d.Credentials))
+		v.CredentialsSet = slices.Sorted(maps.Keys(d.Credentials))
 		if v.CredentialsSet == nil {
 			v.CredentialsSet = []string{}
 		}
@@ -402,7 +402,6 @@ func (s *Service) List() List {
 			continue // overridden by a declaration
 		}
 		v := s.view(r, a, set)
-		v.Origin = OriginAPI
 		l, ok := set.Get(a.ID)
 		v.PendingRestart = set.ready && (!ok || l.Adapter.Revision != a.Revision)
 		out.RestartNeeded = out.RestartNeeded || v.PendingRestart
@@ -412,7 +411,6 @@ func (s *Service) List() List {
 	for _, k := range s.kinds {
 		if k.Default && !seen[k.DefaultID] {
 			v := s.view(r, Adapter{ID: k.DefaultID, Category: k.Category, Kind: k.Name}, set)
-			v.Origin = OriginDefault
 			l, ok := set.Get(k.DefaultID)
 			// A built-in adapter cannot be deleted, so a default this
 			// server loaded from the store is still there; a virtual one
@@ -428,7 +426,6 @@ func (s *Service) List() List {
 	for _, l := range set.items {
 		if !seen[l.Adapter.ID] {
 			v := s.view(r, l.Adapter, set)
-			v.Origin = l.Origin
 			v.Deleted, v.PendingRestart = true, true
 			out.RestartNeeded = true
 			out.Items = append(out.Items, v)
@@ -473,6 +470,14 @@ func (s *Service) view(r *raftstore.Reader, a Adapter, set *Set) View {
 	sort.Strings(v.CredentialsSet)
 	if !a.CreatedAt.IsZero() {
 		v.CreatedAt, v.UpdatedAt = &a.CreatedAt, &a.UpdatedAt
+	}
+	switch d, declared := s.declared(a.ID); {
+	case declared:
+		v.Origin = d.Origin
+	case !a.CreatedAt.IsZero():
+		v.Origin = OriginAPI
+	default:
+		v.Origin = OriginDefault
 	}
 	if l, ok := set.Get(a.ID); ok {
 		v.Loaded, v.Primary = l.Instance != nil, l.Primary
