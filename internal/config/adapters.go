@@ -288,28 +288,8 @@ func parseAdapter(n *yaml.Node, origin Origin) (Adapter, []error) {
 // parseAdapterSettings reads the settings mapping: names to single values
 // (numbers and booleans as written).
 func parseAdapterSettings(n *yaml.Node, into map[string]string, fail func(key, format string, args ...any)) {
-	if isNull(n) {
-		return
-	}
-	if n.Kind != yaml.MappingNode {
-		fail("settings", "expected a mapping of the kind's settings (e.g. settings: {topic: alerts})")
-		return
-	}
-	if len(n.Content)/2 > maxAdapterFields {
-		fail("settings", "more than %d settings", maxAdapterFields)
-		return
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := deref(n.Content[i]), deref(n.Content[i+1])
-		if k.Kind != yaml.ScalarNode || !isName(k.Value) {
-			fail("settings", "line %d: a setting's name is letters, digits, - and _", k.Line)
-			continue
-		}
-		key := "settings." + k.Value
-		if _, dup := into[k.Value]; dup {
-			fail(key, "set twice")
-			continue
-		}
+	for _, e := range namedEntries(n, "settings", "a mapping of the kind's settings (e.g. settings: {topic: alerts})", fail) {
+		key, v := "settings."+e.name, e.value
 		s, err := scalarText(v, false)
 		switch {
 		case err != nil:
@@ -319,9 +299,47 @@ func parseAdapterSettings(n *yaml.Node, into map[string]string, fail func(key, f
 		case len(s) > maxAdapterValue || !utf8.ValidString(s):
 			fail(key, "must be UTF-8 text of at most %d bytes", maxAdapterValue)
 		default:
-			into[k.Value] = s
+			into[e.name] = s
 		}
 	}
+}
+
+// named is one entry of a mapping of names.
+type named struct {
+	name  string
+	value *yaml.Node
+}
+
+// namedEntries reads a mapping of names (letters, digits, - and _) to
+// values under section, reporting what is not one and names given twice.
+func namedEntries(n *yaml.Node, section, expected string, fail func(key, format string, args ...any)) []named {
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		fail(section, "expected %s", expected)
+		return nil
+	}
+	if len(n.Content)/2 > maxAdapterFields {
+		fail(section, "more than %d entries", maxAdapterFields)
+		return nil
+	}
+	var out []named
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := deref(n.Content[i]), deref(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode || !isName(k.Value) {
+			fail(section, "line %d: a name is letters, digits, - and _", k.Line)
+			continue
+		}
+		if seen[k.Value] {
+			fail(section+"."+k.Value, "set twice")
+			continue
+		}
+		seen[k.Value] = true
+		out = append(out, named{name: k.Value, value: v})
+	}
+	return out
 }
 
 // parseAdapterCredentials reads the credentials mapping: names to {file:
@@ -329,34 +347,12 @@ func parseAdapterSettings(n *yaml.Node, into map[string]string, fail func(key, f
 // sit in the clear in the config file (or the environment's list).
 func parseAdapterCredentials(n *yaml.Node, origin Origin, fail func(key, format string, args ...any)) []Credential {
 	out := []Credential{}
-	if isNull(n) {
-		return out
-	}
-	if n.Kind != yaml.MappingNode {
-		fail("credentials", "expected a mapping of credential names to {file: PATH} or {env: VARIABLE}")
-		return out
-	}
-	if len(n.Content)/2 > maxAdapterFields {
-		fail("credentials", "more than %d credentials", maxAdapterFields)
-		return out
-	}
 	where := "the config file"
 	if origin == OriginEnvironment {
 		where = adaptersEnv
 	}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := deref(n.Content[i]), deref(n.Content[i+1])
-		if k.Kind != yaml.ScalarNode || !isName(k.Value) {
-			fail("credentials", "line %d: a credential's name is letters, digits, - and _", k.Line)
-			continue
-		}
-		key := "credentials." + k.Value
-		if seen[k.Value] {
-			fail(key, "set twice")
-			continue
-		}
-		seen[k.Value] = true
+	for _, e := range namedEntries(n, "credentials", "a mapping of credential names to {file: PATH} or {env: VARIABLE}", fail) {
+		key, v := "credentials."+e.name, e.value
 		if v.Kind != yaml.MappingNode {
 			// Never repeat what was written: it may be the secret.
 			fail(key, "a credential's value is not accepted in %s, where it would sit in the clear; give {file: /path/to/file} or {env: VARIABLE} to read it at each start", where)
@@ -364,7 +360,7 @@ func parseAdapterCredentials(n *yaml.Node, origin Origin, fail func(key, format 
 		}
 		c, ok := credentialRef(v, key, fail)
 		if ok {
-			c.Name = k.Value
+			c.Name = e.name
 			out = append(out, c)
 		}
 	}
