@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -78,24 +79,7 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 	loaded := func() *adapters.Set { return ad.Current() }
 	ad, err = adapters.New(adapters.Deps{
 		Store: store, Ring: ring, Now: now, Logger: gen.log, StartedAt: gen.startedAt, Dependents: dependents.Find,
-		Declared: declaredAdapters(gen.cfg),
-		Kinds: []adapters.Kind{
-			process.KindFor(gen.procs),
-			nomadKind(gen, store, now, loaded),
-			edge.RoutesKind(),
-			consul.Kind(gen.log),
-			nomadsd.Kind(gen.log),
-			vaultsecrets.BuiltinKind(store, ring),
-			vaultsecrets.VaultKind(gen.log),
-			identity.LocalKind(),
-			postgres.Kind(),
-			chat.Kind(),
-			email.Kind(),
-			ntfy.Kind(),
-			local.Kind(gen.cfg.Server.WorkDir),
-			s3.Kind(),
-			builtin.Kind(),
-		},
+		Declared: declaredAdapters(gen.cfg), Kinds: adapterKinds(gen, store, ring, now, loaded),
 	})
 	if err != nil {
 		return nil, &exitError{code: 2, err: fmt.Errorf("configuration refused:\n%w", err)}
@@ -182,6 +166,42 @@ func buildDetection(ctx context.Context, rt *runtime, gen *generation, store *ra
 	det = detection.New(detection.Deps{Store: store, Checkouts: src, Specs: specs, Secrets: st.secrets, Now: now, Logger: gen.log})
 	store.RunWhileLeader("detection-sweep", raftstore.Every(sweepInterval, det.SweepDeletedApps))
 	return det, src, nil
+}
+
+// adapterKinds are the adapter kinds this build runs. A kind only keeps
+// the store, keyring and runtime it is given, for Open: checkDeclaredAdapters
+// calls it without them.
+func adapterKinds(gen *generation, store *raftstore.Store, ring *keyring.Ring, now func() time.Time, loaded func() *adapters.Set) []adapters.Kind {
+	return []adapters.Kind{
+		process.KindFor(gen.procs),
+		nomadKind(gen, store, now, loaded),
+		edge.RoutesKind(),
+		consul.Kind(gen.log),
+		nomadsd.Kind(gen.log),
+		vaultsecrets.BuiltinKind(store, ring),
+		vaultsecrets.VaultKind(gen.log),
+		identity.LocalKind(),
+		postgres.Kind(),
+		chat.Kind(),
+		email.Kind(),
+		ntfy.Kind(),
+		local.Kind(gen.cfg.Server.WorkDir),
+		s3.Kind(),
+		builtin.Kind(),
+	}
+}
+
+// checkDeclaredAdapters checks the adapters cfg declares against the kinds
+// this build runs (category, kind, settings, required ones, the kind's own
+// validation), before anything starts, as an unreadable setting is: a
+// refused declaration stops svc serve, or keeps the previous configuration
+// at a restart.
+func checkDeclaredAdapters(cfg *config.Config) error {
+	if len(cfg.Adapters) == 0 {
+		return nil
+	}
+	gen := &generation{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	return adapters.CheckDeclared(adapterKinds(gen, nil, nil, time.Now, nil), declaredAdapters(cfg))
 }
 
 // declaredAdapters are the adapters the configuration declares, with the

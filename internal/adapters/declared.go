@@ -53,6 +53,10 @@ func (d Declared) adapter() Adapter {
 	return Adapter{ID: d.ID, Category: d.Category, Kind: d.Kind, Settings: maps.Clone(d.Settings)}
 }
 
+// CheckDeclared checks declared adapters against kinds as New does, for a
+// caller that checks a configuration before it starts anything.
+func CheckDeclared(kinds []Kind, decl []Declared) error { return checkDeclared(kinds, decl) }
+
 // checkDeclared checks the declared adapters against the kinds this build
 // runs, as Configure checks a request: a known category and kind, a
 // built-in kind only under its well-known ID (and a well-known ID only
@@ -115,33 +119,40 @@ func checkDeclared(kinds []Kind, decl []Declared) error {
 			a.Credentials[name] = nil // present; checks see only names
 		}
 		if err := checkRequired(k, a); err != nil {
-			fail(fieldOf(err, "settings"), "%s", messageOnly(err))
+			fail(fieldOf(k, err), "%s", messageOnly(err))
 			continue
 		}
 		if k.Validate != nil {
 			if err := k.Validate(withDefaults(k, a.Settings), slices.Sorted(maps.Keys(d.Credentials))); err != nil {
-				fail(fieldOf(err, "settings"), "%s", messageOnly(err))
+				fail(fieldOf(k, err), "%s", messageOnly(err))
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// fieldOf names the field an error is about: its details.field (config.x
-// becomes settings.x, as the declaration names it), else def.
-func fieldOf(err error, def string) string {
+// fieldOf names the field of a declaration an error of k's checks is
+// about, from its details.field: settings.x or credentials.x as the
+// declaration names them (the API's config.x, or a bare setting name);
+// settings when it names none.
+func fieldOf(k Kind, err error) string {
 	e, ok := errcode.As(err)
 	if !ok {
-		return def
+		return "settings"
 	}
 	f, _ := e.Details["field"].(string)
-	if f == "" {
-		return def
+	f = strings.TrimPrefix(f, "config.")
+	st, ok := k.setting(f)
+	switch {
+	case !ok:
+		if f == "" {
+			return "settings"
+		}
+		return f
+	case st.Credential:
+		return "credentials." + f
 	}
-	if rest, ok := strings.CutPrefix(f, "config."); ok {
-		return "settings." + rest
-	}
-	return f
+	return "settings." + f
 }
 
 // messageOnly is an error's message without its code.

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -80,6 +81,47 @@ func loadedAdapters(t *testing.T, p *proc) (map[string]adapterItem, string) {
 	}
 }
 
+// declaration is a config file declaring the ntfy adapter adp_alerts.
+func declaration(server, tokenFile string) string {
+	return `adapters:
+  - id: adp_alerts
+    category: notification
+    kind: ntfy
+    settings:
+      server: ` + server + `
+      topic: svc-declared
+    credentials:
+      token: {file: ` + tokenFile + `}
+`
+}
+
+// TestDeclaredAdapterRefusedAtStartup: a declaration its kind refuses stops
+// svc serve before it starts anything, with one line naming the adapter
+// and the field.
+func TestDeclaredAdapterRefusedAtStartup(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"unknown kind", "adapters:\n  - {id: adp_x, category: notification, kind: pager}\n", `adapter adp_x: kind: this build has no notification adapter of kind "pager"`},
+		{"kind's validation", "adapters:\n  - {id: adp_x, category: notification, kind: ntfy, settings: {topic: 'not a topic'}}\n", "adapter adp_x: settings.topic: topic must be 1 to 64 letters"},
+		{"missing required setting", "adapters:\n  - {id: adp_x, category: notification, kind: ntfy}\n", "adapter adp_x: settings.topic: notification/ntfy needs [topic]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfgFile := filepath.Join(t.TempDir(), "svc.yaml")
+			writeConfig(t, cfgFile, tt.yaml)
+			work := filepath.Join(dir, tt.name) // must not be created
+			code, stdout, stderr := runOnce(t, []string{"SVC_SERVER_ADDR=127.0.0.1:0", "SVC_SERVER_WORK_DIR=" + work}, scaled(30*time.Second), "--config", cfgFile)
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if code != 2 || len(lines) != 2 || lines[0] != "svc: configuration refused; nothing was started:" ||
+				!strings.Contains(lines[1], "config file "+cfgFile+": "+tt.want) {
+				t.Errorf("exit code %d, want 2 with one line containing %q\nstdout:\n%s\nstderr:\n%s", code, tt.want, stdout, stderr)
+			}
+			if _, err := os.Stat(work); !os.IsNotExist(err) {
+				t.Errorf("the work dir was created (%v)", err)
+			}
+		})
+	}
+}
+
 // TestDeclaredAdapters declares an ntfy notification adapter in the config
 // file, its token read from a file: the server lists it with its origin as
 // its category's primary, uses it (a subscription sends an event through
@@ -99,16 +141,7 @@ func TestDeclaredAdapters(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfgFile := filepath.Join(dir, "svc.yaml")
-	writeConfig(t, cfgFile, `adapters:
-  - id: adp_alerts
-    category: notification
-    kind: ntfy
-    settings:
-      server: `+ntfy.URL+`
-      topic: svc-declared
-    credentials:
-      token: {file: `+tokenFile+`}
-`)
+	writeConfig(t, cfgFile, declaration(ntfy.URL, tokenFile))
 	p := newProc(t, "declared", []string{
 		"SVC_SERVER_ADDR=127.0.0.1:0",
 		"SVC_SERVER_WORK_DIR=" + filepath.Join(dir, "work"),
@@ -217,10 +250,25 @@ func TestDeclaredAdapters(t *testing.T) {
 		t.Errorf("GET /api/v1/config lists the declared adapters as %s", r.body)
 	}
 
+	// A declaration that has become invalid (its token file is gone) is
+	// refused at the restart, which keeps the previous configuration.
+	writeConfig(t, cfgFile, strings.Replace(declaration(ntfy.URL, tokenFile), tokenFile, tokenFile+".gone", 1))
+	before := startedAt(t, base)
+	if r := send(p, http.MethodPost, base+"/api/v1/restart", nil); r.err != nil || r.status != http.StatusAccepted {
+		t.Fatalf("POST /api/v1/restart: %d %s (%v)", r.status, r.body, r.err)
+	}
+	waitRestarted(t, p, before)
+	if _, ok := p.waitLog(regexp.MustCompile(`configuration refused.*adp_alerts.*credentials\.token.*gone`), scaled(10*time.Second)); !ok {
+		t.Errorf("the log does not name the refused declaration:\n%s", lastLines(p.currentLog(), 20))
+	}
+	if items, raw := loadedAdapters(t, p); items["adp_alerts"].Origin != "config_file" {
+		t.Errorf("after a refused configuration, the declared adapter is not loaded from the previous one:\n%s", raw)
+	}
+
 	// Without the declaration, a restart drops it; the adapter configured
 	// through the API is loaded and becomes the primary.
 	writeConfig(t, cfgFile, "log:\n  level: info\n")
-	before := startedAt(t, base)
+	before = startedAt(t, base)
 	if r := send(p, http.MethodPost, base+"/api/v1/restart", nil); r.err != nil || r.status != http.StatusAccepted {
 		t.Fatalf("POST /api/v1/restart: %d %s (%v)", r.status, r.body, r.err)
 	}
