@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,6 +48,16 @@ type Credential struct {
 
 // Value returns the credential as read at startup.
 func (c Credential) Value() string { return c.value }
+
+// String, GoString and LogValue say where the credential comes from, so
+// that printing or logging a configuration never shows its value.
+func (c Credential) String() string { return c.Name + " (" + c.From + " " + c.Source + ")" }
+
+// GoString: see String.
+func (c Credential) GoString() string { return c.String() }
+
+// LogValue: see String.
+func (c Credential) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // Where a credential comes from.
 const (

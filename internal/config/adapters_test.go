@@ -2,6 +2,8 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +66,16 @@ adapters:
 		t.Errorf("listed adapters: %s", shown)
 	}
 	assertNoCanary(t, c)
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		if out := fmt.Sprintf(format, c.Adapters); strings.Contains(out, canary) {
+			t.Errorf("%s of the adapters shows a credential: %s", format, out)
+		}
+	}
+	var logged strings.Builder
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "adapters", c.Adapters, "credential", c.Adapters[0].Credentials[0])
+	if strings.Contains(logged.String(), canary) {
+		t.Errorf("logging the adapters shows a credential: %s", logged.String())
+	}
 }
 
 func TestAdaptersEnvironmentOverFile(t *testing.T) {
