@@ -176,6 +176,11 @@ func TestDeclaredAdaptersOverrideAndGoBack(t *testing.T) {
 			t.Errorf("delete %s: %v", id, err)
 		}
 	}
+	// Nor found as the one s3 adapter stored (which the declaration
+	// overrides) by a request without adapter_id.
+	if _, _, err := svc.Configure(ctx, adapters.Request{Category: "backup", Kind: "s3", Config: map[string]any{"bucket": "x"}}); !errcode.Has(err, errcode.StateInvalid) {
+		t.Errorf("configure the stored s3 adapter a declaration overrides: %v", err)
+	}
 	// Another adapter through the API keeps working beside them.
 	if _, created, err := svc.Configure(ctx, adapters.Request{New: true, Category: "backup", Kind: "s3", Config: map[string]any{"bucket": "new"}, Credentials: map[string]*string{"password": &pw}}); err != nil || !created {
 		t.Errorf("configure another s3 adapter: %v", err)

@@ -577,6 +577,11 @@ func (s *Service) configuration(ctx context.Context, r *raftstore.Reader, req Re
 	if err != nil {
 		return Adapter{}, false, nil, err
 	}
+	if d, declared := s.declared(old.ID); declared && exists {
+		// The one adapter of the kind, found without adapter_id, is
+		// overridden by a declaration.
+		return Adapter{}, false, nil, fixedAtStartup(d, "configured")
+	}
 	now := s.d.Now()
 	next := Adapter{ID: old.ID, Category: k.Category, Kind: k.Name, Settings: map[string]string{}, Credentials: map[string][]byte{},
 		Revision: old.Revision + 1, CreatedAt: old.CreatedAt, UpdatedAt: now}
