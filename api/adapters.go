@@ -19,11 +19,17 @@ type Adapter struct {
 	Capabilities   map[string]any `json:"capabilities"`
 	Primary        bool           `json:"primary"`
 	Builtin        bool           `json:"builtin"`
-	Loaded         bool           `json:"loaded"`
-	Error          *string        `json:"error"`
-	PendingRestart bool           `json:"pending_restart"`
-	Deleted        bool           `json:"deleted"`
-	Revision       int64          `json:"revision"`
+	// Origin is api, default, config_file or environment (declared at
+	// startup: fixed until the declaration changes and the server
+	// restarts); CredentialSources say where a declared adapter's
+	// credentials are read from ("file /path", "env NAME").
+	Origin            string            `json:"origin"`
+	CredentialSources map[string]string `json:"credential_sources,omitempty"`
+	Loaded            bool              `json:"loaded"`
+	Error             *string           `json:"error"`
+	PendingRestart    bool              `json:"pending_restart"`
+	Deleted           bool              `json:"deleted"`
+	Revision          int64             `json:"revision"`
 }
 
 // AdapterPage is one page of GET /adapters.

@@ -245,10 +245,28 @@ type FixedPolicy struct {
 	Origin string `json:"origin"`
 }
 
+// DeclaredAdapter is an adapter declared at startup in the config file or
+// SVC_ADAPTERS; its credentials name where they are read from, never a
+// value.
+type DeclaredAdapter struct {
+	ID          string            `json:"id"`
+	Category    string            `json:"category"`
+	Kind        string            `json:"kind"`
+	Settings    map[string]string `json:"settings"`
+	Credentials []struct {
+		Name   string `json:"name"`
+		From   string `json:"from"`   // file or env
+		Source string `json:"source"` // the file's path or the variable's name
+	} `json:"credentials"`
+	Primary *bool  `json:"primary,omitempty"`
+	Origin  string `json:"origin"` // config_file or environment
+}
+
 // Config is the server's startup configuration.
 type Config struct {
-	Settings    []Setting     `json:"settings"`
-	PolicyFixed []FixedPolicy `json:"policy_fixed"`
+	Settings    []Setting         `json:"settings"`
+	PolicyFixed []FixedPolicy     `json:"policy_fixed"`
+	Adapters    []DeclaredAdapter `json:"adapters"`
 }
 
 // Config returns the server's startup configuration.

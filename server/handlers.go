@@ -27,6 +27,9 @@ func (s *Server) getSetup(c echo.Context) error {
 type configDTO struct {
 	Settings    []config.Setting    `json:"settings"`
 	PolicyFixed []policy.FixedEntry `json:"policy_fixed"`
+	// Adapters are the adapters declared at startup, with their origin;
+	// their credentials name where they are read from, never a value.
+	Adapters []config.Adapter `json:"adapters"`
 }
 
 func (s *Server) getConfig(c echo.Context) error {
@@ -34,7 +37,11 @@ func (s *Server) getConfig(c echo.Context) error {
 	if fixed == nil {
 		fixed = []policy.FixedEntry{}
 	}
-	return c.JSON(http.StatusOK, configDTO{Settings: s.d.Config.Settings, PolicyFixed: fixed})
+	declared := s.d.Config.Adapters
+	if declared == nil {
+		declared = []config.Adapter{}
+	}
+	return c.JSON(http.StatusOK, configDTO{Settings: s.d.Config.Settings, PolicyFixed: fixed, Adapters: declared})
 }
 
 type raftStatusDTO = operator.RaftStatus

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/adapters/dependents"
 	"github.com/svchost/svc/internal/apps"
+	"github.com/svchost/svc/internal/config"
 	"github.com/svchost/svc/internal/detection"
 	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/icon"
@@ -78,27 +80,10 @@ func buildStorage(ctx context.Context, rt *runtime, gen *generation, store *raft
 	loaded := func() *adapters.Set { return ad.Current() }
 	ad, err = adapters.New(adapters.Deps{
 		Store: store, Ring: ring, Now: now, Logger: gen.log, StartedAt: gen.startedAt, Dependents: dependents.Find,
-		Kinds: []adapters.Kind{
-			process.KindFor(gen.procs),
-			nomadKind(gen, store, now, loaded),
-			edge.RoutesKind(),
-			consul.Kind(gen.log),
-			nomadsd.Kind(gen.log),
-			vaultsecrets.BuiltinKind(store, ring),
-			vaultsecrets.VaultKind(gen.log),
-			identity.LocalKind(),
-			postgres.Kind(),
-			chat.Kind(),
-			email.Kind(),
-			ntfy.Kind(),
-			local.Kind(gen.cfg.Server.WorkDir),
-			s3.Kind(),
-			builtin.Kind(),
-			ai.Kind(),
-		},
+		Declared: declaredAdapters(gen.cfg), Kinds: adapterKinds(gen, store, ring, now, loaded),
 	})
 	if err != nil {
-		return nil, err
+		return nil, &exitError{code: 2, err: fmt.Errorf("configuration refused:\n%w", err)}
 	}
 	rt.onClose("adapters", ad.Close)
 	ring.OnRotate(ad)
@@ -182,6 +167,62 @@ func buildDetection(ctx context.Context, rt *runtime, gen *generation, store *ra
 	det = detection.New(detection.Deps{Store: store, Checkouts: src, Specs: specs, Secrets: st.secrets, Now: now, Logger: gen.log})
 	store.RunWhileLeader("detection-sweep", raftstore.Every(sweepInterval, det.SweepDeletedApps))
 	return det, src, nil
+}
+
+// adapterKinds are the adapter kinds this build runs. A kind only keeps
+// the store, keyring and runtime it is given, for Open: checkDeclaredAdapters
+// calls it without them.
+func adapterKinds(gen *generation, store *raftstore.Store, ring *keyring.Ring, now func() time.Time, loaded func() *adapters.Set) []adapters.Kind {
+	return []adapters.Kind{
+		process.KindFor(gen.procs),
+		nomadKind(gen, store, now, loaded),
+		edge.RoutesKind(),
+		consul.Kind(gen.log),
+		nomadsd.Kind(gen.log),
+		vaultsecrets.BuiltinKind(store, ring),
+		vaultsecrets.VaultKind(gen.log),
+		identity.LocalKind(),
+		postgres.Kind(),
+		chat.Kind(),
+		email.Kind(),
+		ntfy.Kind(),
+		local.Kind(gen.cfg.Server.WorkDir),
+		s3.Kind(),
+		builtin.Kind(),
+		ai.Kind(),
+	}
+}
+
+// checkDeclaredAdapters checks the adapters cfg declares against the kinds
+// this build runs (category, kind, settings, required ones, the kind's own
+// validation), before anything starts, as an unreadable setting is: a
+// refused declaration stops svc serve, or keeps the previous configuration
+// at a restart.
+func checkDeclaredAdapters(cfg *config.Config) error {
+	if len(cfg.Adapters) == 0 {
+		return nil
+	}
+	gen := &generation{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	return adapters.CheckDeclared(adapterKinds(gen, nil, nil, time.Now, nil), declaredAdapters(cfg))
+}
+
+// declaredAdapters are the adapters the configuration declares, with the
+// credentials it read at this start.
+func declaredAdapters(cfg *config.Config) []adapters.Declared {
+	out := make([]adapters.Declared, 0, len(cfg.Adapters))
+	for _, a := range cfg.Adapters {
+		d := adapters.Declared{ID: a.ID, Category: a.Category, Kind: a.Kind, Settings: a.Settings, Primary: a.Primary,
+			Credentials: map[string]string{}, Sources: map[string]string{}, Origin: string(a.Origin), Source: "SVC_ADAPTERS"}
+		if a.Origin == config.OriginConfigFile {
+			d.Source = "config file " + cfg.File
+		}
+		for _, c := range a.Credentials {
+			d.Credentials[c.Name] = c.Value()
+			d.Sources[c.Name] = c.From + " " + c.Source
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // loadAdapters waits until the store serves consistent reads, then loads

@@ -16,7 +16,7 @@ import (
 // notifications through the loaded notification adapters.
 func buildSubscriptions(gen *generation, store *raftstore.Store, st *storage, pol *policy.Service, now func() time.Time) *subscriptions.Service {
 	cfg := gen.cfg
-	svc := subscriptions.NewService(subscriptions.Deps{Store: store, Ring: st.ring, Policy: pol, Now: now})
+	svc := subscriptions.NewService(subscriptions.Deps{Store: store, Ring: st.ring, Policy: pol, Now: now, Declared: st.adapters.DeclaredCategory})
 	st.ring.OnRotate(svc)
 	sender := webhook.NewSender(webhook.Options{
 		Timeout:      cfg.Events.AttemptTimeout,

@@ -54,7 +54,16 @@ but not the environment.`,
 			// The environment is read once; every restart loads the file
 			// again over this same snapshot.
 			env := os.Environ()
-			load := func() (*config.Config, error) { return config.Load(config.LoadArgs{Env: env, File: configPath}) }
+			load := func() (*config.Config, error) {
+				cfg, err := config.Load(config.LoadArgs{Env: env, File: configPath})
+				if err == nil {
+					err = checkDeclaredAdapters(cfg)
+				}
+				if err != nil {
+					return nil, err
+				}
+				return cfg, nil
+			}
 			cfg, err := load()
 			if err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("configuration refused; nothing was started:\n%w", err)}

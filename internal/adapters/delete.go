@@ -46,6 +46,9 @@ type DependentsFunc func(r *raftstore.Reader, a Adapter) ([]Dependent, []raftsto
 // applies at the next restart: until then the adapter stays loaded and
 // GET /adapters lists it as deleted, pending a restart.
 func (s *Service) Delete(ctx context.Context, id string) error {
+	if d, ok := s.declared(id); ok {
+		return fixedAtStartup(d, "deleted")
+	}
 	if k, ok := s.builtinKind(id); ok {
 		return errcode.New(errcode.StateInvalid, "adapter %s is the built-in %s adapter; it cannot be deleted", id, k.Category).
 			WithDetail("adapter_id", id).WithDetail("builtin", true).

@@ -52,6 +52,9 @@ type Deps struct {
 	// Dependents finds what the store records as depending on an adapter
 	// (Delete refuses while anything does); nil finds nothing.
 	Dependents DependentsFunc
+	// Declared are the adapters declared at startup (the config file or
+	// SVC_ADAPTERS), checked by New.
+	Declared []Declared
 }
 
 // Service configures adapters, loads them at a server's start, reports
@@ -84,6 +87,9 @@ func New(d Deps) (*Service, error) {
 			}
 			defaults[k.Category] = true
 		}
+	}
+	if err := checkDeclared(d.Kinds, d.Declared); err != nil {
+		return nil, err
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
@@ -118,8 +124,11 @@ type Loaded struct {
 	Adapter  Adapter
 	Instance Instance // nil when it did not open
 	Err      error    // why it did not open
-	Virtual  bool     // an embedded default not configured in the store
+	Virtual  bool     // not in the store: an embedded default or declared at startup
 	Primary  bool     // the one its category uses by default
+	// Origin is OriginAPI (stored), OriginDefault (an embedded default),
+	// or where it was declared (OriginConfigFile, OriginEnvironment).
+	Origin string
 }
 
 // Set is what a server loaded at its start.
@@ -176,21 +185,44 @@ func (s *Set) Close() error {
 	return errors.Join(errs...)
 }
 
-// Load opens the configured adapters and the embedded defaults not
-// configured otherwise, as this server's set until its next start. The
-// primary adapter of a category (the one it uses by default, and the one
-// new secrets go to) is the one configured most recently; without any, the
-// embedded default. An
-// adapter that does not open is kept with its error: the server starts
-// anyway, the adapter reports unhealthy, and what needs it answers
+// Load opens the declared adapters, the configured ones (but those a
+// declaration overrides by ID) and the embedded defaults not configured
+// otherwise, as this server's set until its next start. The primary
+// adapter of a category (the one it uses by default, and the one new
+// secrets go to) is, in this order: the declared one with primary: true;
+// the first declared one not marked primary: false; the one configured
+// through the API most recently; the embedded default; and, when the
+// category has nothing else, the first declared one marked primary: false.
+// An adapter that
+// does not open is kept with its error: the server starts anyway, the
+// adapter reports unhealthy, and what needs it answers
 // ADAPTER_UNAVAILABLE.
 func (s *Service) Load(ctx context.Context) *Set {
 	stored := s.stored(s.d.Store.Read())
 	set := &Set{StartedAt: s.d.StartedAt, ready: true}
 	have := map[string]bool{}
-	newest := map[string]*Loaded{}
+	// The candidates for primary, by category, in the order of the rule.
+	chosen, firstDeclared, newest, notPrimary := map[string]*Loaded{}, map[string]*Loaded{}, map[string]*Loaded{}, map[string]*Loaded{}
+	for _, d := range s.d.Declared {
+		l := s.open(ctx, d.adapter(), true, d.Credentials)
+		l.Origin = d.Origin
+		set.items = append(set.items, l)
+		have[d.ID] = true
+		switch {
+		case d.Primary != nil && *d.Primary:
+			chosen[d.Category] = l
+		case d.Primary == nil && firstDeclared[d.Category] == nil:
+			firstDeclared[d.Category] = l
+		case d.Primary != nil && notPrimary[d.Category] == nil:
+			notPrimary[d.Category] = l
+		}
+	}
 	for _, a := range stored {
-		l := s.open(ctx, a, false)
+		if have[a.ID] {
+			continue // a declaration overrides it
+		}
+		l := s.open(ctx, a, false, nil)
+		l.Origin = OriginAPI
 		set.items = append(set.items, l)
 		have[a.ID] = true
 		if n := newest[a.Category]; n == nil || a.UpdatedAt.After(n.Adapter.UpdatedAt) ||
@@ -198,18 +230,23 @@ func (s *Service) Load(ctx context.Context) *Set {
 			newest[a.Category] = l
 		}
 	}
+	defaults := map[string]*Loaded{}
 	for _, k := range s.kinds {
 		if !k.Default || have[k.DefaultID] {
 			continue
 		}
-		l := s.open(ctx, Adapter{ID: k.DefaultID, Category: k.Category, Kind: k.Name, Settings: map[string]string{}}, true)
+		l := s.open(ctx, Adapter{ID: k.DefaultID, Category: k.Category, Kind: k.Name, Settings: map[string]string{}}, true, nil)
+		l.Origin = OriginDefault
 		set.items = append(set.items, l)
-		if newest[k.Category] == nil {
-			newest[k.Category] = l
-		}
+		defaults[k.Category] = l
 	}
-	for _, l := range newest {
-		l.Primary = true
+	for _, c := range Categories() {
+		for _, l := range []*Loaded{chosen[c], firstDeclared[c], newest[c], defaults[c], notPrimary[c]} {
+			if l != nil {
+				l.Primary = true
+				break
+			}
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -237,14 +274,19 @@ func (s *Service) Close() error {
 	return s.set.Close()
 }
 
-func (s *Service) open(ctx context.Context, a Adapter, virtual bool) *Loaded {
+// open opens an adapter: with plain, the credentials read at startup of a
+// declared one; else its sealed credentials, opened.
+func (s *Service) open(ctx context.Context, a Adapter, virtual bool, plain map[string]string) *Loaded {
 	l := &Loaded{Adapter: a, Virtual: virtual}
 	k, ok := s.kind(a.Category, a.Kind)
 	if !ok {
 		l.Err = errcode.New(errcode.AdapterUnavailable, "this build cannot run adapter kind %s/%s", a.Category, a.Kind)
 		return l
 	}
-	creds := map[string]string{}
+	creds := maps.Clone(plain)
+	if creds == nil {
+		creds = map[string]string{}
+	}
 	for name, sealed := range a.Credentials {
 		plain, err := s.d.Ring.Open(sealed, credAAD(a.ID, name))
 		if err != nil {
@@ -308,10 +350,17 @@ type View struct {
 	Capabilities   map[string]any `json:"capabilities"`
 	Primary        bool           `json:"primary"`
 	Builtin        bool           `json:"builtin"`
-	Loaded         bool           `json:"loaded"`
-	Error          *string        `json:"error"`
-	PendingRestart bool           `json:"pending_restart"`
-	Health         *Health        `json:"health"`
+	// Origin is api (configured through the API), default (an embedded
+	// default), config_file or environment (declared at startup: fixed
+	// until the declaration changes and the server restarts).
+	Origin string `json:"origin"`
+	// CredentialSources say, for a declared adapter, where each set
+	// credential is read from at startup ("file /path", "env NAME").
+	CredentialSources map[string]string `json:"credential_sources,omitempty"`
+	Loaded            bool              `json:"loaded"`
+	Error             *string           `json:"error"`
+	PendingRestart    bool              `json:"pending_restart"`
+	Health            *Health           `json:"health"`
 	// Deleted says the adapter was deleted after this server loaded it:
 	// it stays loaded until the next restart (PendingRestart).
 	Deleted   bool       `json:"deleted"`
@@ -337,7 +386,21 @@ func (s *Service) List() List {
 	set := s.loaded()
 	out := List{Items: []View{}, StartedAt: set.StartedAt, Loading: !set.ready}
 	seen := map[string]bool{}
+	for _, d := range s.d.Declared {
+		a := d.adapter()
+		v := s.view(r, a, set)
+		v.CredentialsSet = slices.Sorted(maps.Keys(d.Credentials))
+		if v.CredentialsSet == nil {
+			v.CredentialsSet = []string{}
+		}
+		v.CredentialSources = d.Sources
+		out.Items = append(out.Items, v)
+		seen[d.ID] = true
+	}
 	for _, a := range s.stored(r) {
+		if seen[a.ID] {
+			continue // overridden by a declaration
+		}
 		v := s.view(r, a, set)
 		l, ok := set.Get(a.ID)
 		v.PendingRestart = set.ready && (!ok || l.Adapter.Revision != a.Revision)
@@ -408,6 +471,14 @@ func (s *Service) view(r *raftstore.Reader, a Adapter, set *Set) View {
 	if !a.CreatedAt.IsZero() {
 		v.CreatedAt, v.UpdatedAt = &a.CreatedAt, &a.UpdatedAt
 	}
+	switch d, declared := s.declared(a.ID); {
+	case declared:
+		v.Origin = d.Origin
+	case !a.CreatedAt.IsZero():
+		v.Origin = OriginAPI
+	default:
+		v.Origin = OriginDefault
+	}
 	if l, ok := set.Get(a.ID); ok {
 		v.Loaded, v.Primary = l.Instance != nil, l.Primary
 		if l.Instance != nil {
@@ -449,6 +520,9 @@ const (
 // credentials sealed, an audit entry and the adapter.configured event. It
 // applies at the next restart. created says whether a new adapter was made.
 func (s *Service) Configure(ctx context.Context, req Request) (v View, created bool, err error) {
+	if d, ok := s.declared(req.AdapterID); ok {
+		return View{}, false, fixedAtStartup(d, "configured")
+	}
 	k, ok := s.kind(req.Category, req.Kind)
 	if !ok {
 		if !slices.Contains(Categories(), req.Category) {
@@ -456,6 +530,9 @@ func (s *Service) Configure(ctx context.Context, req Request) (v View, created b
 		}
 		return View{}, false, errcode.Invalid("kind", "this build has no %s adapter of kind %q", req.Category, req.Kind).
 			WithRemedy("GET /api/v1/adapters/kinds lists the kinds this build can run")
+	}
+	if d, ok := s.declared(k.DefaultID); ok && k.Default && req.AdapterID == "" {
+		return View{}, false, fixedAtStartup(d, "configured")
 	}
 	settings, reset, err := normalize(k, req.Config)
 	if err != nil {
@@ -499,6 +576,11 @@ func (s *Service) configuration(ctx context.Context, r *raftstore.Reader, req Re
 	old, meta, exists, err := s.target(r, req, k)
 	if err != nil {
 		return Adapter{}, false, nil, err
+	}
+	if d, declared := s.declared(old.ID); declared && exists {
+		// The one adapter of the kind, found without adapter_id, is
+		// overridden by a declaration.
+		return Adapter{}, false, nil, fixedAtStartup(d, "configured")
 	}
 	now := s.d.Now()
 	next := Adapter{ID: old.ID, Category: k.Category, Kind: k.Name, Settings: map[string]string{}, Credentials: map[string][]byte{},

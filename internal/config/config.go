@@ -1,8 +1,9 @@
 // Package config owns the startup configuration of svc serve: the catalogue
 // of settings, loading them from defaults, an optional YAML file and the
 // environment (the environment wins over the file, the file over the
-// default), the origin of each value, their validation, and the host policy
-// settings fixed at startup.
+// default), the origin of each value, their validation, the host policy
+// settings fixed at startup, and the adapters declared at startup (with
+// their credentials read from files or variables).
 //
 // It must not touch storage or HTTP and must not start anything. Load is a
 // pure function of its arguments plus the reading of the named file: it reads
@@ -159,7 +160,10 @@ type Config struct {
 		SnapshotInterval  time.Duration
 		TrailingLogs      uint64
 	}
-	Policy   policy.Fixed
+	Policy policy.Fixed
+	// Adapters are the adapters declared in the config file or
+	// SVC_ADAPTERS (the environment's list wins, whole), credentials read.
+	Adapters []Adapter
 	Settings []Setting // every setting with its value and origin, sorted by Name
 	Warnings []string
 	File     string // the config file's path, "" if none
@@ -210,13 +214,16 @@ type source struct {
 // args.Env have the same name, the last one wins.
 //
 // SVC_POLICY_<NAME> and the file's policy section fix host policy settings;
-// SVC_PORT is ignored; any other unknown SVC_ variable is a warning.
+// SVC_ADAPTERS and the file's adapters section declare adapters (see
+// Adapter; the environment's list wins over the file's, whole, and an empty
+// SVC_ADAPTERS is unset); SVC_PORT is ignored; any other unknown SVC_ variable is a warning.
 //
 // All problems are reported together, one per line, each naming the variable
 // or file key. No secret is ever part of an error, a warning or Settings.
 func Load(args LoadArgs) (*Config, error) {
 	l := &loader{args: args, c: &Config{File: args.File}, sources: map[string]source{}, fileSources: map[string]source{}}
 	l.readEnv()
+	l.readAdaptersEnv()
 	if args.File != "" {
 		l.readFile()
 	}
@@ -224,6 +231,7 @@ func Load(args LoadArgs) (*Config, error) {
 	l.applyDefaults()
 	l.parseSettings()
 	l.fixPolicy()
+	l.fixAdapters()
 	l.crossCheck()
 	if len(l.errs) > 0 {
 		return nil, errors.Join(l.errs...)
@@ -256,11 +264,16 @@ type loader struct {
 	unknownEnv []string          // warnings about unknown variables
 	envPolicy  []string          // SVC_POLICY_ variable names, sorted
 
-	filePolicy  []filePolicyValue
-	fileSources map[string]source // by setting name: the file's values
-	sources     map[string]source // by setting name: the value that wins
-	failed      map[string]bool   // settings whose value was refused
-	errs        []error
+	filePolicy []filePolicyValue
+	// The declared adapters of the file and of SVC_ADAPTERS (set: given
+	// and not empty, even as an empty list).
+	fileAdapters   []Adapter
+	envAdapters    []Adapter
+	envAdaptersSet bool
+	fileSources    map[string]source // by setting name: the file's values
+	sources        map[string]source // by setting name: the value that wins
+	failed         map[string]bool   // settings whose value was refused
+	errs           []error
 }
 
 // readEnv collects the SVC_ variables and sorts them into known settings,
@@ -278,6 +291,8 @@ func (l *loader) readEnv() {
 		switch {
 		case k == "SVC_PORT":
 			// Read only by a packaging file, never by the service.
+		case k == adaptersEnv:
+			// Read by readAdaptersEnv.
 		case strings.HasPrefix(k, "SVC_POLICY_"):
 			l.envPolicy = append(l.envPolicy, k)
 		case defByEnv(k) == nil:

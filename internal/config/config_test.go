@@ -396,7 +396,7 @@ func TestFileErrors(t *testing.T) {
 		content string
 		want    string // after "config file <path>: "
 	}{
-		{"unknown section", "servr:\n  addr: :80\n", "servr: unknown key (known keys: admin, app, backups, cluster, database, disk, events, log, reconciler, runtime, server, policy)"},
+		{"unknown section", "servr:\n  addr: :80\n", "servr: unknown key (known keys: admin, app, backups, cluster, database, disk, events, log, reconciler, runtime, server, policy, adapters)"},
 		{"unknown key", "app:\n  port_begin: 9000\n", "app.port_begin: unknown key (known keys under app: port_start, port_end)"},
 		{"odd key", "app:\n  \"port start\": 9000\n", `app."port start": unknown key (known keys under app: port_start, port_end)`},
 		{"nested too deep", "server:\n  addr:\n    host: x\n", "server.addr: expected a single value, not a mapping"},

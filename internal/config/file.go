@@ -63,10 +63,12 @@ func (l *loader) parseFile() error {
 		switch {
 		case kv.key == "policy":
 			l.readPolicySection(kv.value)
+		case kv.key == "adapters":
+			l.readAdaptersSection(kv.value)
 		case slices.Contains(sections, kv.key):
 			l.readSection(kv.key, kv.value)
 		default:
-			l.fileErrorf(kv.key, "unknown key (known keys: %s)", strings.Join(append(sections, "policy"), ", "))
+			l.fileErrorf(kv.key, "unknown key (known keys: %s)", strings.Join(append(sections, "policy", "adapters"), ", "))
 		}
 	}
 	return nil

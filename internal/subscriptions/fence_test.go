@@ -15,6 +15,7 @@ import (
 	"github.com/svchost/svc/internal/apps"
 	"github.com/svchost/svc/internal/audit"
 	"github.com/svchost/svc/internal/authz"
+	"github.com/svchost/svc/internal/errcode"
 	"github.com/svchost/svc/internal/events"
 	"github.com/svchost/svc/internal/identity"
 	"github.com/svchost/svc/internal/keyring"
@@ -251,5 +252,27 @@ func TestABacklogIsNotSentToANewerSubscription(t *testing.T) {
 	defer mu.Unlock()
 	if len(got) != 1 || got[0] != "token.created" {
 		t.Errorf("the receiver got %v; want only token.created", got)
+	}
+}
+
+// TestADeclaredNotificationAdapterCanBeSubscribedTo: an adapter declared
+// at startup is not in the store; Deps.Declared makes it known, and only a
+// notification adapter is accepted.
+func TestADeclaredNotificationAdapterCanBeSubscribedTo(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.svc.Create(ctx, f.admin, subscriptions.Request{Events: []string{"token.revoked"}, AdapterID: ptr("adp_alerts")}); !errcode.Has(err, errcode.ValidInvalid) {
+		t.Fatalf("an unknown adapter without declarations: %v, want VALID_INVALID", err)
+	}
+	declared := map[string]string{"adp_alerts": adapters.CategoryNotification, "adp_backups": adapters.CategoryBackup}
+	svc := subscriptions.NewService(subscriptions.Deps{Store: f.store, Ring: f.ring, Policy: f.pol,
+		Declared: func(id string) (string, bool) { c, ok := declared[id]; return c, ok }})
+	if _, err := svc.Create(ctx, f.admin, subscriptions.Request{Events: []string{"token.revoked"}, AdapterID: ptr("adp_alerts")}); err != nil {
+		t.Errorf("the declared notification adapter: %v", err)
+	}
+	for _, id := range []string{"adp_backups", "adp_unknown"} {
+		if _, err := svc.Create(ctx, f.admin, subscriptions.Request{Events: []string{"token.revoked"}, AdapterID: ptr(id)}); !errcode.Has(err, errcode.ValidInvalid) {
+			t.Errorf("%s: %v, want VALID_INVALID", id, err)
+		}
 	}
 }

@@ -47,6 +47,10 @@ type Deps struct {
 	Ring   Sealer
 	Policy Policy
 	Now    func() time.Time
+	// Declared returns the category of an adapter declared at startup
+	// (the config file or SVC_ADAPTERS), which the store does not hold;
+	// nil knows none.
+	Declared func(adapterID string) (category string, ok bool)
 }
 
 // Service manages subscriptions and their delivery logs for callers.
@@ -340,10 +344,15 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// checkAdapter refuses an adapter that is not a configured notification
-// adapter.
+// checkAdapter refuses an adapter that is not a configured (or declared)
+// notification adapter.
 func (s *Service) checkAdapter(id string) error {
 	a, _, ok := adapters.Adapters.Get(s.d.Store.Read(), id)
+	if s.d.Declared != nil {
+		if category, declared := s.d.Declared(id); declared {
+			a.Category, ok = category, true
+		}
+	}
 	if !ok || a.Category != adapters.CategoryNotification {
 		return errcode.Invalid("adapter_id", "no notification adapter %s", truncate(id, 80)).
 			WithRemedy("GET /api/v1/adapters lists them; configure one with POST /api/v1/adapters (category notification)")
