@@ -35,7 +35,7 @@ func newAdaptersCmd() *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ADAPTER_ID\tCATEGORY\tKIND\tPRIMARY\tLOADED\tSTATE")
+			fmt.Fprintln(w, "ADAPTER_ID\tCATEGORY\tKIND\tORIGIN\tPRIMARY\tLOADED\tSTATE")
 			for _, a := range page.Items {
 				state := "current"
 				switch {
@@ -46,7 +46,7 @@ func newAdaptersCmd() *cobra.Command {
 				case a.Error != nil:
 					state = "failed: " + *a.Error
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%v\t%s\n", a.AdapterID, a.Category, a.Kind, a.Primary, a.Loaded, state)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%v\t%s\n", a.AdapterID, a.Category, a.Kind, a.Origin, a.Primary, a.Loaded, state)
 			}
 			if page.RestartNeeded {
 				fmt.Fprintln(w, "(a restart is needed to apply changes: POST /api/v1/restart)")

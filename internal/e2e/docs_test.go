@@ -255,7 +255,15 @@ func TestClusterModeDocWorksWhenPasted(t *testing.T) {
 		t.Fatalf("svc adapters delete of the vault adapter: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
 	}
 	list := exec.Command(svcBin, "adapters", "list", "--addr", base, "--token", s.token())
-	if out, err := list.CombinedOutput(); err != nil || !strings.Contains(string(out), got["secrets"].AdapterID) {
+	out, err = list.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), got["secrets"].AdapterID) {
 		t.Fatalf("svc adapters list: %v\n%s", err, out)
+	}
+	// Its row says it was configured through the API (ORIGIN, the fourth
+	// column).
+	for line := range strings.Lines(string(out)) {
+		if f := strings.Fields(line); len(f) > 3 && f[0] == got["secrets"].AdapterID && f[3] != "api" {
+			t.Errorf("svc adapters list: the vault adapter's origin is %q, want api\n%s", f[3], out)
+		}
 	}
 }
