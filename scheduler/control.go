@@ -48,7 +48,7 @@ func (s *Service) StopBecause(ctx context.Context, appID, reason string, more fu
 		if err != nil || !ok {
 			return nil, err
 		}
-		_, from, ops, err := apps.DesiredOps(r, appID, apps.DesiredStopped, now)
+		_, from, ops, err := apps.DesiredOps(r, appID, apps.DesiredStopped, reason, now)
 		if err != nil {
 			return nil, err
 		}
@@ -92,7 +92,7 @@ func (s *Service) setDesired(ctx context.Context, appID, desired, action string)
 		var from string
 		var ops []raftstore.Op
 		var err error
-		if a, from, ops, err = apps.DesiredOps(r, appID, desired, now); err != nil {
+		if a, from, ops, err = apps.DesiredOps(r, appID, desired, "", now); err != nil {
 			return nil, err
 		}
 		if len(ops) > 0 && desired == apps.DesiredRunning {

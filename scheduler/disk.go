@@ -400,14 +400,14 @@ func (s *Service) writeDiskStop(ctx context.Context, rel Release, rd diskReading
 		if !ok || cur.JobID != rel.JobID {
 			return nil, nil
 		}
-		ops, err := apps.TransitionOps(ctx, r, a.ID, apps.Transition{Cause: apps.Observed, To: apps.StateStopped, Desired: apps.DesiredStopped}, now)
+		ops, err := apps.TransitionOps(ctx, r, a.ID, apps.Transition{Cause: apps.Observed, To: apps.StateStopped, Desired: apps.DesiredStopped, Because: apps.StoppedDiskLimit}, now)
 		if err != nil {
 			return nil, err
 		}
 		stopped = true
 		return append(ops, Releases.Check(a.ID, meta.ModifyIndex),
 			audit.Record(ctx, now, "app.stop", a.ID, audit.Target{Kind: "app", ID: a.ID}, map[string]any{
-				"from": a.DesiredState, "to": apps.DesiredStopped, "reason": "disk_limit",
+				"from": a.DesiredState, "to": apps.DesiredStopped, "reason": apps.StoppedDiskLimit,
 				"workload": rd.Workload, "used_bytes": rd.Used, "limit_bytes": rd.Limit}),
 			events.Emit(ctx, now, "app.disk_stopped", appRef(a), "app", a.ID,
 				map[string]any{"used_bytes": rd.Used, "limit_bytes": rd.Limit})), nil

@@ -144,6 +144,8 @@ export interface App {
   slug: string;
   state: string;
   desired_state: string;
+  /** Why svc itself stopped it (idle, insecure, disk_limit); null otherwise. */
+  stopped_because: string | null;
   url: string | null;
   pinned: { revision: number } | null;
   created_at: string;

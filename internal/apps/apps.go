@@ -69,7 +69,11 @@ type App struct {
 	Slug          string     `json:"slug"`
 	State         string     `json:"state"`
 	DesiredState  string     `json:"desired_state"`
-	Source        *Source    `json:"source"`
+	// StoppedBecause says why svc itself stopped an app that is meant to
+	// stay stopped: StoppedIdle, StoppedInsecure or StoppedDiskLimit; nil
+	// when it is meant to run or a person stopped it.
+	StoppedBecause *string `json:"stopped_because"`
+	Source         *Source `json:"source"`
 	Pinned        *Pin       `json:"pinned"`
 	URL           *string    `json:"url"`
 	IconUpdatedAt *time.Time `json:"icon_updated_at"`
@@ -77,6 +81,13 @@ type App struct {
 	CreatedAt     time.Time  `json:"created_at"`
 	UpdatedAt     time.Time  `json:"updated_at"`
 }
+
+// Why the system stopped an app (App.StoppedBecause).
+const (
+	StoppedIdle      = "idle"
+	StoppedInsecure  = "insecure"
+	StoppedDiskLimit = "disk_limit"
+)
 
 // Ref is how events name the app.
 func (a App) Ref() (id, name, slug string) { return a.ID, a.Name, a.Slug }

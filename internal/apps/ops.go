@@ -52,8 +52,9 @@ func SetIconOps(r *raftstore.Reader, id string, at *time.Time, now time.Time) (A
 // DesiredOps sets the state an app is meant to be in (DesiredRunning or
 // DesiredStopped; the reconciler converges on it). It returns the app as
 // changed and the desired state it had; no operations when it is already
-// meant to be so.
-func DesiredOps(r *raftstore.Reader, id, desired string, now time.Time) (App, string, []raftstore.Op, error) {
+// meant to be so. because is why the system stops it (App.StoppedBecause),
+// "" when a person asks.
+func DesiredOps(r *raftstore.Reader, id, desired, because string, now time.Time) (App, string, []raftstore.Op, error) {
 	if desired != DesiredRunning && desired != DesiredStopped {
 		return App{}, "", nil, errcode.New(errcode.Internal, "no desired state %q", desired)
 	}
@@ -65,7 +66,7 @@ func DesiredOps(r *raftstore.Reader, id, desired string, now time.Time) (App, st
 	if from == desired {
 		return a, from, nil, nil
 	}
-	a, op, err := change(r, id, now, func(a *App) { a.DesiredState = desired })
+	a, op, err := change(r, id, now, func(a *App) { a.DesiredState, a.StoppedBecause = desired, stoppedBecause(desired, because) })
 	if err != nil {
 		return App{}, "", nil, err
 	}
@@ -105,6 +106,18 @@ type Transition struct {
 	// the system stopping an app (over its disk limit) observes it
 	// stopped and means it to stay so, in one write.
 	Desired string
+	// Because is why the system stops the app (App.StoppedBecause), with
+	// Desired DesiredStopped.
+	Because string
+}
+
+// stoppedBecause is App.StoppedBecause for an app meant to be in desired,
+// stopped by the system for because ("" for a person).
+func stoppedBecause(desired, because string) *string {
+	if desired != DesiredStopped || because == "" {
+		return nil
+	}
+	return &because
 }
 
 // TransitionOps returns the operations that move an app's state as t
@@ -152,6 +165,9 @@ func TransitionOps(ctx context.Context, r *raftstore.Reader, id string, t Transi
 	}
 	if to == from && desired == a.DesiredState {
 		return nil, nil
+	}
+	if desired != a.DesiredState || t.Desired != "" {
+		a.StoppedBecause = stoppedBecause(desired, t.Because)
 	}
 	a.State, a.DesiredState, a.UpdatedAt = to, desired, now
 	ops := []raftstore.Op{Apps.PutIf(&a, meta.ModifyIndex)}

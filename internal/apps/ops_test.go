@@ -211,7 +211,7 @@ func setState(t *testing.T, f *appsFixture, id, state, desired string) {
 	transition(t, f, id, apps.Transition{Cause: apps.DeployEnded, Succeeded: true})
 	if desired == apps.DesiredStopped {
 		if _, err := f.store.Update(f.ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
-			_, _, ops, err := apps.DesiredOps(r, id, desired, time.Now().UTC())
+			_, _, ops, err := apps.DesiredOps(r, id, desired, "", time.Now().UTC())
 			return ops, err
 		}); err != nil {
 			t.Fatal(err)
@@ -252,7 +252,7 @@ func TestTransitionRules(t *testing.T) {
 			setState(t, f, a.ID, c.state, c.desired)
 			if c.desired == apps.DesiredStopped && c.state == apps.StateDeploying {
 				if _, err := f.store.Update(f.ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
-					_, _, ops, err := apps.DesiredOps(r, a.ID, c.desired, time.Now().UTC())
+					_, _, ops, err := apps.DesiredOps(r, a.ID, c.desired, "", time.Now().UTC())
 					return ops, err
 				}); err != nil {
 					t.Fatal(err)
@@ -287,6 +287,49 @@ func TestTransitionRules(t *testing.T) {
 		return apps.TransitionOps(f.ctx, r, a.ID, apps.Transition{Cause: apps.Observed, To: apps.StateStopped, Desired: "paused"}, time.Now())
 	}); errcode.CodeOf(err) != errcode.Internal {
 		t.Errorf("a desired state that is none: %v", err)
+	}
+}
+
+// An app the system stops says why (stopped_because) until it is meant
+// to run again; a person's stop says nothing.
+func TestStoppedBecause(t *testing.T) {
+	f := newAppsFixture(t)
+	a := f.create(t, "Stopped")
+	setState(t, f, a.ID, apps.StateRunning, apps.DesiredRunning)
+	desire := func(desired, because string) apps.App {
+		t.Helper()
+		if _, err := f.store.Update(f.ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+			_, _, ops, err := apps.DesiredOps(r, a.ID, desired, because, time.Now().UTC())
+			return ops, err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := f.svc.Get(a.ID)
+		return got
+	}
+	because := func(a apps.App) string {
+		if a.StoppedBecause == nil {
+			return "<nil>"
+		}
+		return *a.StoppedBecause
+	}
+	if got := desire(apps.DesiredStopped, apps.StoppedIdle); because(got) != apps.StoppedIdle {
+		t.Errorf("stopped for idleness: stopped_because %s", because(got))
+	}
+	if got := desire(apps.DesiredRunning, ""); got.StoppedBecause != nil {
+		t.Errorf("started again: stopped_because %s, want nil", because(got))
+	}
+	if got := desire(apps.DesiredStopped, ""); got.StoppedBecause != nil {
+		t.Errorf("stopped by a person: stopped_because %s, want nil", because(got))
+	}
+	desire(apps.DesiredRunning, "")
+	got := transition(t, f, a.ID, apps.Transition{Cause: apps.Observed, To: apps.StateStopped, Desired: apps.DesiredStopped, Because: apps.StoppedDiskLimit})
+	if because(got) != apps.StoppedDiskLimit {
+		t.Errorf("stopped over its disk limit: stopped_because %s", because(got))
+	}
+	transition(t, f, a.ID, apps.Transition{Cause: apps.DeployBegan})
+	if got := transition(t, f, a.ID, apps.Transition{Cause: apps.DeployEnded, Succeeded: true}); got.StoppedBecause != nil {
+		t.Errorf("deployed again: stopped_because %s, want nil", because(got))
 	}
 }
 

@@ -388,13 +388,16 @@ func TestConsoleSecurityStopped(t *testing.T) {
 	pol.Policy["insecure_action"] = "stop"
 	pol.Policy["insecure_grace_hours"] = 0
 	s.must(t, "PUT", "/policy", map[string]any{"policy": pol.Policy}, http.StatusOK, nil)
+	var because *string
 	desired := func() string {
 		var got struct {
 			App struct {
-				DesiredState string `json:"desired_state"`
+				DesiredState   string  `json:"desired_state"`
+				StoppedBecause *string `json:"stopped_because"`
 			} `json:"app"`
 		}
 		s.must(t, "GET", "/apps/"+app, nil, http.StatusOK, &got)
+		because = got.App.StoppedBecause
 		return got.App.DesiredState
 	}
 	// Two passes of the leader's minute-long check: below, then stopped.
@@ -404,6 +407,9 @@ func TestConsoleSecurityStopped(t *testing.T) {
 			t.Fatalf("the app below the minimum was not stopped after %s", scaled(4*time.Minute))
 		}
 		time.Sleep(time.Second)
+	}
+	if because == nil || *because != "insecure" {
+		t.Fatalf("the app svc stopped for its score: stopped_because %v, want insecure", because)
 	}
 
 	tab := consoleTab(t, browse(t))
@@ -416,6 +422,9 @@ func TestConsoleSecurityStopped(t *testing.T) {
 	clickButton(t, tab, ".stopped-because", "Start")
 	clickButton(t, tab, "dialog.confirm[open]", "Start leaky")
 	waitForAPI(t, "the app meant to run again", func() bool { return desired() == "running" })
+	if because != nil {
+		t.Errorf("the app started again: stopped_because %q, want null", *because)
+	}
 
 	// Stopped by a person: no note.
 	s.must(t, "POST", "/apps/"+app+"/stop", nil, http.StatusOK, nil)

@@ -276,7 +276,7 @@ func (s *Service) act(ctx context.Context, c candidate) {
 // the action is still due on the view the write reads.
 func (s *Service) stop(ctx context.Context, c candidate) (bool, error) {
 	now := s.d.Now()
-	return s.d.Stopper.StopBecause(ctx, c.app.ID, "idle", func(r *raftstore.Reader, a apps.App) ([]raftstore.Op, bool, error) {
+	return s.d.Stopper.StopBecause(ctx, c.app.ID, apps.StoppedIdle, func(r *raftstore.Reader, a apps.App) ([]raftstore.Op, bool, error) {
 		v, cur, last := s.still(r, c.app.ID, now)
 		if v.Do != Act || cur.action != spec.IdleStop {
 			return nil, false, nil

@@ -110,7 +110,7 @@ func (s *Service) gate(ctx context.Context, appID string) {
 			return
 		}
 		var stopped bool
-		stopped, err = s.d.Stopper.StopBecause(ctx, appID, "insecure", func(r *raftstore.Reader, _ apps.App) ([]raftstore.Op, bool, error) {
+		stopped, err = s.d.Stopper.StopBecause(ctx, appID, apps.StoppedInsecure, func(r *raftstore.Reader, _ apps.App) ([]raftstore.Op, bool, error) {
 			step, a, row, meta := s.still(r, appID, now)
 			if step != Stop {
 				return nil, false, nil

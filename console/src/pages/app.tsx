@@ -314,7 +314,7 @@ function Overview(props: { app: App | null; appID: string; onChanged: () => Prom
           </table>
         )}
       </section>
-      {desired === "stopped" && <StoppedBecause appID={appID} onStart={() => setAsking("start")} />}
+      {desired === "stopped" && <StoppedBecause appID={appID} desired={desired} onStart={() => setAsking("start")} />}
     </div>
   );
 }

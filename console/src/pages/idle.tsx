@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useState } from "preact/hooks";
 import { call } from "../api";
 import { Link } from "../router";
-import { Confirm, ErrorNote, useSubmit, when } from "../ui";
+import { Confirm, ErrorNote, useSubmit } from "../ui";
 import { specsPath, type SpecList, type SpecView } from "./specdoc";
 import "./idle.css";
 
@@ -172,41 +172,46 @@ function says(days: number, action: Action): string {
   return (action === "delete" ? "deleted" : "stopped") + " after " + days + (days === 1 ? " day" : " days") + " without a request";
 }
 
-interface StopEntry {
-  time: string;
-  details: { reason?: string } | null;
-}
-
-const stoppedSays: Record<string, string> = {
-  idle: "No request reached it for the days its spec’s lifecycle sets (When idle, on its Settings page). It stays stopped until someone starts it.",
-  insecure: "Its security score stayed below the host’s minimum past the grace period (see its Security tab). It stays stopped until someone starts it; a scan at or above the minimum lets it deploy again.",
+const stoppedSays: Record<string, { title: string; says: string }> = {
+  idle: {
+    title: "Stopped for idleness",
+    says: "No request reached it for the days its spec’s lifecycle sets (When idle, on its Settings page). It stays stopped until someone starts it.",
+  },
+  insecure: {
+    title: "Stopped for its security score",
+    says: "Its security score stayed below the host’s minimum past the grace period (see its Security tab). It stays stopped until someone starts it; a scan at or above the minimum lets it deploy again.",
+  },
+  disk_limit: {
+    title: "Stopped over its disk limit",
+    says: "A workload wrote more than its resources.disk_bytes allows (see its usage). It stays stopped until someone starts it; free space or raise the limit first.",
+  },
 };
 
 /**
  * StoppedBecause says why an app meant to be stopped was stopped by svc
- * itself (for idleness, or for a security score below the host minimum),
- * from the newest app.stop entry of the audit log (GET /audit, which only
- * those holding install.audit.read may read: for others, and for a stop
- * by a person, it shows nothing), with a Start button.
+ * itself (for idleness, a security score below the host minimum, or its
+ * disk limit), from the app's stopped_because (GET /apps/{id}, read again
+ * whenever the desired state changes), with a Start button. A stop by a
+ * person shows nothing.
  */
-export function StoppedBecause(props: { appID: string; onStart: () => void }) {
-  const [entry, setEntry] = useState<StopEntry | null>(null);
+export function StoppedBecause(props: { appID: string; desired: string | undefined; onStart: () => void }) {
+  const [because, setBecause] = useState<string | null>(null);
   useEffect(() => {
     let live = true;
-    call<{ items: StopEntry[] }>("GET", "/audit?action=app.stop&app_id=" + encodeURIComponent(props.appID) + "&limit=1").then(
-      (r) => live && setEntry(r.items[0] ?? null),
-      () => live && setEntry(null),
+    call<{ app: { stopped_because: string | null } }>("GET", "/apps/" + encodeURIComponent(props.appID)).then(
+      (r) => live && setBecause(r.app.stopped_because),
+      () => live && setBecause(null),
     );
     return () => {
       live = false;
     };
-  }, [props.appID]);
-  const reason = entry?.details?.reason ?? "";
-  if (!entry || !stoppedSays[reason]) return null;
+  }, [props.appID, props.desired]);
+  const note = because ? stoppedSays[because] : undefined;
+  if (!note) return null;
   return (
-    <div class="notice stopped-because" role="status" data-stopped-because={reason}>
+    <div class="notice stopped-because" role="status" data-stopped-because={because}>
       <p>
-        <strong>{reason === "idle" ? "Stopped for idleness" : "Stopped for its security score"}</strong> on {when(entry.time)}. {stoppedSays[reason]}
+        <strong>{note.title}</strong>. {note.says}
       </p>
       <button type="button" onClick={props.onStart}>
         Start
