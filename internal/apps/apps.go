@@ -64,22 +64,22 @@ type Pin struct {
 
 // App is an app as the store keeps it and the API shows it.
 type App struct {
-	ID            string     `json:"id"`
-	Name          string     `json:"name"`
-	Slug          string     `json:"slug"`
-	State         string     `json:"state"`
-	DesiredState  string     `json:"desired_state"`
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Slug         string `json:"slug"`
+	State        string `json:"state"`
+	DesiredState string `json:"desired_state"`
 	// StoppedBecause says why svc itself stopped an app that is meant to
 	// stay stopped: StoppedIdle, StoppedInsecure or StoppedDiskLimit; nil
 	// when it is meant to run or a person stopped it.
-	StoppedBecause *string `json:"stopped_because"`
-	Source         *Source `json:"source"`
-	Pinned        *Pin       `json:"pinned"`
-	URL           *string    `json:"url"`
-	IconUpdatedAt *time.Time `json:"icon_updated_at"`
-	CreatedBy     string     `json:"created_by"`
-	CreatedAt     time.Time  `json:"created_at"`
-	UpdatedAt     time.Time  `json:"updated_at"`
+	StoppedBecause *string    `json:"stopped_because"`
+	Source         *Source    `json:"source"`
+	Pinned         *Pin       `json:"pinned"`
+	URL            *string    `json:"url"`
+	IconUpdatedAt  *time.Time `json:"icon_updated_at"`
+	CreatedBy      string     `json:"created_by"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
 }
 
 // Why the system stopped an app (App.StoppedBecause).
