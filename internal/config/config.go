@@ -10,6 +10,7 @@
 package config
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -158,6 +159,14 @@ type Config struct {
 		SnapshotThreshold uint64
 		SnapshotInterval  time.Duration
 		TrailingLogs      uint64
+	}
+	// Upgrade is the in-place upgrade's (POST /api/v1/upgrade): the
+	// Ed25519 public key every uploaded binary's signature must verify
+	// with (nil: unsigned binaries are accepted), and how long the new
+	// binary has to become ready before it is rolled back.
+	Upgrade struct {
+		SigningPublicKey ed25519.PublicKey
+		ReadyTimeout     time.Duration
 	}
 	Policy   policy.Fixed
 	Settings []Setting // every setting with its value and origin, sorted by Name
@@ -323,6 +332,7 @@ func (l *loader) applyDefaults() {
 	c.Events.RetrySchedule = slices.Clone(ShippedRetrySchedule)
 	c.Events.AttemptTimeout = 15 * time.Second
 	c.Events.DisableAfter = 24 * time.Hour
+	c.Upgrade.ReadyTimeout = time.Minute
 	c.Runtime.BuildTimeout = 15 * time.Minute
 	c.Runtime.StartTimeout = time.Minute
 	c.Runtime.Isolation = "sandbox"
