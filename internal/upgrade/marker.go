@@ -106,10 +106,9 @@ func Decide(m *Marker, running string) (a Action, reason string) {
 			return ReportFailed, "the upgrade was interrupted before " + m.To + " started; " + m.From + " runs"
 		}
 		return ReportFailed, "neither " + m.From + " nor " + m.To + " started: " + running + " runs"
-	case StateChecking:
-		// The process stopped while checking: nothing was swapped.
-		return ReportFailed, "the server stopped while the new binary was being checked"
 	}
+	// StateChecking is never saved: a check interrupted left nothing
+	// behind but a temporary file.
 	return Nothing, ""
 }
 

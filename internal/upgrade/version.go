@@ -52,6 +52,9 @@ func compareDotted(a, b string) int {
 				return 1
 			}
 		case x != y:
+			if c, ok := compareTails(x, y); ok {
+				return c
+			}
 			if x == "" {
 				return -1
 			}
@@ -79,4 +82,22 @@ func ParseVersionOutput(out []byte) string {
 		}
 	}
 	return line
+}
+
+// compareTails orders parts that share a text prefix and end in numbers
+// (rc2 before rc10); ok is false for others.
+func compareTails(x, y string) (int, bool) {
+	i := 0
+	for i < len(x) && i < len(y) && x[i] == y[i] && (x[i] < '0' || x[i] > '9') {
+		i++
+	}
+	nx, ex := strconv.ParseUint(x[i:], 10, 64)
+	ny, ey := strconv.ParseUint(y[i:], 10, 64)
+	if i == 0 || ex != nil || ey != nil || nx == ny {
+		return 0, false
+	}
+	if nx < ny {
+		return -1, true
+	}
+	return 1, true
 }
