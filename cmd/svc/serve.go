@@ -32,6 +32,7 @@ import (
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/internal/telemetry"
 	"github.com/svchost/svc/internal/throttle"
+	"github.com/svchost/svc/internal/upgrade"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler/nomad"
 	"github.com/svchost/svc/scheduler/process"
@@ -318,6 +319,9 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Blobs:    blobs,
 		Logger:   log,
 		Metrics:  metrics,
+		// Version-gated commands: this node announces its version.
+		Version:         version,
+		CompareVersions: upgrade.CompareVersions,
 		Timing: raftstore.Timing{
 			SnapshotThreshold: cfg.Cluster.SnapshotThreshold,
 			SnapshotInterval:  cfg.Cluster.SnapshotInterval,
