@@ -87,6 +87,10 @@ type Config struct {
 	// gated command.
 	Version         string
 	CompareVersions func(a, b string) int
+	// VersionFloor, when set, counts as one more server's version for
+	// the gate: a trial run of a new binary writes nothing the binary it
+	// would replace could not apply.
+	VersionFloor string
 }
 
 // Observer receives the store's measurements. The server implements it with

@@ -96,6 +96,9 @@ func (s *Store) gate(cmd []byte) *errcode.Error {
 		return nil
 	}
 	var versions, unknown []string
+	if s.cfg.VersionFloor != "" {
+		versions = append(versions, s.cfg.VersionFloor)
+	}
 	for _, srv := range s.Status().Servers {
 		if v, ok := s.fsm.servers.get(srv.ID); ok {
 			versions = append(versions, v)

@@ -90,3 +90,20 @@ func TestUnknownCommandStopsTheNode(t *testing.T) {
 		t.Errorf("the announcement was not recorded: %q %v", v, ok)
 	}
 }
+
+// TestVersionFloorGates: a store of version "2" (an upgrade's trial of it)
+// whose floor is "1" refuses what needs "2".
+func TestVersionFloorGates(t *testing.T) {
+	s, err := Open(Config{NodeID: "node-1", Dir: t.TempDir(), Tables: testTables, Logger: testLogger(t), Timing: fastTiming,
+		Version: "2", VersionFloor: "1", CompareVersions: compareForTest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	waitFor(t, ctx, "the node announced its version", func() bool { v, ok := s.fsm.servers.get("node-1"); return ok && v == "2" })
+	if _, err := s.propose(ctx, []byte{byte(cmdGatedForTest), '{', '}'}); errcode.CodeOf(err) != errcode.StateInvalid {
+		t.Errorf("a gated command under the floor: %v; want STATE_INVALID", err)
+	}
+}

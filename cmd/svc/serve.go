@@ -322,6 +322,9 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		// Version-gated commands: this node announces its version.
 		Version:         version,
 		CompareVersions: upgrade.CompareVersions,
+		// An upgrade's trial writes nothing the binary it would replace
+		// cannot apply: the rollback must find a store that one reads.
+		VersionFloor: upgrade.TrialFrom(),
 		Timing: raftstore.Timing{
 			SnapshotThreshold: cfg.Cluster.SnapshotThreshold,
 			SnapshotInterval:  cfg.Cluster.SnapshotInterval,

@@ -208,7 +208,7 @@ func (u *upgrades) try(ctx context.Context, p *pendingUpgrade, cfg *config.Confi
 		return back(fmt.Sprintf("the listening socket cannot be handed on: %v", err))
 	}
 	defer f.Close()
-	err = upgrade.Trial(ctx, upgrade.TrialConfig{Exe: u.exe, Args: u.args, Env: u.env, Listener: f,
+	err = upgrade.Trial(ctx, upgrade.TrialConfig{Exe: u.exe, From: p.m.From, Args: u.args, Env: u.env, Listener: f,
 		Timeout: cfg.Upgrade.ReadyTimeout, StopTimeout: cfg.Server.ShutdownTimeout + 10*time.Second, Output: u.logw})
 	if err != nil {
 		return back(err.Error())

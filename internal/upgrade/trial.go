@@ -22,7 +22,10 @@ const (
 	EnvListenFD = "SVC_LISTEN_FD"
 	// EnvReadyFD names a pipe the server writes "ready" to once it serves.
 	EnvReadyFD = "SVC_UPGRADE_READY_FD"
-	// EnvTrial marks a trial child: it leaves the marker alone.
+	// EnvTrial marks a trial child and names the version it replaces: the
+	// child leaves the marker alone, and writes nothing that version could
+	// not apply (raftstore.Config.VersionFloor), so that a rollback finds a
+	// store the previous binary reads.
 	EnvTrial = "SVC_UPGRADE_TRIAL"
 )
 
@@ -32,6 +35,7 @@ const ReadyLine = "ready"
 // TrialConfig describes a trial start of the new binary.
 type TrialConfig struct {
 	Exe  string   // the binary (already swapped in)
+	From string   // the version it replaces
 	Args []string // its arguments, without argv[0]
 	Env  []string // its environment, before the variables above
 	// Listener is the listening socket, inherited by the child.
@@ -54,7 +58,7 @@ func Trial(ctx context.Context, c TrialConfig) error {
 	}
 	defer pr.Close()
 	cmd := exec.Command(c.Exe, c.Args...)
-	cmd.Env = append(Without(c.Env, EnvListenFD, EnvReadyFD, EnvTrial), EnvListenFD+"=3", EnvReadyFD+"=4", EnvTrial+"=1")
+	cmd.Env = append(Without(c.Env, EnvListenFD, EnvReadyFD, EnvTrial), EnvListenFD+"=3", EnvReadyFD+"=4", EnvTrial+"="+c.From)
 	cmd.ExtraFiles = []*os.File{c.Listener, pw}
 	tail := &tailWriter{}
 	out := io.MultiWriter(c.Output, tail)
@@ -200,4 +204,8 @@ func SignalReady() {
 }
 
 // IsTrial says whether this process is a trial child.
-func IsTrial() bool { return os.Getenv(EnvTrial) == "1" }
+func IsTrial() bool { return TrialFrom() != "" }
+
+// TrialFrom is, in a trial child, the version the trial would replace;
+// "" in any other process.
+func TrialFrom() string { return os.Getenv(EnvTrial) }
