@@ -33,7 +33,8 @@ type Operation struct {
 	// Body is the JSON Schema of the JSON request body; nil when there is
 	// none.
 	Body json.RawMessage `json:"body,omitempty"`
-	// Upload is the kind of a raw request body: "archive" (tar.gz, tar or
+	// Upload is the kind of a raw request body: "binary" (an svc binary,
+	// POST /api/v1/upgrade), "archive" (tar.gz, tar or
 	// zip) or "image"; "" when the body, if any, is JSON.
 	Upload string `json:"upload,omitempty"`
 	// Produces is what a success answers when it is not JSON:

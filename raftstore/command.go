@@ -27,20 +27,29 @@ const (
 
 const ignorableFlag cmdType = 0x80
 
+// cmdServer announces a server's binary version (versions.go); versions
+// before it skip it, as it is ignorable.
+const cmdServer = ignorableFlag | 3
+
 // handlers maps each command type to its apply function, filled by register
 // in init so that a duplicate is caught when the binary starts.
 var handlers = map[cmdType]func(f *fsm, index uint64, payload []byte) any{}
 
-func register(t cmdType, fn func(f *fsm, index uint64, payload []byte) any) {
+// register adds command type t, which binaries of version minVersion and
+// later apply ("": every version); a leader refuses to propose it while a
+// server of the cluster is older (versions.go).
+func register(t cmdType, minVersion string, fn func(f *fsm, index uint64, payload []byte) any) {
 	if _, dup := handlers[t]; dup {
 		panic(fmt.Sprintf("raftstore: command type %d registered twice", t))
 	}
 	handlers[t] = fn
+	since[t] = minVersion
 }
 
 func init() {
-	register(cmdTxn, (*fsm).applyTxn)
-	register(cmdRetain, (*fsm).applyRetain)
+	register(cmdTxn, "", (*fsm).applyTxn)
+	register(cmdRetain, "", (*fsm).applyRetain)
+	register(cmdServer, "", (*fsm).applyServer)
 }
 
 // Limits on a command, checked before it is proposed.
@@ -169,6 +178,15 @@ func validateCommand(b []byte, tables map[string]tableDef) error {
 			if id == "" || len(id) > maxIDLength {
 				return fmt.Errorf("retention: bad row id %q", id)
 			}
+		}
+		return nil
+	case cmdServer:
+		var c serverCmd
+		if err := strictDecode(b[1:], &c); err != nil {
+			return fmt.Errorf("decode server announcement: %w", err)
+		}
+		if c.ID == "" || len(c.ID) > maxIDLength || c.Version == "" || len(c.Version) > maxIDLength {
+			return fmt.Errorf("server announcement: bad id %q or version %q", c.ID, c.Version)
 		}
 		return nil
 	default:

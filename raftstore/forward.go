@@ -142,6 +142,9 @@ func (s *Store) answerApply(cmd []byte) fwdResponse {
 	if !s.IsLeader() {
 		return fwdResponse{Retry: true}
 	}
+	if refusal := s.gate(cmd); refusal != nil {
+		return fwdResponse{Fail: refusal}
+	}
 	index, refused, err := s.applyLocal(cmd)
 	switch {
 	case err == nil:

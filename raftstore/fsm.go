@@ -51,6 +51,8 @@ type fsm struct {
 	catchUp func(ctx context.Context, req historyRange, w io.Writer) error
 	// fetches counts the history ranges this node fetched from others.
 	fetches atomic.Int64
+	// servers are the servers' announced versions (versions.go).
+	servers servers
 	// restoreErr is the last restore's failure, which Raft logs but does
 	// not return when no snapshot could be restored at start.
 	restoreErr atomic.Pointer[error]

@@ -81,6 +81,16 @@ type Config struct {
 	// Blobs are the named blobs this node serves to the other nodes, which
 	// fetch them with FetchBlob; nil means it has none.
 	Blobs BlobSource
+	// Version is this node's binary version, which it announces to the
+	// cluster for version-gated commands (versions.go); empty announces
+	// nothing. CompareVersions orders two versions; nil refuses every
+	// gated command.
+	Version         string
+	CompareVersions func(a, b string) int
+	// VersionFloor, when set, counts as one more server's version for
+	// the gate: a trial run of a new binary writes nothing the binary it
+	// would replace could not apply.
+	VersionFloor string
 }
 
 // Observer receives the store's measurements. The server implements it with
@@ -185,6 +195,7 @@ func Open(cfg Config) (*Store, error) {
 	s.wg.Add(2)
 	go s.watchLeadership()
 	go s.catchUpLoop()
+	go s.announce()
 	return s, nil
 }
 
@@ -374,6 +385,9 @@ func (s *Store) Retain(ctx context.Context, table Def, ids ...string) (uint64, e
 // propose commits a command through the leader, retrying only while the
 // command has certainly not been accepted.
 func (s *Store) propose(ctx context.Context, cmd []byte) (uint64, error) {
+	if refusal := s.gate(cmd); refusal != nil {
+		return 0, refusal
+	}
 	if err := validateCommand(cmd, s.fsm.tables); err != nil {
 		return 0, errcode.Wrap(err, errcode.Internal, "a write was malformed and was not attempted")
 	}

@@ -228,6 +228,8 @@ func (m *matrix) builders() map[string]buildFn {
 		"POST /api/v1/policy/preview":                withBody(api+"/policy/preview", func() string { return `{"policy":{}}` }),
 		"GET /api/v1/config":                         fixed(api + "/config"),
 		"POST /api/v1/restart":                       fixed(api + "/restart"),
+		"POST /api/v1/upgrade":                       withBody(api+"/upgrade", func() string { return fakeBinary("2.0.0-matrix") }),
+		"GET /api/v1/upgrade":                        fixed(api + "/upgrade"),
 		"GET /api/v1/audit":                          fixed(api + "/audit"),
 		"GET /api/v1/reference":                      fixed(api + "/reference"),
 		"GET /api/v1/openapi.json":                   fixed(api + "/openapi.json"),

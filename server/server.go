@@ -150,6 +150,9 @@ type Deps struct {
 	// Nil when restarting is not available: the request is recorded and
 	// answered, and nothing restarts.
 	Restart func()
+	// Upgrades takes a new binary and upgrades the process in place
+	// (POST /api/v1/upgrade); nil: the upgrade endpoints answer NOT_FOUND.
+	Upgrades upgrader
 }
 
 // Server is the HTTP API.

@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -33,6 +35,7 @@ import (
 	"github.com/svchost/svc/internal/security"
 	"github.com/svchost/svc/internal/telemetry"
 	"github.com/svchost/svc/internal/throttle"
+	"github.com/svchost/svc/internal/upgrade"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scanners/builtin"
 	"github.com/svchost/svc/scheduler/process"
@@ -58,6 +61,14 @@ type harness struct {
 	// procs is the process runtime the scheduler deploys to; like cmd/svc's,
 	// it outlives the harness's restarts.
 	procs *process.Runtime
+	// begun receives the upgrades the server accepted (Deps.Upgrades'
+	// Begin): the binary's path and the marker.
+	begun chan begunUpgrade
+}
+
+type begunUpgrade struct {
+	m    upgrade.Marker
+	path string
 }
 
 // adminPassword is the harness administrator's password.
@@ -150,6 +161,15 @@ func (h *harness) open() {
 	h.t.Cleanup(sec.Wait)
 	bk := wireBackups(h.t, store, h.dir, w, h.procs, sched, now, log)
 	ops := operator.New(store, "n1", now)
+	if h.begun == nil {
+		h.begun = make(chan begunUpgrade, 16)
+	}
+	if err := os.MkdirAll(filepath.Join(h.dir, "bin"), 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	upgrades := upgrade.New(upgrade.Deps{Store: store, Exe: filepath.Join(h.dir, "bin", "svc"), Dir: h.dir, Version: "test", Node: "n1",
+		PublicKey: cfg.Upgrade.SigningPublicKey, Now: now,
+		Begin: func(m upgrade.Marker, path string) { h.begun <- begunUpgrade{m: m, path: path} }})
 	srv, err := New(Deps{
 		Logger: log, Version: "test", Config: cfg,
 		Identity: ident, Sharing: sharing, Policy: pol, Facts: store,
@@ -157,7 +177,7 @@ func (h *harness) open() {
 		Subscriptions: wireSubscriptions(store, cfg, w.ring, pol, now, log),
 		Plans:         plans, Adapters: w.adapters, Keyring: w.ring, EdgeKeys: wireEdgeKeys(h.t, store, w.ring),
 		Deploys: sched, Approvals: sched, DeployLogs: sched, AppControl: sched, Workloads: sched, Capacity: sched,
-		Operator: ops, History: ops, Idempotency: idempotency.New(store, now),
+		Operator: ops, History: ops, Idempotency: idempotency.New(store, now), Upgrades: upgrades,
 		Ready: store, Metrics: metrics, MetricsHandler: metrics.Handler(),
 		Commands: []CommandRef{{Command: "svc serve", Summary: "Run a server", Usage: "svc serve [flags]"}},
 	})

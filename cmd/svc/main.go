@@ -73,7 +73,7 @@ func newRoot() *cobra.Command {
 		calls(newLogsCmd(), "apps_logs"),
 		calls(newOpenCmd(), "apps_get"),
 		calls(newExecCmd(), "apps_exec"),
-		newMCPCmd(), newRestoreCmd())
+		newMCPCmd(), newRestoreCmd(), newUpgradeCmd())
 	addOperationCommands(root)
 	groupCommands(root)
 	usageErrors(root)

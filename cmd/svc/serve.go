@@ -32,6 +32,7 @@ import (
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/internal/telemetry"
 	"github.com/svchost/svc/internal/throttle"
+	"github.com/svchost/svc/internal/upgrade"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler/nomad"
 	"github.com/svchost/svc/scheduler/process"
@@ -101,16 +102,18 @@ func serve(ctx context.Context, cfg *config.Config, reload func() (*config.Confi
 		return &exitError{code: 1, err: fmt.Errorf("listen on %s (SVC_SERVER_ADDR): %w", cfg.Server.Addr, err)}
 	}
 	defer ln.Close()
+	up := newUpgrades(cfg, logw)
+	up.atStart(ln, newLogger(cfg, logw)) // may exec the previous binary
 	procs, err := processRuntime(cfg)
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	defer procs.Close()
+	defer func() { _ = procs.Close() }() // the latest: an upgrade rolled back makes another
 	reportIsolation(newLogger(cfg, logw), cfg, procs)
 	var prev *generation
 	var applied uint64 // the store's applied index when the previous generation ended
 	for {
-		gen, genCtx, rt, err := start(ctx, cfg, prev, logw, commands, procs, ln.Addr())
+		gen, genCtx, rt, err := start(ctx, cfg, prev, logw, commands, procs, up, ln.Addr())
 		if err != nil {
 			return err
 		}
@@ -121,6 +124,7 @@ func serve(ctx context.Context, cfg *config.Config, reload func() (*config.Confi
 		gen.log.Info("svc is serving", "api", base+"/api/v1", "reference", base+"/api/v1/reference", "version", version,
 			"node_id", rt.nodeID, "work_dir", cfg.Server.WorkDir, "store", cfg.RaftDir(),
 			"generation", gen.n, "started_at", gen.startedAt.Format(time.RFC3339Nano))
+		go up.afterServing(genCtx, rt.store, rt.nodeID, gen.log)
 		err = rt.api.Serve(genCtx, ln.next(), cfg.Server.ShutdownTimeout)
 		gen.stop()
 		switch {
@@ -137,6 +141,12 @@ func serve(ctx context.Context, cfg *config.Config, reload func() (*config.Confi
 		gen.log.Info("restart: stopped serving; shutting the store down")
 		applied = rt.store.Status().AppliedIndex
 		rt.close()
+		if p := up.take(); p != nil {
+			// Returns only when the new binary was rolled back.
+			if procs, err = up.run(ctx, p, cfg, procs, ln, gen.log); err != nil {
+				return err
+			}
+		}
 		cfg = reloadConfig(reload, cfg, ln.Addr(), gen.log)
 		prev = gen
 	}
@@ -150,8 +160,11 @@ type generation struct {
 	log       *slog.Logger
 	startedAt time.Time // strictly later than the previous generation's
 	commands  []server.CommandRef
-	// procs is the process runtime, which outlives generations.
+	// procs is the process runtime, which outlives generations (but an
+	// upgrade's trial, which stops the apps).
 	procs *process.Runtime
+	// upgrades drives in-place upgrades, across generations.
+	upgrades *upgrades
 	// artifacts is the nomad runtime's artifact store (nil, with
 	// artifactsErr, when it could not open).
 	artifacts    *nomad.Artifacts
@@ -191,15 +204,15 @@ func (g *generation) restart() {
 // start builds the generation after prev on cfg. When cfg is a reloaded
 // configuration that does not start, it logs why and builds on the
 // previous generation's instead.
-func start(parent context.Context, cfg *config.Config, prev *generation, logw io.Writer, commands []server.CommandRef, procs *process.Runtime, mainAddr net.Addr) (*generation, context.Context, *runtime, error) {
+func start(parent context.Context, cfg *config.Config, prev *generation, logw io.Writer, commands []server.CommandRef, procs *process.Runtime, up *upgrades, mainAddr net.Addr) (*generation, context.Context, *runtime, error) {
 	gen, ctx := newGeneration(parent, cfg, prev, logw, commands)
-	gen.procs, gen.mainAddr = procs, mainAddr
+	gen.procs, gen.upgrades, gen.mainAddr = procs, up, mainAddr
 	rt, err := build(ctx, gen)
 	if err != nil && prev != nil && prev.cfg != cfg {
 		gen.stop()
 		gen.log.Error("restart: the reloaded configuration did not start; starting on the previous one", "err", err)
 		gen, ctx = newGeneration(parent, prev.cfg, prev, logw, commands)
-		gen.procs, gen.mainAddr = procs, mainAddr
+		gen.procs, gen.upgrades, gen.mainAddr = procs, up, mainAddr
 		rt, err = build(ctx, gen)
 	}
 	if err != nil {
@@ -315,6 +328,12 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Blobs:    blobs,
 		Logger:   log,
 		Metrics:  metrics,
+		// Version-gated commands: this node announces its version.
+		Version:         version,
+		CompareVersions: upgrade.CompareVersions,
+		// An upgrade's trial writes nothing the binary it would replace
+		// cannot apply: the rollback must find a store that one reads.
+		VersionFloor: upgrade.TrialFrom(),
 		Timing: raftstore.Timing{
 			SnapshotThreshold: cfg.Cluster.SnapshotThreshold,
 			SnapshotInterval:  cfg.Cluster.SnapshotInterval,
@@ -460,6 +479,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Tools:          toolRefs(),
 		StartedAt:      gen.startedAt,
 		Restart:        gen.restart,
+		Upgrades:       gen.upgrades.service(cfg, store, store.NodeID(), gen.restart),
 		Front:          withNomadArtifacts(gen.artifacts, proxy.Front),
 		AppURLs:        appAddresses{proxy: proxy, ports: sched},
 		Handoff:        proxy,
@@ -492,7 +512,12 @@ type keptListener struct {
 }
 
 func listen(addr string, stopping <-chan struct{}) (*keptListener, error) {
-	ln, err := net.Listen("tcp", addr)
+	// An upgrade hands the socket on (internal/upgrade): the new binary
+	// serves on it, on the same port, instead of listening again.
+	ln, err := inheritedListener()
+	if err == nil && ln == nil {
+		ln, err = net.Listen("tcp", addr)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@
 package config
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -159,6 +160,14 @@ type Config struct {
 		SnapshotThreshold uint64
 		SnapshotInterval  time.Duration
 		TrailingLogs      uint64
+	}
+	// Upgrade is the in-place upgrade's (POST /api/v1/upgrade): the
+	// Ed25519 public key every uploaded binary's signature must verify
+	// with (nil: unsigned binaries are accepted), and how long the new
+	// binary has to become ready before it is rolled back.
+	Upgrade struct {
+		SigningPublicKey ed25519.PublicKey
+		ReadyTimeout     time.Duration
 	}
 	Policy policy.Fixed
 	// Adapters are the adapters declared in the config file or
@@ -338,6 +347,7 @@ func (l *loader) applyDefaults() {
 	c.Events.RetrySchedule = slices.Clone(ShippedRetrySchedule)
 	c.Events.AttemptTimeout = 15 * time.Second
 	c.Events.DisableAfter = 24 * time.Hour
+	c.Upgrade.ReadyTimeout = time.Minute
 	c.Runtime.BuildTimeout = 15 * time.Minute
 	c.Runtime.StartTimeout = time.Minute
 	c.Runtime.Isolation = "sandbox"

@@ -134,6 +134,8 @@ func TestDefaults(t *testing.T) {
 		{Name: "server.shutdown_timeout", Env: "SVC_SERVER_SHUTDOWN_TIMEOUT", Value: "30s", Origin: "default"},
 		{Name: "server.trusted_proxies", Env: "SVC_SERVER_TRUSTED_PROXIES", Origin: "default"},
 		{Name: "server.work_dir", Env: "SVC_SERVER_WORK_DIR", Value: "/var/lib/svc", Origin: "default"},
+		{Name: "upgrade.ready_timeout", Env: "SVC_UPGRADE_READY_TIMEOUT", Value: "1m0s", Origin: "default"},
+		{Name: "upgrade.signing_public_key", Env: "SVC_UPGRADE_SIGNING_PUBLIC_KEY", Origin: "default"},
 	}
 	if diff := cmp.Diff(want, c.Settings); diff != "" {
 		t.Errorf("Settings mismatch (-want +got):\n%s", diff)
@@ -396,7 +398,7 @@ func TestFileErrors(t *testing.T) {
 		content string
 		want    string // after "config file <path>: "
 	}{
-		{"unknown section", "servr:\n  addr: :80\n", "servr: unknown key (known keys: admin, app, backups, cluster, database, disk, events, log, reconciler, runtime, server, policy, adapters)"},
+		{"unknown section", "servr:\n  addr: :80\n", "servr: unknown key (known keys: admin, app, backups, cluster, database, disk, events, log, reconciler, runtime, server, upgrade, policy, adapters)"},
 		{"unknown key", "app:\n  port_begin: 9000\n", "app.port_begin: unknown key (known keys under app: port_start, port_end)"},
 		{"odd key", "app:\n  \"port start\": 9000\n", `app."port start": unknown key (known keys under app: port_start, port_end)`},
 		{"nested too deep", "server:\n  addr:\n    host: x\n", "server.addr: expected a single value, not a mapping"},
@@ -670,7 +672,7 @@ func TestEmptyValues(t *testing.T) {
 		"SVC_DATABASE_URL", "SVC_SERVER_ISSUER", "SVC_SERVER_EXTERNAL_URL", "SVC_SERVER_PROXY_UPSTREAM",
 		"SVC_ADMIN_PASSWORD", "SVC_CLUSTER_NODE_ID", "SVC_CLUSTER_RAFT_ADDR", "SVC_CLUSTER_PEERS", "SVC_CLUSTER_SECRET",
 		"SVC_RUNTIME_ADVERTISE_HOST", "SVC_RUNTIME_SANDBOX_HOST_PORTS", "SVC_RUNTIME_GO_CACHE_SEED",
-		"SVC_SERVER_TRUSTED_PROXIES", "SVC_SERVER_APPS_DOMAIN", "SVC_BACKUPS_RECIPIENTS",
+		"SVC_SERVER_TRUSTED_PROXIES", "SVC_SERVER_APPS_DOMAIN", "SVC_BACKUPS_RECIPIENTS", "SVC_UPGRADE_SIGNING_PUBLIC_KEY",
 	}
 	for _, d := range defs {
 		t.Run(d.env(), func(t *testing.T) {

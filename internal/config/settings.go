@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"net"
@@ -402,6 +404,35 @@ var defs = [...]def{
 			return err
 		},
 		format: func(c *Config) string { return strconv.Itoa(c.Reconciler.Workers) },
+	},
+	{
+		name: "upgrade.signing_public_key", emptyUnset: true,
+		parse: func(c *Config, v string, _ Origin) error {
+			b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+			if err != nil || len(b) != ed25519.PublicKeySize {
+				return fmt.Errorf("%s is not an Ed25519 public key: give the base64 of its 32 bytes, as svc upgrade keygen prints it", quote(v))
+			}
+			c.Upgrade.SigningPublicKey = ed25519.PublicKey(b)
+			return nil
+		},
+		format: func(c *Config) string {
+			if c.Upgrade.SigningPublicKey == nil {
+				return ""
+			}
+			return base64.StdEncoding.EncodeToString(c.Upgrade.SigningPublicKey)
+		},
+	},
+	{
+		name: "upgrade.ready_timeout",
+		parse: func(c *Config, v string, _ Origin) error {
+			d, err := parseDuration(v)
+			if err != nil {
+				return err
+			}
+			c.Upgrade.ReadyTimeout = d
+			return nil
+		},
+		format: func(c *Config) string { return c.Upgrade.ReadyTimeout.String() },
 	},
 	{
 		name: "cluster.node_id", emptyUnset: true,

@@ -35,6 +35,13 @@ func startCluster(t *testing.T, secrets ...string) []*proc {
 // to every node.
 func startClusterWith(t *testing.T, env []string, secrets ...string) []*proc {
 	t.Helper()
+	return startClusterOf(t, nil, env, secrets...)
+}
+
+// startClusterOf is startClusterWith running bins[i] (when bins is not
+// nil) for the i-th node.
+func startClusterOf(t *testing.T, bins []string, env []string, secrets ...string) []*proc {
+	t.Helper()
 	addrs := make([]string, len(secrets))
 	peers := make([]string, len(secrets))
 	for i := range secrets {
@@ -73,6 +80,9 @@ func startClusterWith(t *testing.T, env []string, secrets ...string) []*proc {
 			"SVC_CLUSTER_SNAPSHOT_INTERVAL=300ms",
 			"SVC_CLUSTER_TRAILING_LOGS=1",
 		}, env...))
+		if bins != nil {
+			nodes[i].bin = bins[i]
+		}
 	}
 	for _, n := range nodes {
 		n.start()

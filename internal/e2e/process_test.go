@@ -33,6 +33,8 @@ type proc struct {
 	env     []string
 	args    []string
 	logPath string
+	// bin is the binary to run; "" is svcBin.
+	bin string
 
 	mu     sync.Mutex
 	cur    *run        // the latest process, nil before the first start
@@ -206,12 +208,16 @@ func (p *proc) start() {
 	if err != nil {
 		p.t.Fatalf("%s: log offset: %v", p.name, err)
 	}
-	cmd := exec.Command(svcBin, p.args...)
+	bin := svcBin
+	if p.bin != "" {
+		bin = p.bin
+	}
+	cmd := exec.Command(bin, p.args...)
 	cmd.Env = p.env
 	cmd.Stdout, cmd.Stderr = f, f // the child writes the file itself: nothing is lost on SIGKILL
 	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
-		p.t.Fatalf("%s: start %s: %v", p.name, svcBin, err)
+		p.t.Fatalf("%s: start %s: %v", p.name, bin, err)
 	}
 	r := &run{cmd: cmd, logOff: off, exited: make(chan struct{})}
 	go func() {

@@ -43,6 +43,7 @@ const (
 	DataKey      Prefix = "key"
 	EdgeKey      Prefix = "ek"
 	AppSession   Prefix = "aps"
+	Upgrade      Prefix = "upg"
 )
 
 // Generator mints IDs from a clock and a source of entropy. IDs minted by one

@@ -19,7 +19,7 @@ var idRE = regexp.MustCompile(`^([a-z]+)_([0-9A-HJKMNP-TV-Z]{26})$`)
 
 var allPrefixes = []Prefix{
 	App, Spec, Deployment, User, Token, Volume, Grant, Session, Request, Event,
-	Backup, Subscription, Group, Role, Delivery, Section, Audit, Adapter, Probe,
+	Backup, Subscription, Group, Role, Delivery, Section, Audit, Adapter, Probe, Upgrade,
 }
 
 func fixedClock(t time.Time) func() time.Time { return func() time.Time { return t } }
