@@ -3,6 +3,7 @@ package terraform
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,7 +20,12 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 
+	"github.com/svchost/svc/edge/consul"
+	"github.com/svchost/svc/edge/nomadsd"
+	"github.com/svchost/svc/internal/adapters"
 	"github.com/svchost/svc/internal/config"
+	"github.com/svchost/svc/scheduler/nomad"
+	"github.com/svchost/svc/vaultsecrets"
 )
 
 // secretOutput names outputs that hold a credential: they must be
@@ -351,6 +357,9 @@ func TestSvcNomadTemplates(t *testing.T) {
 					kinds[a.Category] = a.Kind
 					creds[a.Category] = len(a.Credentials)
 				}
+				if err := adapters.CheckDeclared(declaredKinds(), declared(c)); err != nil {
+					t.Errorf("the adapters the config file declares are refused by the kinds svc runs: %v\n%s", err, cfg)
+				}
 				want := map[string]string{"secrets": "vault", "runtime": "nomad", "routes": provider}
 				if fmt.Sprint(kinds) != fmt.Sprint(want) {
 					t.Errorf("adapters declared = %v, want %v", kinds, want)
@@ -397,6 +406,28 @@ func TestSvcNomadTemplates(t *testing.T) {
 			})
 		}
 	}
+}
+
+// declaredKinds are the kinds of the adapters svc-nomad declares, as
+// cmd/svc builds them (their settings, credentials and Validate).
+func declaredKinds() []adapters.Kind {
+	log := slog.New(slog.DiscardHandler)
+	return []adapters.Kind{vaultsecrets.VaultKind(log), nomad.KindFor(nomad.KindDeps{Logger: log}), consul.Kind(log), nomadsd.Kind(log)}
+}
+
+// declared converts the loaded config's adapters as cmd/svc does.
+func declared(c *config.Config) []adapters.Declared {
+	var out []adapters.Declared
+	for _, a := range c.Adapters {
+		d := adapters.Declared{ID: a.ID, Category: a.Category, Kind: a.Kind, Settings: a.Settings, Primary: a.Primary,
+			Credentials: map[string]string{}, Sources: map[string]string{}, Origin: string(a.Origin), Source: "config file " + c.File}
+		for _, cr := range a.Credentials {
+			d.Credentials[cr.Name] = cr.Value()
+			d.Sources[cr.Name] = cr.From + " " + cr.Source
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // checkJobspec parses a rendered jobspec as HCL and checks its shape.
