@@ -293,10 +293,62 @@ var templateFuncs = map[string]function.Function{
 	"jsonencode": stdlib.JSONEncodeFunc,
 }
 
+// templatefileKeys returns, for each templatefile("${path.module}/<file>",
+// {…}) call in a module's .tf files, the keys of the object it passes.
+func templatefileKeys(t *testing.T, dir string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.tf"))
+	for _, name := range files {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		if diags.HasErrors() {
+			t.Fatalf("%s: %s", name, diags.Error())
+		}
+		hclsyntax.VisitAll(f.Body.(*hclsyntax.Body), func(n hclsyntax.Node) hcl.Diagnostics {
+			call, ok := n.(*hclsyntax.FunctionCallExpr)
+			if !ok || call.Name != "templatefile" || len(call.Args) != 2 {
+				return nil
+			}
+			obj, ok := call.Args[1].(*hclsyntax.ObjectConsExpr)
+			if !ok {
+				t.Errorf("%s: templatefile's variables are not an object literal", call.Range())
+				return nil
+			}
+			file := filepath.Base(string(call.Args[0].Range().SliceBytes(src)))
+			file = strings.Trim(file, `"`)
+			var keys []string
+			for _, item := range obj.Items {
+				keys = append(keys, hcl.ExprAsKeyword(item.KeyExpr))
+			}
+			sort.Strings(keys)
+			out[file] = keys
+			return nil
+		})
+	}
+	return out
+}
+
 // renderTemplate renders a templatefile template with vars as OpenTofu
-// would.
+// would, after checking that vars has exactly the keys the module passes
+// to it.
 func renderTemplate(t *testing.T, name string, vars map[string]cty.Value) string {
 	t.Helper()
+	passed, ok := templatefileKeys(t, filepath.Dir(name))[filepath.Base(name)]
+	if !ok {
+		t.Fatalf("no templatefile call in %s renders %s", filepath.Dir(name), filepath.Base(name))
+	}
+	var keys []string
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if !slices.Equal(keys, passed) {
+		t.Fatalf("the test renders %s with %v; the module passes %v: update the test", name, keys, passed)
+	}
 	src, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
