@@ -63,6 +63,13 @@ func TestModulesAndExamples(t *testing.T) {
 	for _, d := range dirs {
 		loaded[d] = checkDir(t, d)
 	}
+	// Agent configurations the examples ship (nomad-dev.hcl) parse too.
+	hclFiles, _ := filepath.Glob(filepath.Join("examples", "*", "*.hcl"))
+	for _, name := range hclFiles {
+		if _, diags := hclparse.NewParser().ParseHCLFile(name); diags.HasErrors() {
+			t.Errorf("%s does not parse: %s", name, diags.Error())
+		}
+	}
 	for _, d := range loaded {
 		for _, c := range d.calls {
 			checkCall(t, d, c, loaded)
