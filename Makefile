@@ -27,7 +27,7 @@ test bench: export SVC_VAULT_BIN ?= $(shell bash scripts/vault-tool.sh --path-if
 # storage adapter's tests and benchmarks run against.
 test bench: export SVC_VERSITYGW_BIN ?= $(shell bash scripts/versitygw-tool.sh --path-if-built 2>/dev/null)
 
-.PHONY: all build run test lint vet fmt bench soak soak-events fuzz notice tools clean console
+.PHONY: all build run test lint vet fmt bench soak soak-events fuzz notice tools clean console terraform-check
 
 all: build
 
@@ -166,6 +166,13 @@ soak-events:
 	SVC_SOAK_EVENTS=$(SOAK_EVENTS) SVC_SOAK_KILLS=$(SOAK_KILLS) $(GO) test -count=1 -v -timeout 0 -run 'TestWebhooksDeliveredThroughLeaderKills' ./internal/e2e/
 
 # Every fuzz target, one after another, for $(FUZZTIME) each.
+# The Terraform modules' checks that need no providers: the Go test (also
+# part of `make test`) and, where OpenTofu is installed, tofu fmt -check.
+terraform-check:
+	$(GO) test -count=1 ./terraform/
+	@if command -v tofu >/dev/null 2>&1; then tofu fmt -check -recursive terraform; \
+	else echo "terraform-check: no tofu on PATH; tofu fmt -check skipped (the Go test checks hclwrite.Format, which tofu fmt applies)"; fi
+
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \
 		for target in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \

@@ -66,11 +66,15 @@ github.com/gitleaks/gitleaks config/gitleaks.toml MIT (adapted in internal/scan/
 // testModules lists modules that tests link but svc never does, listed
 // because a test depends on them for a real part: go-smtp (with go-sasl)
 // is the SMTP server the email notification adapter's tests send to.
-var testModules = []string{"github.com/emersion/go-sasl", "github.com/emersion/go-smtp"}
+var testModules = []string{"github.com/emersion/go-sasl", "github.com/emersion/go-smtp",
+	"github.com/hashicorp/hcl/v2", "github.com/zclconf/go-cty", "github.com/agext/levenshtein",
+	"github.com/apparentlymart/go-textseg/v13", "github.com/apparentlymart/go-textseg/v15", "github.com/mitchellh/go-wordwrap"}
 
 const testModulesHeader = `The following modules are linked into svc's tests only, never into the
 svc binary: go-smtp and go-sasl make the real SMTP server the email
-notification adapter's tests send mail to.`
+notification adapter's tests send mail to; hcl/v2 (with go-cty,
+levenshtein, go-textseg and go-wordwrap) parses the Terraform modules in
+terraform/'s test.`
 
 func main() {
 	pkg := flag.String("pkg", defaultPkg, "package pattern whose dependencies are listed")

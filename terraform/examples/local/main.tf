@@ -1,0 +1,62 @@
+terraform {
+  required_version = ">= 1.6.0"
+
+  required_providers {
+    vault = {
+      source  = "hashicorp/vault"
+      version = ">= 4.2.0, < 6.0.0"
+    }
+    nomad = {
+      source  = "hashicorp/nomad"
+      version = ">= 2.3.0, < 3.0.0"
+    }
+    consul = {
+      source  = "hashicorp/consul"
+      version = ">= 2.21.0, < 3.0.0"
+    }
+  }
+}
+
+provider "vault" {
+  address = var.vault_addr
+}
+
+provider "nomad" {
+  address = var.nomad_addr
+}
+
+# No Consul in this example (the apps use Nomad's service discovery); the
+# provider is declared because the hashistack module requires it.
+provider "consul" {
+  address = "127.0.0.1:8500"
+}
+
+module "hashistack" {
+  source = "../../modules/hashistack"
+
+  nomad_addr      = var.nomad_addr
+  create_kv_mount = false # a Vault dev server has secret/ (KV v2) already
+  server_job_id   = "svc"
+}
+
+module "svc" {
+  source = "../../modules/svc-nomad"
+
+  job_name         = "svc"
+  server_count     = 3
+  server_addresses = ["127.0.0.1", "127.0.0.1", "127.0.0.1"]
+  driver           = "raw_exec"
+  apps_driver      = "raw_exec"
+  host_volume_root = var.state_root
+  artifact_url     = var.artifact_url
+  artifact_sha256  = var.artifact_sha256
+
+  vault_addr       = var.vault_addr
+  nomad_addr       = var.nomad_addr
+  vault_role       = module.hashistack.server_role
+  kv_mount         = module.hashistack.kv_mount
+  kv_prefix        = module.hashistack.kv_prefix
+  apps_role        = module.hashistack.apps_role
+  apps_namespace   = module.hashistack.nomad_namespace
+  service_provider = "nomad"
+}
