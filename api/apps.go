@@ -11,18 +11,21 @@ import (
 
 // App is an app: its name and slug, source, state and pinned revision.
 type App struct {
-	ID            string     `json:"id"`
-	Name          string     `json:"name"`
-	Slug          string     `json:"slug"`
-	State         string     `json:"state"`
-	DesiredState  string     `json:"desired_state"`
-	Source        *AppSource `json:"source"`
-	Pinned        *AppPin    `json:"pinned"`
-	URL           *string    `json:"url"`
-	IconUpdatedAt *time.Time `json:"icon_updated_at"`
-	CreatedBy     string     `json:"created_by"`
-	CreatedAt     time.Time  `json:"created_at"`
-	UpdatedAt     time.Time  `json:"updated_at"`
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Slug         string `json:"slug"`
+	State        string `json:"state"`
+	DesiredState string `json:"desired_state"`
+	// StoppedBecause says why svc itself stopped the app (idle, insecure,
+	// disk_limit); nil when it is meant to run or a person stopped it.
+	StoppedBecause *string    `json:"stopped_because"`
+	Source         *AppSource `json:"source"`
+	Pinned         *AppPin    `json:"pinned"`
+	URL            *string    `json:"url"`
+	IconUpdatedAt  *time.Time `json:"icon_updated_at"`
+	CreatedBy      string     `json:"created_by"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
 }
 
 // AppSource is where an app's code comes from: a repository (with ref and

@@ -175,8 +175,17 @@ func printApp(p printer, a api.App) error {
 			src += " in " + s.Subdir
 		}
 	}
-	return p.fields("ID", a.ID, "Name", a.Name, "Slug", a.Slug, "State", p.state(a.State), "Desired", a.DesiredState,
+	return p.fields("ID", a.ID, "Name", a.Name, "Slug", a.Slug, "State", p.state(a.State), "Desired", desiredOf(a),
 		"Revision", pinned(a.Pinned), "Source", src, "URL", deref(a.URL), "Created", a.CreatedAt.Local().Format(time.DateTime))
+}
+
+// desiredOf is the state the app is meant to be in, and why svc itself
+// stopped it when it did ("stopped (idle)").
+func desiredOf(a api.App) string {
+	if a.StoppedBecause != nil {
+		return a.DesiredState + " (" + *a.StoppedBecause + ")"
+	}
+	return a.DesiredState
 }
 
 func pinned(p *api.AppPin) string {
