@@ -490,6 +490,12 @@ func TestDeployPhasesAreLogged(t *testing.T) {
 				},
 			}},
 	} {
+		// The deployment's end is stored before its last line is logged
+		// (after the failed or replaced job is retired): wait for the line.
+		last := c.msgs[len(c.msgs)-1]
+		eventually(t, c.dep.ID+" logs "+last, func() bool {
+			return slices.ContainsFunc(records(t, &buf, c.dep.ID), func(rec map[string]any) bool { return rec["msg"] == last })
+		})
 		recs := records(t, &buf, c.dep.ID)
 		var msgs []string
 		for _, rec := range recs {
