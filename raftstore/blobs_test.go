@@ -327,6 +327,18 @@ func TestFetchBlob(t *testing.T) {
 		reset()
 		srcs[lead].set(holding(map[string][]byte{"both": []byte("the leader's copy")}))
 		srcs[f1].set(holding(map[string][]byte{"both": []byte("a follower's copy")}))
+		// The asking node must know the leader (it asks the others in any
+		// order when it knows none): a loaded machine can leave it without
+		// one for a moment.
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			if id, _ := c.nodes[f2].Leader(); id == c.peers[lead].ID {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Skip("the asking node did not learn the leader within 10s")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		var w bytes.Buffer
 		_, err := c.nodes[f2].FetchBlob(ctx, "both", &w)
 		if id, _ := c.nodes[f2].Leader(); id != c.peers[lead].ID {

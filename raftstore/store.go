@@ -714,6 +714,16 @@ func (s *Store) leadershipBarrier() bool {
 	}
 }
 
+// TransferLeadership hands this node's leadership to another voter (the
+// one furthest along), as a leader about to restart does; on a node that
+// does not lead it does nothing.
+func (s *Store) TransferLeadership() error {
+	if !s.IsLeader() {
+		return nil
+	}
+	return s.raft.LeadershipTransfer().Error()
+}
+
 // Close leaves leadership to another node if it can, stops the leader loops
 // and shuts the node down.
 func (s *Store) Close() error {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/svchost/svc/internal/source"
+	"github.com/svchost/svc/internal/upgrade"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler/nomad"
 )
@@ -37,11 +38,13 @@ func (p clusterPeers) FetchBlob(ctx context.Context, name string, w io.Writer) (
 	return n, err
 }
 
-// blobRouter serves this server's blobs to the others: checkouts (names
+// blobRouter serves this server's blobs to the others: a rollout's binary
+// (upgrade.BlobPrefix) from the work directory, checkouts (names
 // with source.BlobPrefix) from the sources, and artifacts from the
 // generation's artifact store, each once it is built (the store, which
 // serves blobs, opens first).
 type blobRouter struct {
+	workDir   string // where a rollout's binary is kept (internal/upgrade)
 	sources   atomic.Pointer[source.Service]
 	artifacts atomic.Pointer[nomad.Artifacts]
 }
@@ -49,6 +52,9 @@ type blobRouter struct {
 var _ raftstore.BlobSource = (*blobRouter)(nil)
 
 func (b *blobRouter) OpenBlob(ctx context.Context, name string) (io.ReadCloser, int64, error) {
+	if strings.HasPrefix(name, upgrade.BlobPrefix) {
+		return upgrade.OpenBlob(b.workDir, name)
+	}
 	if strings.HasPrefix(name, source.BlobPrefix) {
 		if src := b.sources.Load(); src != nil {
 			return src.OpenBlob(ctx, name)

@@ -125,6 +125,7 @@ func serve(ctx context.Context, cfg *config.Config, reload func() (*config.Confi
 			"node_id", rt.nodeID, "work_dir", cfg.Server.WorkDir, "store", cfg.RaftDir(),
 			"generation", gen.n, "started_at", gen.startedAt.Format(time.RFC3339Nano))
 		go up.afterServing(genCtx, rt.store, rt.nodeID, gen.log)
+		go rt.upgrade.Follow(genCtx) // this server's turns in cluster-wide upgrades
 		err = rt.api.Serve(genCtx, ln.next(), cfg.Server.ShutdownTimeout)
 		gen.stop()
 		switch {
@@ -245,6 +246,7 @@ func reloadConfig(reload func() (*config.Config, error), cur *config.Config, lis
 type runtime struct {
 	api     *server.Server
 	store   *raftstore.Store
+	upgrade *upgrade.Service
 	nodeID  string
 	log     *slog.Logger
 	closers []closer
@@ -317,7 +319,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	}()
 
 	metrics := telemetry.New()
-	blobs := &blobRouter{}
+	blobs := &blobRouter{workDir: cfg.Server.WorkDir}
 	store, err := raftstore.Open(raftstore.Config{
 		NodeID:   cfg.Cluster.NodeID,
 		Dir:      cfg.RaftDir(),
@@ -355,6 +357,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 	rt.nodeID = store.NodeID()
 	metrics.WatchStore(store.Status)
 
+	rt.upgrade = gen.upgrades.service(cfg, store, store.NodeID(), gen.restart, log)
 	ops := operator.New(store, store.NodeID(), now)
 	idem := idempotency.New(store, now)
 	pol := policy.NewService(store, cfg.Policy, now)
@@ -479,7 +482,7 @@ func build(ctx context.Context, gen *generation) (_ *runtime, err error) {
 		Tools:          toolRefs(),
 		StartedAt:      gen.startedAt,
 		Restart:        gen.restart,
-		Upgrades:       gen.upgrades.service(cfg, store, store.NodeID(), gen.restart),
+		Upgrades:       rt.upgrade,
 		Front:          withNomadArtifacts(gen.artifacts, proxy.Front),
 		AppURLs:        appAddresses{proxy: proxy, ports: sched},
 		Handoff:        proxy,

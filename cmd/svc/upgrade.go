@@ -57,11 +57,16 @@ func newUpgrades(cfg *config.Config, logw io.Writer) *upgrades {
 // service is the generation's upgrade service; begin hands it an upgrade
 // and asks for the restart. Without u (a server built outside serve) or
 // as a trial child it only answers the latest upgrade.
-func (u *upgrades) service(cfg *config.Config, store upgrade.Store, node string, restart func()) *upgrade.Service {
+func (u *upgrades) service(cfg *config.Config, store *raftstore.Store, node string, restart func(), log *slog.Logger) *upgrade.Service {
 	d := upgrade.Deps{Store: store, Dir: cfg.Server.WorkDir, Version: version, Node: node, PublicKey: cfg.Upgrade.SigningPublicKey,
-		Now: func() time.Time { return time.Now().UTC() }}
+		Log: log.With("component", "upgrade"), Now: func() time.Time { return time.Now().UTC() }}
 	if u != nil && u.exe != "" && !upgrade.IsTrial() {
 		d.Exe, d.Dir = u.exe, u.dir
+		// In a cluster an upload upgrades every server, one at a time; a
+		// server whose step takes longer than its own upgrade can (the
+		// apps' stop, the trial, the exec, the catch-up) is given up on.
+		d.Cluster = store
+		d.StepTimeout = cfg.Server.ShutdownTimeout + cfg.Upgrade.ReadyTimeout + 5*time.Minute
 		d.Begin = func(m upgrade.Marker, path string) {
 			u.pending.Store(&pendingUpgrade{m: m, path: path})
 			restart()
@@ -142,6 +147,17 @@ func (u *upgrades) afterServing(ctx context.Context, store *raftstore.Store, nod
 	m := u.outcome
 	if m == nil {
 		return
+	}
+	if m.Rollout != "" {
+		// A step of a rollout ends (and the next server's turn begins)
+		// only once this server has caught up with the cluster.
+		for store.CaughtUp() != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

@@ -70,8 +70,18 @@ with svc upgrade sign: --signature FILE.`,
 			if !wait {
 				return p.rawOr(ans.Body, "upgrade %s: %s → %s, %s\n", started.Upgrade.ID, started.Upgrade.From, started.Upgrade.To, started.Upgrade.State)
 			}
-			_ = p.line("upgrade %s: %s → %s accepted; the server restarts on it", started.Upgrade.ID, started.Upgrade.From, started.Upgrade.To)
-			st, raw, err := followUpgrade(cmd.Context(), c, started.Upgrade.ID, timeout)
+			progress := func(upgrade.Status) {}
+			if started.Upgrade.State == upgrade.StateRolling {
+				order := make([]string, len(started.Upgrade.Nodes))
+				for i, n := range started.Upgrade.Nodes {
+					order[i] = n.ID
+				}
+				_ = p.line("upgrade %s: %s → %s accepted; the cluster's %d servers upgrade one at a time (%s)", started.Upgrade.ID, started.Upgrade.From, started.Upgrade.To, len(order), strings.Join(order, ", "))
+				progress = rolloutProgress(p)
+			} else {
+				_ = p.line("upgrade %s: %s → %s accepted; the server restarts on it", started.Upgrade.ID, started.Upgrade.From, started.Upgrade.To)
+			}
+			st, raw, err := followUpgrade(cmd.Context(), c, started.Upgrade.ID, timeout, progress)
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
@@ -85,6 +95,15 @@ with svc upgrade sign: --signature FILE.`,
 				if st.Reason != nil {
 					reason = *st.Reason
 				}
+				if started.Upgrade.State == upgrade.StateRolling {
+					var done []string
+					for _, n := range st.Nodes {
+						if n.State == upgrade.StepDone {
+							done = append(done, n.ID)
+						}
+					}
+					return &exitError{code: 1, err: fmt.Errorf("rollout %s stopped: %s; servers on %s: %s, the others run their previous version", st.ID, reason, st.To, cmpOr(strings.Join(done, ", "), "none"))}
+				}
 				return &exitError{code: 1, err: fmt.Errorf("upgrade %s failed and was rolled back; %s still runs: %s", st.ID, st.From, reason)}
 			}
 			if !p.json {
@@ -96,7 +115,7 @@ with svc upgrade sign: --signature FILE.`,
 	f.add(cmd)
 	cmd.Flags().StringVar(&sigFile, "signature", "", "file holding the binary's signature (svc upgrade sign)")
 	cmd.Flags().BoolVar(&wait, "wait", true, "follow the upgrade until done or failed (--wait=false: return once accepted)")
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to follow the upgrade")
+	cmd.Flags().DurationVar(&timeout, "timeout", 20*time.Minute, "how long to follow the upgrade (a cluster's servers upgrade one after another)")
 	cmd.AddCommand(newUpgradeSignCmd(), newUpgradeKeygenCmd())
 	return calls(cmd, "upgrade_start", "upgrade_get")
 }
@@ -104,7 +123,7 @@ with svc upgrade sign: --signature FILE.`,
 // followUpgrade polls GET /api/v1/upgrade until upgrade id is done or
 // failed; the server does not answer while it restarts, which is waited
 // through.
-func followUpgrade(ctx context.Context, c *api.Client, id string, timeout time.Duration) (upgrade.Status, []byte, error) {
+func followUpgrade(ctx context.Context, c *api.Client, id string, timeout time.Duration, progress func(upgrade.Status)) (upgrade.Status, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
@@ -114,9 +133,11 @@ func followUpgrade(ctx context.Context, c *api.Client, id string, timeout time.D
 		acancel()
 		if err == nil {
 			var cur struct{ Upgrade *upgrade.Status }
-			if err = json.Unmarshal(ans.Body, &cur); err == nil && cur.Upgrade != nil && cur.Upgrade.ID == id &&
-				(cur.Upgrade.State == upgrade.StateDone || cur.Upgrade.State == upgrade.StateFailed) {
-				return *cur.Upgrade, ans.Body, nil
+			if err = json.Unmarshal(ans.Body, &cur); err == nil && cur.Upgrade != nil && cur.Upgrade.ID == id {
+				progress(*cur.Upgrade)
+				if cur.Upgrade.State == upgrade.StateDone || cur.Upgrade.State == upgrade.StateFailed {
+					return *cur.Upgrade, ans.Body, nil
+				}
 			}
 		}
 		if err != nil {
@@ -130,6 +151,20 @@ func followUpgrade(ctx context.Context, c *api.Client, id string, timeout time.D
 		case <-ctx.Done():
 			return upgrade.Status{}, nil, fmt.Errorf("upgrade %s did not finish within %s (last: %v); see GET /api/v1/upgrade", id, timeout, last)
 		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// rolloutProgress prints each server's step of a rollout as it changes.
+func rolloutProgress(p printer) func(upgrade.Status) {
+	seen := map[string]string{}
+	return func(st upgrade.Status) {
+		for _, n := range st.Nodes {
+			if seen[n.ID] == n.State || n.State == upgrade.StepPending {
+				continue
+			}
+			seen[n.ID] = n.State
+			_ = p.line("  %s: %s", n.ID, n.State)
 		}
 	}
 }

@@ -204,7 +204,15 @@ func startUpgradable(t *testing.T, env ...string) (p *proc, exe string, rc *soak
 	p.startServing()
 	p.waitReady(scaled(30 * time.Second))
 	signIn(t, scaled(30*time.Second), p)
-	rc = newSoakReceiver(t, 1, 0)
+	rc = subscribeUpgrades(t, p)
+	return p, exe, rc
+}
+
+// subscribeUpgrades subscribes a new receiver, through p, to the upgrade
+// events.
+func subscribeUpgrades(t *testing.T, p *proc) *soakReceiver {
+	t.Helper()
+	rc := newSoakReceiver(t, 1, 0)
 	var sub struct {
 		SigningKey string `json:"signing_key"`
 	}
@@ -213,7 +221,7 @@ func startUpgradable(t *testing.T, env ...string) (p *proc, exe string, rc *soak
 		t.Fatalf("subscribe to the upgrade events: %v", err)
 	}
 	rc.setKey(sub.SigningKey)
-	return p, exe, rc
+	return rc
 }
 
 // TestUpgradeInPlace runs the old build, uploads a broken build (rolled
@@ -331,87 +339,4 @@ func TestUpgradeRefusesABadSignature(t *testing.T) {
 	if st := waitUpgrade(t, p, accepted.Upgrade.ID, scaled(3*time.Minute)); st.Upgrade.State != "done" || st.Version != newVersion {
 		t.Errorf("the signed upgrade: %+v, version %s; want done, %s", st.Upgrade, st.Version, newVersion)
 	}
-}
-
-// TestUpgradeClusterOneNodeAtATime upgrades a three-node cluster of the old
-// build node by node (followers first, the leader last), each through its
-// own POST /api/v1/upgrade, the next only once the previous one is done and
-// ready, while writers keep writing: every node ends on the new version,
-// and every acknowledged write is on every node.
-func TestUpgradeClusterOneNodeAtATime(t *testing.T) {
-	const waitLimit = 60 * time.Second
-	dir := t.TempDir()
-	old := versionBuild(t, oldVersion)
-	bins := make([]string, 3)
-	for i := range bins {
-		bins[i] = installBinary(t, old, filepath.Join(dir, fmt.Sprintf("bin%d", i+1)))
-	}
-	secret := "e2e-upgrade-secret-0123456789"
-	nodes := startClusterOf(t, bins, []string{"SVC_UPGRADE_READY_TIMEOUT=" + scaled(90*time.Second).String()}, secret, secret, secret)
-	leader := waitLeader(t, nodes, scaled(waitLimit))
-	order := []*proc{}
-	for _, n := range nodes {
-		if n != leader {
-			order = append(order, n)
-		}
-	}
-	order = append(order, leader)
-
-	load := startLoad(nodes, 2)
-	stopped := false
-	defer func() {
-		if !stopped {
-			load.stop()
-		}
-	}()
-	load.waitAcked(t, 20, scaled(waitLimit), "before any upgrade")
-	newBin := versionBuild(t, newVersion)
-	for _, n := range order {
-		pid := n.current().cmd.Process.Pid
-		status, body := postUpgrade(t, n, newBin, "")
-		var accepted struct {
-			Upgrade struct{ ID string } `json:"upgrade"`
-		}
-		if status != http.StatusAccepted || json.Unmarshal(body, &accepted) != nil {
-			t.Fatalf("%s: POST /api/v1/upgrade: %d %s", n.name, status, body)
-		}
-		st := waitUpgrade(t, n, accepted.Upgrade.ID, scaled(3*time.Minute))
-		if st.Upgrade.State != "done" || st.Version != newVersion {
-			t.Fatalf("%s: upgrade %+v, version %s; want done, %s", n.name, st.Upgrade, st.Version, newVersion)
-		}
-		if got := n.current().cmd.Process.Pid; !n.running() || got != pid {
-			t.Fatalf("%s: after its upgrade running %v, pid %d; want pid %d", n.name, n.running(), got, pid)
-		}
-		n.waitReady(scaled(waitLimit))
-		waitLeader(t, nodes, scaled(waitLimit))
-		load.waitAcked(t, load.nAcked.Load()+10, scaled(waitLimit), n.name+" upgraded")
-		t.Logf("%s upgraded to %s; %d writes acknowledged, %d failed so far", n.name, newVersion, load.nAcked.Load(), load.nFailed.Load())
-	}
-	load.stop()
-	stopped = true
-
-	waitConverged(t, nodes, scaled(waitLimit))
-	load.mu.Lock()
-	acked := load.acked
-	load.mu.Unlock()
-	for _, n := range nodes {
-		probes, err := n.Client().AllProbes(ctxTimeout(t, 2*time.Minute))
-		if err != nil {
-			t.Fatalf("%s: list probes: %v", n.name, err)
-		}
-		held := map[string]bool{}
-		for _, p := range probes {
-			held[p.ID] = true
-		}
-		lost := 0
-		for id := range acked {
-			if !held[id] {
-				lost++
-			}
-		}
-		if lost > 0 {
-			t.Errorf("%s lacks %d of %d acknowledged writes after the upgrades", n.name, lost, len(acked))
-		}
-	}
-	t.Logf("%d writes acknowledged across the three upgrades, %d failed (retried by nobody: a failure is a write not acknowledged)", len(acked), load.nFailed.Load())
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/svchost/svc/internal/slots"
 	"github.com/svchost/svc/internal/spec"
 	"github.com/svchost/svc/internal/subscriptions"
+	"github.com/svchost/svc/internal/upgrade"
 	"github.com/svchost/svc/internal/volumes"
 	"github.com/svchost/svc/raftstore"
 	"github.com/svchost/svc/scheduler"
@@ -45,7 +46,7 @@ func Tables() []raftstore.Def {
 		spec.Heads,
 		keyring.Keys,
 	}
-	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), detection.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables(), subscriptions.Tables(), scheduler.Tables(), edge.Tables(), volumes.Tables(), backups.Tables(), idle.Tables(), security.Tables()} {
+	for _, ts := range [][]raftstore.Def{identity.Tables(), apps.Tables(), icon.Tables(), launcher.Tables(), detection.Tables(), secrets.Tables(), slots.Tables(), adapters.Tables(), subscriptions.Tables(), scheduler.Tables(), edge.Tables(), volumes.Tables(), backups.Tables(), idle.Tables(), security.Tables(), upgrade.Tables()} {
 		tables = append(tables, ts...)
 	}
 	return tables

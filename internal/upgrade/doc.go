@@ -30,4 +30,15 @@
 //     after the exec and is started again (by systemd, say) finds its
 //     attempt already counted, swaps back and execs the previous binary,
 //     which emits svc.upgrade_failed.
+//
+// In a cluster of several voting servers an upload is a rollout instead
+// (rollout.go, follow.go): the upgrade_rollouts table's one row, the
+// binary kept in the work directory and served to the other servers as a
+// blob (OpenBlob), and each server's Follow loop taking its turn in order
+// (NextStep, pure and table-tested), the leader last after handing its
+// leadership on. A server's step ends with its own upgrade's event.
+//
+// It owns the marker, the upgrade_rollouts table and the upgrades/
+// directory of the work directory; it writes audit entries and events but
+// no other table, and it never touches the store's files.
 package upgrade

@@ -40,6 +40,9 @@ type Marker struct {
 	Record
 	Attempts int  `json:"attempts"`
 	Reported bool `json:"reported"`
+	// Rollout is the ID of the rollout this upgrade is a step of (its
+	// end ends the step), "" for an upgrade of this server alone.
+	Rollout string `json:"rollout,omitempty"`
 }
 
 // Fail marks m failed for reason at now.

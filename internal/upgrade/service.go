@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	goruntime "runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,12 +24,26 @@ import (
 // MaxBinaryBytes caps an uploaded binary.
 const MaxBinaryBytes = 512 << 20
 
-// Store is the replicated store, for the audit entry and the events.
+// Store is the replicated store: the audit entries, the events and the
+// rollouts table.
 type Store interface {
 	Update(ctx context.Context, build raftstore.Build) (uint64, error)
+	Read() *raftstore.Reader
 }
 
-var _ Store = (*raftstore.Store)(nil)
+// Cluster is the store's cluster, for rollouts (rollout.go): its servers
+// and leader, leadership handed on, and a rollout's binary fetched from
+// another server.
+type Cluster interface {
+	Status() raftstore.Status
+	TransferLeadership() error
+	FetchBlob(ctx context.Context, name string, w io.Writer) (int64, error)
+}
+
+var (
+	_ Store   = (*raftstore.Store)(nil)
+	_ Cluster = (*raftstore.Store)(nil)
+)
 
 // Deps are what the service needs.
 type Deps struct {
@@ -47,7 +63,14 @@ type Deps struct {
 	// to the process, which swaps it in and restarts. It must return at
 	// once. Nil: upgrading is not available.
 	Begin func(m Marker, path string)
-	Now   func() time.Time
+	// Cluster, when set, is the store's cluster: with more than one
+	// voting server, an upload starts a rollout of every server instead
+	// of upgrading this one alone. StepTimeout bounds one server's step
+	// of a rollout (the leader marks a longer one failed).
+	Cluster     Cluster
+	StepTimeout time.Duration
+	Log         *slog.Logger
+	Now         func() time.Time
 }
 
 // Service takes uploads and answers the latest upgrade's state.
@@ -74,6 +97,10 @@ type Node struct {
 	ID      string `json:"id"`
 	Version string `json:"version"`
 	State   string `json:"state"`
+	// StartedAt and FinishedAt are the server's step of a rollout
+	// (rollout.go): when it began upgrading and when it ended.
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
 // Status is an upgrade as the API shows it.
@@ -106,7 +133,10 @@ func (s *Service) Latest() (Current, error) {
 			return cur, err
 		}
 	}
-	if m != nil {
+	if ro := LatestRollout(s.d.Store.Read()); ro != nil && (m == nil || ro.ID >= m.ID) {
+		st := ro.status(s.d.Node, s.d.Version)
+		cur.Upgrade = &st
+	} else if m != nil {
 		st := s.status(*m)
 		cur.Upgrade = &st
 	}
@@ -179,6 +209,10 @@ func (s *Service) Start(ctx context.Context, body io.Reader, signature string) (
 			WithRemedy("upload a binary of another version")
 	}
 	m.To = to
+	if s.clustered() {
+		st, err := s.startRollout(ctx, m, path, digest, size, signature)
+		return st, func() {}, err
+	}
 	entry := audit.New(ctx, now, "svc.upgrade", "", audit.Target{Kind: "node", ID: s.d.Node}, map[string]any{"from": m.From, "to": m.To, "upgrade_id": m.ID, "bytes": size})
 	if _, err := s.d.Store.Update(ctx, func(*raftstore.Reader) ([]raftstore.Op, error) { return []raftstore.Op{audit.Insert(entry)}, nil }); err != nil {
 		return st, nil, fmt.Errorf("record the upgrade: %w", err)
@@ -197,19 +231,36 @@ func (s *Service) Start(ctx context.Context, body io.Reader, signature string) (
 // svc.upgrade_failed) and marks the marker reported.
 func Report(ctx context.Context, store Store, dir string, m *Marker, node string, now time.Time) error {
 	var op raftstore.Op
+	step, reason := StepDone, ""
 	switch m.State {
 	case StateDone:
 		op = events.Emit(ctx, now, "svc.upgraded", nil, "node", node, map[string]any{"from": m.From, "to": m.To})
 	case StateFailed:
-		reason := ""
 		if m.Reason != nil {
 			reason = *m.Reason
+		}
+		step = StepFailed
+		if m.Rollout != "" {
+			reason = node + ": " + reason // the rollout's failure names its server
 		}
 		op = events.Emit(ctx, now, "svc.upgrade_failed", nil, "node", node, map[string]any{"from": m.From, "to": m.To, "reason": reason})
 	default:
 		return fmt.Errorf("upgrade %s is %s: nothing to report", m.ID, m.State)
 	}
-	if _, err := store.Update(ctx, func(*raftstore.Reader) ([]raftstore.Op, error) { return []raftstore.Op{op}, nil }); err != nil {
+	if _, err := store.Update(ctx, func(r *raftstore.Reader) ([]raftstore.Op, error) {
+		ops := []raftstore.Op{op}
+		if m.Rollout == "" {
+			return ops, nil
+		}
+		// This server's step of a rollout ends with its event (and starts
+		// the next server's turn); one already ended (abandoned by the
+		// leader) keeps its end.
+		_, stepped, err := stepOps(r, m.Rollout, node, []string{StepUpgrading}, step, strings.TrimPrefix(reason, node+": "), now)
+		if err != nil && !errors.Is(err, errStepMoved) {
+			return nil, err
+		}
+		return append(ops, stepped...), nil
+	}); err != nil {
 		return fmt.Errorf("report upgrade %s: %w", m.ID, err)
 	}
 	m.Reported = true

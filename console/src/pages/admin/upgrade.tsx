@@ -11,17 +11,21 @@ import "./upgrade.css";
 // (?signature=<base64>; install.adapters.manage; 202). The page then
 // reads the upgrade again every second until it is done or failed: a
 // server restarting does not answer for a moment, which the page says
-// instead of an error. In a cluster, each node's version and state.
+// instead of an error. In a cluster the upload is a rollout (state
+// rolling): each server's step in its order, with its version and when it
+// started and finished.
 
 export interface UpgradeNode {
   id: string;
   version: string;
   state: string;
+  started_at?: string | null;
+  finished_at?: string | null;
 }
 
 export interface Upgrade {
   id: string;
-  state: "checking" | "restarting" | "done" | "failed";
+  state: "checking" | "restarting" | "rolling" | "done" | "failed";
   from: string;
   to: string;
   reason: string | null;
@@ -39,7 +43,7 @@ const manageVerb = "install.adapters.manage";
 const base64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
 
 function underway(u: Upgrade | null | undefined): boolean {
-  return !!u && (u.state === "checking" || u.state === "restarting");
+  return !!u && (u.state === "checking" || u.state === "restarting" || u.state === "rolling");
 }
 
 export function UpgradePage(props: AdminPageProps) {
@@ -93,6 +97,7 @@ export function UpgradePage(props: AdminPageProps) {
 const stateSays: Record<Upgrade["state"], string> = {
   checking: "Checking the new binary",
   restarting: "Restarting on the new binary",
+  rolling: "Upgrading the cluster's servers one at a time",
   done: "Upgraded",
   failed: "Failed, the old binary kept",
 };
@@ -111,7 +116,8 @@ function Progress(props: { upgrade: Upgrade | null; unreachable: boolean }) {
       </section>
     );
   }
-  const at = steps.indexOf(u.state);
+  const rollout = !!u.nodes && u.nodes.some((n) => n.state === "pending" || n.state === "upgrading" || !!n.started_at);
+  const at = steps.indexOf(u.state === "rolling" ? "restarting" : u.state);
   return (
     <section class="block panel" aria-labelledby="up-last-h" aria-busy={underway(u)} data-upgrade-state={u.state}>
       <h2 id="up-last-h">{underway(u) ? "Upgrade under way" : "Last upgrade"}</h2>
@@ -137,7 +143,11 @@ function Progress(props: { upgrade: Upgrade | null; unreachable: boolean }) {
       {u.state === "failed" && (
         <div class="error problem" data-upgrade-reason>
           <p class="msg">{u.reason || "The upgrade failed."}</p>
-          <p class="remedy">svc runs {u.from ? <code>{u.from}</code> : "the binary it ran before"} still. Fix the new binary and upload it again.</p>
+          <p class="remedy">
+            {rollout
+              ? "The rollout stopped at that server: the servers marked done run the new version, the others the one they ran before. Fix the new binary and upload it again."
+              : <>svc runs {u.from ? <code>{u.from}</code> : "the binary it ran before"} still. Fix the new binary and upload it again.</>}
+          </p>
         </div>
       )}
       <dl class="facts">
@@ -154,6 +164,7 @@ function Progress(props: { upgrade: Upgrade | null; unreachable: boolean }) {
               <th scope="col">Node</th>
               <th scope="col">Version</th>
               <th scope="col">State</th>
+              {rollout && <th scope="col">Finished</th>}
             </tr>
           </thead>
           <tbody>
@@ -165,7 +176,10 @@ function Progress(props: { upgrade: Upgrade | null; unreachable: boolean }) {
                 <td>
                   <code>{n.version}</code>
                 </td>
-                <td>{n.state}</td>
+                <td>
+                  <span class={"pill " + (n.state === "done" ? "pill-ok" : n.state === "failed" ? "pill-bad" : n.state === "upgrading" ? "pill-busy" : "")}>{n.state}</span>
+                </td>
+                {rollout && <td>{n.finished_at ? when(n.finished_at) : "-"}</td>}
               </tr>
             ))}
           </tbody>
