@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"gopkg.in/yaml.v3"
 
@@ -188,5 +190,59 @@ func checkShell(t *testing.T, name, script string) {
 	cmd.Stdin = strings.NewReader(script)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("%s: sh -n: %v: %s\n%s", name, err, out, script)
+	}
+}
+
+// TestAWSFirewall checks examples/aws's security group rules: an ingress
+// rule either admits the cluster's own members (referenced_security_group_id)
+// or sources its CIDRs from var.api_cidrs, and those open only svc's API
+// port and the apps' ports; nothing is open to 0.0.0.0/0 but egress.
+func TestAWSFirewall(t *testing.T) {
+	name := filepath.Join("examples", "aws", "main.tf")
+	src, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	text := func(a *hclsyntax.Attribute) string {
+		if a == nil {
+			return ""
+		}
+		return string(a.Expr.Range().SliceBytes(src))
+	}
+	public := map[string]string{}
+	internal := 0
+	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
+		if b.Type != "resource" || len(b.Labels) != 2 {
+			continue
+		}
+		attrs := b.Body.Attributes
+		switch b.Labels[0] {
+		case "aws_vpc_security_group_ingress_rule":
+			switch {
+			case attrs["referenced_security_group_id"] != nil:
+				internal++
+			case strings.Contains(text(attrs["for_each"]), "var.api_cidrs") && text(attrs["cidr_ipv4"]) == "each.value":
+				public[b.Labels[1]] = text(attrs["from_port"]) + "-" + text(attrs["to_port"])
+			default:
+				t.Errorf("%s: ingress rule %q admits neither the cluster's members nor var.api_cidrs", b.DefRange(), b.Labels[1])
+			}
+		case "aws_security_group_rule", "aws_security_group":
+			for _, inner := range b.Body.Blocks {
+				if inner.Type == "ingress" {
+					t.Errorf("%s: an inline ingress rule; use aws_vpc_security_group_ingress_rule", inner.DefRange())
+				}
+			}
+		}
+	}
+	want := map[string]string{"api": "var.svc_http_port-var.svc_http_port", "apps": "9000-9019"}
+	if fmt.Sprint(public) != fmt.Sprint(want) {
+		t.Errorf("rules open to api_cidrs = %v; want %v", public, want)
+	}
+	if internal != 1 {
+		t.Errorf("%d ingress rules between members; want one (for_each over local.internal_rules)", internal)
 	}
 }
