@@ -135,6 +135,9 @@ func TestAWSCloudInit(t *testing.T) {
 							t.Errorf("%s does not join %s", path, other.AsString())
 						}
 					}
+					if expect := fmt.Sprintf("bootstrap_expect = %d\n", count); name != "vault" && !strings.Contains(src, expect) {
+						t.Errorf("%s does not say %q", path, strings.TrimSpace(expect))
+					}
 				}
 
 				// The scripts, the unit and the install.
