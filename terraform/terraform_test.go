@@ -142,7 +142,9 @@ func (r *recorder) Errorf(format string, args ...any) {
 func tfDirs(t *testing.T, root string) []string {
 	t.Helper()
 	var dirs []string
-	for _, pattern := range []string{"modules/*", "examples/*"} {
+	// examples/*/* holds the second steps of examples in two steps
+	// (examples/aws/stack).
+	for _, pattern := range []string{"modules/*", "examples/*", "examples/*/*"} {
 		m, err := filepath.Glob(filepath.Join(root, pattern))
 		if err != nil {
 			t.Fatal(err)
@@ -298,6 +300,7 @@ func checkCall(t *testing.T, from *tfDir, c moduleCall, loaded map[string]*tfDir
 var templateFuncs = map[string]function.Function{
 	"indent":     stdlib.IndentFunc,
 	"jsonencode": stdlib.JSONEncodeFunc,
+	"length":     stdlib.LengthFunc,
 }
 
 // templatefileKeys returns, for each templatefile("${path.module}/<file>",
