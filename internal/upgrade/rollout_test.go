@@ -266,3 +266,42 @@ func writeFile(t *testing.T, content string) string {
 	}
 	return p
 }
+
+// TestReportEndsTheStep: a rollout step's upgrade, reported by the
+// server's new (or restored) binary, ends its step in the write of its
+// event; a failure names the server in the event and the rollout.
+func TestReportEndsTheStep(t *testing.T) {
+	for _, tc := range []struct {
+		state, wantStep, wantRollout, event string
+	}{
+		{StateDone, StepDone, StateRolling, "svc.upgraded"},
+		{StateFailed, StepFailed, StateFailed, "svc.upgrade_failed"},
+	} {
+		t.Run(tc.state, func(t *testing.T) {
+			store := raftstoretest.Open(t, Rollouts, audit.Entries, events.Events, events.Cursors)
+			ro := rollout(StateRolling, "a=upgrading", "b=pending")
+			update(t, store, func(r *raftstore.Reader) ([]raftstore.Op, error) { return startRolloutOps(r, ro) })
+			m := &Marker{Record: Record{ID: ro.ID, State: tc.state, From: "1.0", To: "1.1"}, Rollout: ro.ID}
+			if tc.state == StateFailed {
+				reason := "it did not become ready"
+				m.Reason = &reason
+			}
+			if err := Report(context.Background(), store, t.TempDir(), m, "a", t0); err != nil {
+				t.Fatal(err)
+			}
+			got := LatestRollout(store.Read())
+			if got.Steps[0].State != tc.wantStep || got.State != tc.wantRollout || got.Steps[1].State != StepPending {
+				t.Fatalf("after the report: %+v; want a %s, the rollout %s, b pending", got, tc.wantStep, tc.wantRollout)
+			}
+			evs, _ := events.Events.List(store.Read(), raftstore.Query{})
+			if len(evs) != 1 || evs[0].Value.Type != tc.event {
+				t.Fatalf("events %v; want one %s", evs, tc.event)
+			}
+			if tc.state == StateFailed {
+				if r := evs[0].Value.Data["reason"]; r != "a: it did not become ready" || *got.Reason != "a: it did not become ready" || *got.Steps[0].Reason != "it did not become ready" {
+					t.Errorf("event reason %v, rollout reason %v, step reason %v; want the server named once", r, *got.Reason, *got.Steps[0].Reason)
+				}
+			}
+		})
+	}
+}

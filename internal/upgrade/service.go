@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	goruntime "runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -240,10 +239,11 @@ func Report(ctx context.Context, store Store, dir string, m *Marker, node string
 			reason = *m.Reason
 		}
 		step = StepFailed
+		said := reason
 		if m.Rollout != "" {
-			reason = node + ": " + reason // the rollout's failure names its server
+			said = node + ": " + reason // the rollout's failure names its server
 		}
-		op = events.Emit(ctx, now, "svc.upgrade_failed", nil, "node", node, map[string]any{"from": m.From, "to": m.To, "reason": reason})
+		op = events.Emit(ctx, now, "svc.upgrade_failed", nil, "node", node, map[string]any{"from": m.From, "to": m.To, "reason": said})
 	default:
 		return fmt.Errorf("upgrade %s is %s: nothing to report", m.ID, m.State)
 	}
@@ -255,7 +255,7 @@ func Report(ctx context.Context, store Store, dir string, m *Marker, node string
 		// This server's step of a rollout ends with its event (and starts
 		// the next server's turn); one already ended (abandoned by the
 		// leader) keeps its end.
-		_, stepped, err := stepOps(r, m.Rollout, node, []string{StepUpgrading}, step, strings.TrimPrefix(reason, node+": "), now)
+		_, stepped, err := stepOps(r, m.Rollout, node, []string{StepUpgrading}, step, reason, now)
 		if err != nil && !errors.Is(err, errStepMoved) {
 			return nil, err
 		}
