@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/svchost/svc/internal/adapters"
@@ -31,6 +33,9 @@ func processRuntime(cfg *config.Config) (*process.Runtime, error) {
 		AdvertiseHost: cfg.Runtime.AdvertiseHost,
 		Isolation:     cfg.Runtime.Isolation,
 		HostPorts:     cfg.Runtime.SandboxHostPorts,
+		PortStart:     cfg.Runtime.WorkloadPortStart,
+		PortEnd:       cfg.Runtime.WorkloadPortEnd,
+		Reserved:      svcPorts(cfg),
 		GoCacheSeed:   cfg.Runtime.GoCacheSeed,
 		// The apps' users pass through the work directory to their own
 		// files, and nothing else of it is open to them.
@@ -159,4 +164,19 @@ func waitAdapters(ctx context.Context, ad *adapters.Service) error {
 		}
 	}
 	return nil
+}
+
+// svcPorts are the ports of this host svc itself listens on (its own,
+// the edge's apps' range), which no workload is given.
+func svcPorts(cfg *config.Config) []int {
+	var ports []int
+	if _, p, err := net.SplitHostPort(cfg.Server.Addr); err == nil {
+		if n, err := strconv.Atoi(p); err == nil && n > 0 {
+			ports = append(ports, n)
+		}
+	}
+	for p := cfg.App.PortStart; p > 0 && p <= cfg.App.PortEnd; p++ {
+		ports = append(ports, p)
+	}
+	return ports
 }

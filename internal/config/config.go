@@ -138,6 +138,14 @@ type Config struct {
 		// sandboxed workloads reach on their own loopback (a database on
 		// this host, for slots); no other port of the host is reachable.
 		SandboxHostPorts []int
+		// WorkloadPortStart..WorkloadPortEnd are the host ports the
+		// process runtime gives workloads that do not ask for one: below
+		// the kernel's ephemeral range, so that no outgoing connection
+		// takes a port between its pick and the workload's listen, and
+		// below Nomad's dynamic ports (20000-32000) on a host that runs
+		// both. svc's own port, the apps' range and the sandbox host
+		// ports in it are never given out.
+		WorkloadPortStart, WorkloadPortEnd int
 		// GoCacheSeed is a Go build cache, written only by the server, that
 		// seeds each app's own at its first Go build; empty is one in the
 		// runtime's cache directory.
@@ -338,6 +346,7 @@ func (l *loader) applyDefaults() {
 	c.Server.WorkDir = "/var/lib/svc"
 	c.Server.ShutdownTimeout = 30 * time.Second
 	c.App.PortStart, c.App.PortEnd = 9000, 9019
+	c.Runtime.WorkloadPortStart, c.Runtime.WorkloadPortEnd = 10000, 19999
 	c.Log.Level = slog.LevelInfo
 	c.Log.Format = "text"
 	c.Reconciler.Backoff = slices.Clone(ShippedBackoff)
@@ -445,6 +454,10 @@ func (l *loader) crossCheck() {
 	if ok("app.port_start", "app.port_end") && c.App.PortStart > c.App.PortEnd {
 		l.errorf("%s (%d) is greater than %s (%d); the app port range must not be empty",
 			l.ref("app.port_start"), c.App.PortStart, l.ref("app.port_end"), c.App.PortEnd)
+	}
+	if ok("runtime.workload_port_start", "runtime.workload_port_end") && c.Runtime.WorkloadPortStart > c.Runtime.WorkloadPortEnd {
+		l.errorf("%s (%d) is greater than %s (%d); the workload port range must not be empty",
+			l.ref("runtime.workload_port_start"), c.Runtime.WorkloadPortStart, l.ref("runtime.workload_port_end"), c.Runtime.WorkloadPortEnd)
 	}
 	if ok("cluster.raft_addr", "cluster.secret", "cluster.peers", "cluster.node_id") {
 		l.checkCluster()

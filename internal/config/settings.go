@@ -180,6 +180,22 @@ var defs = [...]def{
 		format: func(c *Config) string { return strconv.Itoa(c.App.PortEnd) },
 	},
 	{
+		name: "runtime.workload_port_start",
+		parse: func(c *Config, v string, _ Origin) (err error) {
+			c.Runtime.WorkloadPortStart, err = parsePort(v, 1024)
+			return err
+		},
+		format: func(c *Config) string { return strconv.Itoa(c.Runtime.WorkloadPortStart) },
+	},
+	{
+		name: "runtime.workload_port_end",
+		parse: func(c *Config, v string, _ Origin) (err error) {
+			c.Runtime.WorkloadPortEnd, err = parsePort(v, 1024)
+			return err
+		},
+		format: func(c *Config) string { return strconv.Itoa(c.Runtime.WorkloadPortEnd) },
+	},
+	{
 		name: "admin.password", secret: true, emptyUnset: true,
 		parse: func(c *Config, v string, _ Origin) error {
 			c.Admin.Password = v

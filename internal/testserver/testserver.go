@@ -62,8 +62,10 @@ func FreePorts(n int) (int, error) {
 }
 
 // portFloor is the lowest port FreePorts hands out below the ephemeral
-// range, above the ports well-known services use.
-const portFloor = 10000
+// range: above the ports the process runtime gives its workloads
+// (runtime.workload_port_start..end, 10000-19999 by default), which svc
+// refuses as a server or app port.
+const portFloor = 20000
 
 var (
 	portMu    sync.Mutex

@@ -201,7 +201,7 @@ func (r *Runtime) jobPorts(jb scheduler.Job, jp jobPlan) (map[string]ports, erro
 		p := ports{host: t.Port}
 		if p.host == 0 {
 			var err error
-			if p.host, err = freePort(r.cfg.AdvertiseHost); err != nil {
+			if p.host, err = r.ports.take(r.cfg.AdvertiseHost); err != nil {
 				return nil, err
 			}
 		}
@@ -376,15 +376,6 @@ func (w *workload) begin() {
 		return
 	}
 	w.sup.start()
-}
-
-func freePort(host string) (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, errcode.Wrap(err, errcode.CapacityNoFreePort, "no free port on %s: %v", host, err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // loopbackCheckEvery spaces out the look at /proc for a workload that

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -84,6 +85,12 @@ type Config struct {
 	// at the same port on their own loopback (a database on the host for
 	// slots, say); no other port of the host's loopback is reachable.
 	HostPorts []int
+	// PortStart..PortEnd are the host ports given to workloads that do
+	// not ask for one; zero is DefaultPortStart..DefaultPortEnd. Reserved
+	// ports in it (the server's own, the edge's) and HostPorts are never
+	// given out: a sandbox must not reach another app's workload.
+	PortStart, PortEnd int
+	Reserved           []int
 	// UIDBase is the first host user given to apps when the server runs
 	// as root (0 means DefaultUIDBase); each app has its own from there.
 	UIDBase uint32
@@ -119,6 +126,8 @@ type Runtime struct {
 
 	usedMu sync.Mutex
 	used   map[string]usedReading // volumes' measured use, by volume ID (UsedBytes)
+
+	ports *portPool // workloads' host ports
 
 	mu     sync.Mutex
 	jobs   map[string]*job
@@ -193,6 +202,12 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.AdvertiseHost == "" {
 		cfg.AdvertiseHost = "127.0.0.1"
 	}
+	if cfg.PortStart == 0 && cfg.PortEnd == 0 {
+		cfg.PortStart, cfg.PortEnd = DefaultPortStart, DefaultPortEnd
+	}
+	if cfg.PortStart < 1 || cfg.PortEnd > 65535 || cfg.PortStart > cfg.PortEnd {
+		return nil, fmt.Errorf("process runtime: the workload port range %d-%d is not a range of TCP ports", cfg.PortStart, cfg.PortEnd)
+	}
 	ip := net.ParseIP(cfg.AdvertiseHost)
 	if ip == nil {
 		return nil, fmt.Errorf("process runtime: the advertise host %q is not an IP address", cfg.AdvertiseHost)
@@ -217,7 +232,8 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.LogCapBytes <= 0 {
 		cfg.LogCapBytes = 1 << 20
 	}
-	r := &Runtime{cfg: cfg, bootID: bootID(), loopback: ip.IsLoopback(), jobs: map[string]*job{}}
+	r := &Runtime{cfg: cfg, bootID: bootID(), loopback: ip.IsLoopback(), jobs: map[string]*job{},
+		ports: newPortPool(cfg.PortStart, cfg.PortEnd, append(slices.Clone(cfg.Reserved), cfg.HostPorts...), time.Now)}
 	if r.orphans, err = r.reapOrphans(); err != nil {
 		return nil, fmt.Errorf("process runtime: reap orphaned workloads: %w", err)
 	}
