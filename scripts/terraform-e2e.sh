@@ -11,10 +11,10 @@
 #   3. each server's GET /api/v1/adapters lists adp_tf_vault, adp_tf_nomad
 #      and adp_tf_routes with origin config_file, loaded;
 #   4. a sample (samples/static-hello, SAMPLE= for another) deploys through
-#      the nomad runtime: `svc launch` ends running and Nomad runs its job in
-#      svc's namespace; the app is then deleted and its job goes;
+#      the nomad runtime: `svc launch` ends running and Nomad runs its
+#      service job; the app is then deleted and its jobs go;
 #   5. tofu destroy, then nothing the modules made is left: no Nomad job
-#      `svc`, no namespace `svc`, no Vault policies svc, svc-apps,
+#      `svc`, no namespace but default, no Vault policies svc, svc-apps,
 #      svc-server, no auth mounts jwt-nomad/ and approle/.
 #
 # What it needs, as variables (each is checked first; a missing one stops
@@ -78,7 +78,7 @@ if [ -n "${PROVIDERS_DIR:-}" ]; then
 			missing+=("the hashicorp/$p provider: no executable $PROVIDERS_DIR/terraform-provider-${p}_vX.Y.Z; take it from its release zip (releases.hashicorp.com/terraform-provider-$p) or build it from a release tag of github.com/hashicorp/terraform-provider-$p (go build) and name the binary terraform-provider-${p}_v<that tag's version>")
 			continue
 		fi
-		provider_bin[$p]=$f
+		provider_bin[$p]=$(cd "$(dirname "$f")" && pwd)/$(basename "$f")
 		provider_version[$p]=${f##*_v}
 	done
 fi
@@ -158,9 +158,23 @@ curl -fsS "$VAULT_ADDR/v1/sys/health" >/dev/null || fail "vault dev server did n
 # The example's nomad-dev.hcl with this run's host volume paths; it names
 # Vault at 127.0.0.1:8200 already.
 sed "s|/tmp/svc-state|$state_root|g" "$ex/nomad-dev.hcl" >"$work/nomad-dev.hcl"
+# No cloud fingerprinting: on a machine whose 169.254.169.254 answers but
+# is no cloud's metadata service, Nomad v2.0.5's env_aws fingerprinter
+# fails the client's start ("failed to setup IMDS client").
+# And room for a build beside the three servers (1000 MHz each, the
+# module's default): a two-core machine has about 4000 MHz, and svc refuses
+# a build Nomad has no room for (CAPACITY_WOULD_OVERSUBSCRIBE).
+cat >"$work/nomad-local.hcl" <<-'EOF'
+	client {
+	  cpu_total_compute = 16000
+	  options = {
+	    "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"
+	  }
+	}
+EOF
 export NOMAD_ADDR=http://127.0.0.1:4646
 say "starting nomad agent -dev ($(elapsed))"
-(cd "$work" && exec "$NOMAD" agent -dev -config="$work/nomad-dev.hcl" -alloc-dir="$work/allocs" \
+(cd "$work" && exec "$NOMAD" agent -dev -config="$work/nomad-dev.hcl" -config="$work/nomad-local.hcl" -alloc-dir="$work/allocs" \
 	-state-dir="$work/nomad-client" >"$work/nomad.log" 2>&1) &
 pids+=($!)
 ready=""
@@ -195,18 +209,22 @@ export TF_CLI_CONFIG_FILE="$work/tofu.tfrc"
 if [ -n "${PROVIDERS_DIR:-}" ]; then
 	# A filesystem mirror holding only these providers: tofu init installs
 	# them from it and never asks a registry.
+	# Under both registries' names, so that TOFU=/path/to/terraform works
+	# too (hashicorp/vault means registry.terraform.io/hashicorp/vault there).
 	mirror="$work/providers"
 	for p in "${providers[@]}"; do
-		d="$mirror/registry.opentofu.org/hashicorp/$p/${provider_version[$p]}/linux_amd64"
-		mkdir -p "$d"
-		cp "${provider_bin[$p]}" "$d/terraform-provider-${p}_v${provider_version[$p]}"
+		for host in registry.opentofu.org registry.terraform.io; do
+			d="$mirror/$host/hashicorp/$p/${provider_version[$p]}/linux_amd64"
+			mkdir -p "$d"
+			cp "${provider_bin[$p]}" "$d/terraform-provider-${p}_v${provider_version[$p]}"
+		done
 		say "provider hashicorp/$p ${provider_version[$p]} from ${provider_bin[$p]}"
 	done
 	cat >"$TF_CLI_CONFIG_FILE" <<-EOF
 		provider_installation {
 		  filesystem_mirror {
 		    path    = "$mirror"
-		    include = ["registry.opentofu.org/hashicorp/*"]
+		    include = ["registry.opentofu.org/hashicorp/*", "registry.terraform.io/hashicorp/*"]
 		  }
 		}
 	EOF
@@ -222,7 +240,11 @@ tofu() {
 		fail "tofu $* (the log's end is above; $log)"
 	fi
 }
-tofu init -no-color
+if [ -z "${PROVIDERS_DIR:-}" ] && ! (cd "$ex" && "$TOFU" init -no-color) >"$work/tofu-init.log" 2>&1; then
+	tail -n 20 "$work/tofu-init.log" >&2
+	fail "tofu init could not install the providers from registry.opentofu.org (the log's end is above); without the network, pass PROVIDERS_DIR=<a directory with terraform-provider-{vault,nomad,consul}_vX.Y.Z> (see the top of this script)"
+fi
+[ -z "${PROVIDERS_DIR:-}" ] || tofu init -no-color
 tofu apply -auto-approve -no-color
 
 # --- The cluster --------------------------------------------------------------
@@ -294,20 +316,24 @@ app=$(SVC_ADDR="${apis[0]}" "$svc" apps get "$sample" -o json)
 app_id=$(jq -r .app.id <<<"$app")
 state=$(jq -r .app.state <<<"$app")
 [ "$state" = running ] || fail "$sample is $state after svc launch, not running"
-jobs=$(curl -fsS "$NOMAD_ADDR/v1/jobs?namespace=svc" | jq -r '[.[] | select(.Type=="service") | "\(.ID) \(.Status)"] | join(", ")')
-echo "nomad jobs in namespace svc: ${jobs:-none}" >&2
-[ -n "$jobs" ] || fail "$sample runs, says svc, but Nomad has no service job in namespace svc"
+# The app's jobs: every job but the servers' own (the example's apps run in
+# namespace default).
+app_jobs() { curl -fsS "$NOMAD_ADDR/v1/jobs?namespace=*" | jq -r "[.[] | select(.ID != \"svc\") $1] | $2"; }
+jobs=$(app_jobs '| select(.Type=="service" and .Status=="running")' 'map("\(.Namespace)/\(.ID) \(.Status)") | join(", ")')
+echo "nomad: the app's service job: ${jobs:-none}" >&2
+[ -n "$jobs" ] || fail "$sample runs, says svc, but Nomad runs no service job for it"
 say "deleting $sample ($app_id) ($(elapsed))"
 api -X DELETE "${apis[0]}/api/v1/apps/$app_id?force=true" >/dev/null || fail "DELETE /api/v1/apps/$app_id"
 for _ in $(seq 1 60); do
-	left=$(curl -fsS "$NOMAD_ADDR/v1/jobs?namespace=svc" | jq '[.[] | select(.Status!="dead")] | length')
+	left=$(app_jobs '| select(.Status!="dead")' 'length')
 	[ "$left" = 0 ] && break
 	sleep 2
 done
 [ "$left" = 0 ] || fail "the app's Nomad jobs are still there 2 minutes after it was deleted"
-# Purge what is left (dead jobs: builds, the app's) so the namespace can go.
-for j in $(curl -fsS "$NOMAD_ADDR/v1/jobs?namespace=svc" | jq -r '.[].ID'); do
-	curl -fsS -X DELETE "$NOMAD_ADDR/v1/job/$j?namespace=svc&purge=true" >/dev/null
+# Purge what is left (dead jobs: builds, the app's), so that a namespace
+# the module made can go.
+for j in $(app_jobs '' 'map("\(.ID)?namespace=\(.Namespace)") | .[]'); do
+	curl -fsS -X DELETE "$NOMAD_ADDR/v1/job/$j&purge=true" >/dev/null
 done
 
 # --- tofu destroy, and nothing left ----------------------------------------------
@@ -315,7 +341,8 @@ done
 tofu destroy -auto-approve -no-color
 left=()
 curl -fsS "$NOMAD_ADDR/v1/job/svc" >/dev/null 2>&1 && left+=("Nomad job svc")
-curl -fsS "$NOMAD_ADDR/v1/namespaces" | jq -e '.[] | select(.Name=="svc")' >/dev/null && left+=("Nomad namespace svc")
+ns=$(curl -fsS "$NOMAD_ADDR/v1/namespaces" | jq -r '[.[].Name | select(. != "default")] | join(" ")')
+[ -z "$ns" ] || left+=("Nomad namespaces $ns")
 pol=$(curl -fsS -H "X-Vault-Token: $VAULT_TOKEN" "$VAULT_ADDR/v1/sys/policies/acl?list=true" | jq -r '.data.keys[]')
 for p in svc svc-apps svc-server; do grep -qx "$p" <<<"$pol" && left+=("Vault policy $p"); done
 auth=$(curl -fsS -H "X-Vault-Token: $VAULT_TOKEN" "$VAULT_ADDR/v1/sys/auth" | jq -r '.data | keys[]')
