@@ -13,7 +13,8 @@
 # has replace directives, which `go get -tool` and `go install` refuse: the
 # module is downloaded with `go mod download`, copied out of the read-only
 # module cache into a temporary directory, and GO_TOOL_MAIN is built there
-# with the module's own go.mod and go.sum (scripts/tofu-tool.sh). With
+# with the module's own go.mod and go.sum, and GO_TOOL_LDFLAGS as -ldflags
+# (scripts/tofu-tool.sh). With
 # --path-if-built it only prints the path of a binary already built and
 # exits 1 (printing nothing) otherwise; it never builds. `make test` uses it
 # to find the binary without ever starting the build.
@@ -48,7 +49,7 @@ if [ -n "${GO_TOOL_MAIN:-}" ]; then
 	trap 'chmod -R u+w "$src" 2>/dev/null; rm -rf "$src"' EXIT
 	cp -R "$dir/." "$src"
 	chmod -R u+w "$src"
-	(cd "$src" && CGO_ENABLED=0 go build -trimpath -o "$bin.tmp" "$GO_TOOL_MAIN") >&2
+	(cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags "${GO_TOOL_LDFLAGS:-}" -o "$bin.tmp" "$GO_TOOL_MAIN") >&2
 else
 	if [ ! -f go.mod ]; then
 		go mod init "svc.local/tools/$name" >/dev/null 2>&1

@@ -95,7 +95,7 @@ for port in 8200 4646 4647 4648 8080 8081 8082 8300 8301 8302; do
 		fail "port $port on 127.0.0.1 is in use; the example's Vault, Nomad and svc servers need 8200, 4646-4648, 8080-8082 and 8300-8302"
 	fi
 done
-say "tofu:  $TOFU ($("$TOFU" version | head -n1))"
+say "tofu:  $TOFU ($(TF_CLI_CONFIG_FILE=/dev/null "$TOFU" version 2>/dev/null | grep -m1 -E '^(OpenTofu|Terraform) v' || true))"
 say "nomad: $NOMAD ($("$NOMAD" version | head -n1))"
 say "vault: $VAULT ($("$VAULT" version | head -n1))"
 

@@ -23,7 +23,7 @@ const tofuVersion = "v1.12.6"
 func TestTofuFmt(t *testing.T) {
 	bin, err := testserver.FindTool("SVC_TOFU_BIN", "tofu", testserver.ToolCache("tofu", "SVC_TOFU_VERSION", tofuVersion))
 	if err != nil {
-		msg := err.Error() + "; build one with `bash scripts/tofu-tool.sh` (OpenTofu from the Go module proxy, a few minutes once, cached) and set SVC_TOFU_BIN to the path it prints"
+		msg := err.Error() + "; build one with `bash scripts/tofu-tool.sh` (OpenTofu from the Go module proxy, built once and cached) and set SVC_TOFU_BIN to the path it prints"
 		if os.Getenv("SVC_REQUIRE_TOFU") == "1" {
 			t.Fatalf("SVC_REQUIRE_TOFU=1 but %s", msg)
 		}
