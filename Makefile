@@ -27,7 +27,7 @@ test bench: export SVC_VAULT_BIN ?= $(shell bash scripts/vault-tool.sh --path-if
 # storage adapter's tests and benchmarks run against.
 test bench: export SVC_VERSITYGW_BIN ?= $(shell bash scripts/versitygw-tool.sh --path-if-built 2>/dev/null)
 
-.PHONY: all build run test lint vet fmt bench soak soak-events fuzz notice tools clean console terraform-check
+.PHONY: all build run test lint vet fmt bench soak soak-events fuzz notice tools clean console terraform-check terraform-e2e
 
 all: build
 
@@ -168,10 +168,23 @@ soak-events:
 # Every fuzz target, one after another, for $(FUZZTIME) each.
 # The Terraform modules' checks that need no providers: the Go test (also
 # part of `make test`) and, where OpenTofu is installed, tofu fmt -check.
+# The terraform/ checks: TestModulesAndExamples (parse, hclwrite.Format,
+# variables, outputs, module calls), the templates rendered, and
+# TestTofuFmt: `tofu fmt -check -recursive -diff` with a real OpenTofu
+# (SVC_TOFU_BIN, tofu on PATH, or the one `bash scripts/tofu-tool.sh`
+# built); without one it skips and says so, SVC_REQUIRE_TOFU=1 fails.
 terraform-check:
 	$(GO) test -count=1 ./terraform/
-	@if command -v tofu >/dev/null 2>&1; then tofu fmt -check -recursive terraform; \
-	else echo "terraform-check: no tofu on PATH; tofu fmt -check skipped (the Go test checks hclwrite.Format, which tofu fmt applies)"; fi
+	$(GO) test -count=1 -v -run '^TestTofuFmt$$' ./terraform/
+
+# Applies terraform/examples/local with OpenTofu against a real Nomad dev
+# agent and Vault dev server on this machine, checks the three svc servers
+# form one Raft cluster with the adapters from their config file, deploys
+# samples/static-hello through the nomad runtime, destroys, and checks
+# nothing is left (scripts/terraform-e2e.sh says what it needs: TOFU=,
+# NOMAD=, VAULT=, PROVIDERS_DIR=).
+terraform-e2e:
+	TOFU="$(TOFU)" NOMAD="$(NOMAD)" VAULT="$(VAULT)" PROVIDERS_DIR="$(PROVIDERS_DIR)" bash scripts/terraform-e2e.sh
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \
@@ -183,10 +196,12 @@ fuzz:
 
 # Test-time tools, built once per machine into a cache outside the
 # repository: Vault (BUSL-1.1, never linked into or shipped with svc; about
-# 6.5 minutes the first time) and versitygw (Apache-2.0, an S3-compatible
+# 6.5 minutes the first time), OpenTofu (MPL-2.0, for terraform-check's
+# tofu fmt and terraform-e2e) and versitygw (Apache-2.0, an S3-compatible
 # server; about 3 minutes).
 tools:
 	bash scripts/vault-tool.sh
+	bash scripts/tofu-tool.sh
 	bash scripts/versitygw-tool.sh
 
 # NOTICE lists every module linked into bin/svc with its license.
