@@ -62,11 +62,14 @@ func (u *upgrades) service(cfg *config.Config, store *raftstore.Store, node stri
 		Log: log.With("component", "upgrade"), Now: func() time.Time { return time.Now().UTC() }}
 	if u != nil && u.exe != "" && !upgrade.IsTrial() {
 		d.Exe, d.Dir = u.exe, u.dir
-		// In a cluster an upload upgrades every server, one at a time; a
-		// server whose step takes longer than its own upgrade can (the
-		// apps' stop, the trial, the exec, the catch-up) is given up on.
-		d.Cluster = store
-		d.StepTimeout = cfg.Server.ShutdownTimeout + cfg.Upgrade.ReadyTimeout + 5*time.Minute
+		if cfg.Cluster.RaftAddr != "" {
+			// In a cluster an upload upgrades every server, one at a time;
+			// a server whose step takes longer than its own upgrade can
+			// (the apps' stop, the trial, the exec, the catch-up) is given
+			// up on. A single server never follows a rollout.
+			d.Cluster = store
+			d.StepTimeout = cfg.Server.ShutdownTimeout + cfg.Upgrade.ReadyTimeout + 5*time.Minute
+		}
 		d.Begin = func(m upgrade.Marker, path string) {
 			u.pending.Store(&pendingUpgrade{m: m, path: path})
 			restart()

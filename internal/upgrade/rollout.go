@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/svchost/svc/internal/errcode"
@@ -118,19 +119,9 @@ func Order(servers []string, leader string) []string {
 		case b == leader && a != leader:
 			return -1
 		}
-		return cmpString(a, b)
+		return strings.Compare(a, b)
 	})
 	return slices.Compact(out)
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Action is what a server does about a rollout now.
