@@ -252,12 +252,7 @@ func (s *Service) moveStep(ctx context.Context, ro *Rollout, node, from, to, rea
 		if err != nil {
 			return nil, err
 		}
-		for _, op := range extra {
-			if op.Table != "" {
-				ops = append(ops, op)
-			}
-		}
-		return ops, nil
+		return append(ops, extra...), nil
 	})
 	if err != nil {
 		if !errors.Is(err, errStepMoved) {
