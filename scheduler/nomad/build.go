@@ -110,6 +110,10 @@ func (r *Runtime) buildOnNomad(ctx context.Context, req scheduler.BuildRequest) 
 		return scheduler.Artifact{}, fmt.Errorf("build %s: %w", id, err)
 	}
 	nid := *job.ID
+	// The clock starts before the job is registered: Nomad may start the
+	// task (and its max_run_duration) before register returns, and a
+	// build it kills at its limit is a timeout, not a stopped build.
+	began := time.Now()
 	if _, err := r.register(ctx, job, true, 0, buildGroup); err != nil {
 		if e, ok := errcode.As(err); ok && e.Code == errcode.CapacityOversubscribe {
 			e.WithRemedy("free resources on the Nomad clients, add clients, or lower the nomad adapter's build_cpu_millis and build_memory_mb")
@@ -118,7 +122,6 @@ func (r *Runtime) buildOnNomad(ctx context.Context, req scheduler.BuildRequest) 
 	}
 	defer r.purgeBuild(ctx, nid)
 
-	began := time.Now()
 	var logs *buildLog
 	alloc, err := r.awaitBuild(ctx, nid, timeout, func(allocID string) { logs = r.followBuild(ctx, allocID, req.Log) })
 	if logs != nil {
