@@ -12,10 +12,29 @@
 #      and adp_tf_routes with origin config_file, loaded;
 #   4. a sample (samples/static-hello, SAMPLE= for another) deploys through
 #      the nomad runtime: `svc launch` ends running and Nomad runs its
-#      service job; the app is then deleted and its jobs go;
+#      service job, and the app answers through svc's edge at its URL
+#      (routed by the routes adapter); the app is then deleted and its
+#      jobs go;
 #   5. tofu destroy, then nothing the modules made is left: no Nomad job
 #      `svc`, no namespace but default, no Vault policies svc, svc-apps,
-#      svc-server, no auth mounts jwt-nomad/ and approle/.
+#      svc-server, no auth mounts jwt-nomad/ and approle/ (and, with ACLs,
+#      no Nomad ACL policy or token svc, no Consul policy svc-routes, no
+#      auth method nomad-workloads).
+#
+# ACL=1 runs the stack as production runs it: Nomad with ACLs on (the
+# script bootstraps them and gives tofu the management token), and the
+# apps in a namespace of their own, svc-apps. It then also checks that
+# the servers' nomad adapter holds the client token the hashistack module
+# made (not the management token), and that this token may not read or
+# stop the servers' own job in namespace default.
+#
+# CONSUL=/path/to/consul (or SVC_CONSUL_BIN; a Consul v1.16+, tested with
+# v1.20.6 built by scripts/consul-tool.sh) adds a Consul dev agent with ACLs
+# on, deny by default: the apps register their services in Consul through Nomad's
+# workload identities (the hashistack module's nomad-workloads auth
+# method) and svc routes with the consul routes adapter and the read-only
+# token the module made. It checks the app's service is passing in Consul
+# and that the routes token reads it but may not register a service.
 #
 # What it needs, as variables (each is checked first; a missing one stops
 # it with what to do):
@@ -69,6 +88,10 @@ NOMAD=$(find_tool "${NOMAD:-${SVC_NOMAD_BIN:-}}" nomad) ||
 	missing+=("Nomad: NOMAD=${NOMAD:-<unset>} is not an executable and no nomad is on PATH; Nomad is not on the Go module proxy: take a release binary (releases.hashicorp.com/nomad) or build one from a hashicorp/nomad release tag (its README, 'Building Nomad'; the ui build tag is not needed) and pass NOMAD=/path/to/nomad")
 VAULT=$(find_tool "${VAULT:-${SVC_VAULT_BIN:-}}" vault bash scripts/vault-tool.sh --path-if-built) ||
 	missing+=("Vault: VAULT=${VAULT:-<unset>} is not an executable and no vault is on PATH or cached; build one with \`bash scripts/vault-tool.sh\` (about 6.5 minutes once, cached) and pass VAULT=<the path it prints>")
+CONSUL="${CONSUL:-${SVC_CONSUL_BIN:-}}"
+if [ -n "$CONSUL" ] && { [ ! -x "$CONSUL" ] || [ -d "$CONSUL" ]; }; then
+	missing+=("Consul: CONSUL=$CONSUL is not an executable; build one with \`bash scripts/consul-tool.sh\` (from the Go module proxy, cached) and pass CONSUL=<the path it prints>, or leave CONSUL unset to run without Consul")
+fi
 providers=(vault nomad consul)
 declare -A provider_bin provider_version
 if [ -n "${PROVIDERS_DIR:-}" ]; then
@@ -90,19 +113,27 @@ if [ ${#missing[@]} -gt 0 ]; then
 	for m in "${missing[@]}"; do echo "  - $m" >&2; done
 	exit 2
 fi
-for port in 8200 4646 4647 4648 8080 8081 8082 8300 8301 8302; do
+ports=(8200 4646 4647 4648 8080 8081 8082 8300 8301 8302)
+# Consul's dev agent moves off 8300-8302, which svc's Raft takes.
+[ -z "$CONSUL" ] || ports+=(8500 18300 18301 18302)
+for port in "${ports[@]}"; do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-		fail "port $port on 127.0.0.1 is in use; the example's Vault, Nomad and svc servers need 8200, 4646-4648, 8080-8082 and 8300-8302"
+		fail "port $port on 127.0.0.1 is in use; the example's Vault, Nomad, Consul and svc servers need ${ports[*]}"
 	fi
 done
 say "tofu:  $TOFU ($(TF_CLI_CONFIG_FILE=/dev/null "$TOFU" version 2>/dev/null | grep -m1 -E '^(OpenTofu|Terraform) v' || true))"
 say "nomad: $NOMAD ($("$NOMAD" version | head -n1))"
 say "vault: $VAULT ($("$VAULT" version | head -n1))"
+[ -z "$CONSUL" ] || say "consul: $CONSUL ($("$CONSUL" version | head -n1))"
+say "ACLs: ${ACL:-0}, Consul: ${CONSUL:+yes}${CONSUL:-no}"
 
 # --- A work directory and the stack ------------------------------------------
 
 work=$(mktemp -d /tmp/svc-tf-e2e.XXXXXX)
 pids=()
+# Nomad's and Consul's HTTP APIs, with the management tokens once there are.
+ncurl() { curl -fsS ${NOMAD_TOKEN:+-H "X-Nomad-Token: $NOMAD_TOKEN"} "$@"; }
+ccurl() { curl -fsS ${CONSUL_HTTP_TOKEN:+-H "X-Consul-Token: $CONSUL_HTTP_TOKEN"} "$@"; }
 cleanup() {
 	rc=$?
 	if [ "${KEEP:-}" = 1 ]; then
@@ -110,8 +141,8 @@ cleanup() {
 		exit "$rc"
 	fi
 	# Whatever the job left: the svc servers run under Nomad's executor.
-	if [ -n "${NOMAD_ADDR:-}" ] && curl -fsS "$NOMAD_ADDR/v1/job/svc" >/dev/null 2>&1; then
-		curl -fsS -X DELETE "$NOMAD_ADDR/v1/job/svc?purge=true" >/dev/null 2>&1 || true
+	if [ -n "${NOMAD_ADDR:-}" ] && ncurl "$NOMAD_ADDR/v1/job/svc" >/dev/null 2>&1; then
+		ncurl -X DELETE "$NOMAD_ADDR/v1/job/svc?purge=true" >/dev/null 2>&1 || true
 		sleep 5
 	fi
 	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
@@ -155,6 +186,43 @@ for _ in $(seq 1 60); do
 done
 curl -fsS "$VAULT_ADDR/v1/sys/health" >/dev/null || fail "vault dev server did not come up (see $work/vault.log)"
 
+if [ -n "$CONSUL" ]; then
+	# ACLs on and deny by default, as production runs Consul; the initial
+	# management token is this run's, for tofu's Consul provider and for
+	# the Nomad agent's own registration. Off 8300-8302 (svc's Raft) and
+	# without DNS and gRPC, which nothing here uses.
+	export CONSUL_HTTP_ADDR=127.0.0.1:8500 CONSUL_HTTP_TOKEN
+	CONSUL_HTTP_TOKEN=$(python3 -c 'import uuid; print(uuid.uuid4())')
+	cat >"$work/consul.hcl" <<-EOF
+		acl {
+		  enabled        = true
+		  default_policy = "deny"
+		  tokens {
+		    initial_management = "$CONSUL_HTTP_TOKEN"
+		  }
+		}
+		ports {
+		  server   = 18300
+		  serf_lan = 18301
+		  serf_wan = 18302
+		  dns      = -1
+		  grpc     = -1
+		  grpc_tls = -1
+		}
+	EOF
+	say "starting consul agent -dev with ACLs ($(elapsed))"
+	(cd "$work" && exec "$CONSUL" agent -dev -bind=127.0.0.1 -client=127.0.0.1 -config-file="$work/consul.hcl" \
+		>"$work/consul.log" 2>&1) &
+	pids+=($!)
+	for _ in $(seq 1 60); do
+		[ "$(curl -fsS "http://$CONSUL_HTTP_ADDR/v1/status/leader" 2>/dev/null || true)" != "" ] &&
+			[ "$(curl -fsS "http://$CONSUL_HTTP_ADDR/v1/status/leader" 2>/dev/null)" != '""' ] && break
+		sleep 1
+	done
+	ccurl "http://$CONSUL_HTTP_ADDR/v1/acl/token/self" >/dev/null ||
+		fail "consul agent -dev did not come up with ACLs and the management token (see $work/consul.log)"
+fi
+
 # The example's nomad-dev.hcl with this run's host volume paths; it names
 # Vault at 127.0.0.1:8200 already.
 sed "s|/tmp/svc-state|$state_root|g" "$ex/nomad-dev.hcl" >"$work/nomad-dev.hcl"
@@ -172,23 +240,53 @@ cat >"$work/nomad-local.hcl" <<-'EOF'
 	  }
 	}
 EOF
+if [ "${ACL:-}" = 1 ]; then
+	echo 'acl { enabled = true }' >>"$work/nomad-local.hcl"
+fi
+if [ -n "$CONSUL" ]; then
+	# The agent registers itself with the management token; the apps'
+	# services log in with their workload identities (audience consul.io)
+	# through the auth method the hashistack module makes.
+	cat >>"$work/nomad-local.hcl" <<-EOF
+		consul {
+		  address             = "$CONSUL_HTTP_ADDR"
+		  token               = "$CONSUL_HTTP_TOKEN"
+		  service_auth_method = "nomad-workloads"
+		  service_identity {
+		    aud = ["consul.io"]
+		    ttl = "1h"
+		  }
+		}
+	EOF
+fi
 export NOMAD_ADDR=http://127.0.0.1:4646
 say "starting nomad agent -dev ($(elapsed))"
 (cd "$work" && exec "$NOMAD" agent -dev -config="$work/nomad-dev.hcl" -config="$work/nomad-local.hcl" -alloc-dir="$work/allocs" \
 	-state-dir="$work/nomad-client" >"$work/nomad.log" 2>&1) &
 pids+=($!)
+if [ "${ACL:-}" = 1 ]; then
+	say "bootstrapping Nomad's ACLs ($(elapsed))"
+	for _ in $(seq 1 60); do
+		NOMAD_TOKEN=$(curl -fsS -X POST "$NOMAD_ADDR/v1/acl/bootstrap" 2>/dev/null | jq -r '.SecretID // empty' || true)
+		[ -n "$NOMAD_TOKEN" ] && break
+		sleep 1
+	done
+	[ -n "$NOMAD_TOKEN" ] || fail "POST /v1/acl/bootstrap gave no token in a minute (see $work/nomad.log)"
+	export NOMAD_TOKEN
+	curl -fsS "$NOMAD_ADDR/v1/jobs" >/dev/null 2>&1 && fail "Nomad answers GET /v1/jobs without a token: its ACLs are not on"
+fi
 ready=""
 for _ in $(seq 1 90); do
 	if ! kill -0 "${pids[-1]}" 2>/dev/null; then
 		tail -n 30 "$work/nomad.log" >&2
 		fail "nomad agent -dev exited (the log's end is above; $work/nomad.log)"
 	fi
-	ready=$(curl -fsS "$NOMAD_ADDR/v1/nodes" 2>/dev/null | jq -r '[.[] | select(.Status=="ready")] | length' 2>/dev/null || true)
+	ready=$(ncurl "$NOMAD_ADDR/v1/nodes" 2>/dev/null | jq -r '[.[] | select(.Status=="ready")] | length' 2>/dev/null || true)
 	[ "${ready:-0}" -ge 1 ] && break
 	sleep 2
 done
 [ "${ready:-0}" -ge 1 ] || fail "no Nomad client became ready in 3 minutes (see $work/nomad.log)"
-curl -fsS "$NOMAD_ADDR/v1/nodes" | jq -e '.[0].Drivers.raw_exec.Healthy == true' >/dev/null ||
+ncurl "$NOMAD_ADDR/v1/nodes" | jq -e '.[0].Drivers.raw_exec.Healthy == true' >/dev/null ||
 	fail "Nomad's raw_exec driver is not healthy on this client; the example's job and apps run with raw_exec"
 
 say "writing the servers' cluster secret and key-encryption key into Vault ($(elapsed))"
@@ -201,6 +299,12 @@ pids+=($!)
 export TF_VAR_artifact_url="http://127.0.0.1:$art_port/svc"
 TF_VAR_artifact_sha256=$(sha256sum "$svc" | cut -d' ' -f1)
 export TF_VAR_artifact_sha256 TF_VAR_state_root="$state_root"
+apps_ns=default
+if [ "${ACL:-}" = 1 ]; then
+	apps_ns=svc-apps
+	export TF_VAR_nomad_acl_enabled=true TF_VAR_apps_namespace=$apps_ns
+fi
+[ -z "$CONSUL" ] || export TF_VAR_consul_addr="$CONSUL_HTTP_ADDR" TF_VAR_consul_acl_enabled=true
 export TF_IN_AUTOMATION=1 TF_INPUT=0
 
 # --- OpenTofu ----------------------------------------------------------------
@@ -259,7 +363,7 @@ for a in "${apis[@]}"; do
 		sleep 2
 	done
 	if [ -z "$ok" ]; then
-		curl -fsS "$NOMAD_ADDR/v1/job/svc/allocations" | jq -r '.[] | "\(.TaskGroup) \(.ClientStatus) \(.TaskStates.svc.Events[-1].DisplayMessage // "")"' >&2 || true
+		ncurl "$NOMAD_ADDR/v1/job/svc/allocations" | jq -r '.[] | "\(.TaskGroup) \(.ClientStatus) \(.TaskStates.svc.Events[-1].DisplayMessage // "")"' >&2 || true
 		fail "$a/readyz did not answer 200 within 5 minutes (the allocations' state is above; their logs are under $work/allocs)"
 	fi
 done
@@ -304,6 +408,52 @@ for a in "${apis[@]}"; do
 	echo "$a: $(jq -c '[.items[] | select(.origin=="config_file") | "\(.adapter_id) \(.kind) \(.origin)"]' <<<"$list")" >&2
 done
 
+# The tokens the servers' templates rendered from Vault, per allocation.
+rendered() { # VAR: its value in every server's secrets/cluster.env, one per line
+	for f in "$work"/allocs/*/svc/secrets/cluster.env; do
+		sed -n "s/^$1=\"\(.*\)\"$/\1/p" "$f"
+	done
+}
+if [ "${ACL:-}" = 1 ]; then
+	say "checking svc's Nomad token ($(elapsed))"
+	acc=$(ncurl "$NOMAD_ADDR/v1/acl/tokens" | jq -r '[.[] | select(.Name=="svc")] | if length==1 then .[0].AccessorID else empty end')
+	[ -n "$acc" ] || fail "Nomad has not exactly one ACL token named svc"
+	tok=$(ncurl "$NOMAD_ADDR/v1/acl/token/$acc")
+	jq -e '.Type=="client" and .Policies==["svc"]' <<<"$tok" >/dev/null ||
+		fail "svc's Nomad token is not a client token with the policy svc alone: $(jq -c '{Type, Policies}' <<<"$tok")"
+	svc_nomad=$(jq -r .SecretID <<<"$tok")
+	got=$(rendered SVCADP_NOMAD_TOKEN | sort -u)
+	[ "$(rendered SVCADP_NOMAD_TOKEN | wc -l)" = 3 ] && [ "$got" = "$svc_nomad" ] ||
+		fail "the three servers were not given svc's Nomad token through their templates"
+	# What a member who can deploy reaches through svc's token: its apps'
+	# namespace, and not svc's own job.
+	code() { curl -sS -o /dev/null -w '%{http_code}' "$@"; }
+	c=$(code -H "X-Nomad-Token: $svc_nomad" "$NOMAD_ADDR/v1/jobs?namespace=$apps_ns")
+	[ "$c" = 200 ] || fail "svc's Nomad token may not list the jobs of namespace $apps_ns: HTTP $c"
+	c=$(code -H "X-Nomad-Token: $svc_nomad" "$NOMAD_ADDR/v1/job/svc?namespace=default")
+	[ "$c" = 403 ] || fail "svc's Nomad token reads the servers' own job: HTTP $c, want 403"
+	c=$(code -X DELETE -H "X-Nomad-Token: $svc_nomad" "$NOMAD_ADDR/v1/job/svc?namespace=default")
+	[ "$c" = 403 ] || fail "svc's Nomad token may stop the servers' own job: HTTP $c, want 403"
+	c=$(code -X PUT -H "X-Nomad-Token: $svc_nomad" "$NOMAD_ADDR/v1/acl/bootstrap")
+	[ "$c" = 400 ] || [ "$c" = 403 ] || fail "svc's Nomad token: PUT /v1/acl/bootstrap answered HTTP $c"
+	echo "nomad: svc's token $acc (client, policy svc): jobs of $apps_ns 200, the servers' job 403" >&2
+fi
+if [ -n "$CONSUL" ]; then
+	say "checking the routes adapter's Consul token ($(elapsed))"
+	acc=$(ccurl "http://$CONSUL_HTTP_ADDR/v1/acl/tokens" | jq -r '[.[] | select(.Description=="svc'"'"'s consul routes adapter")] | if length==1 then .[0].AccessorID else empty end')
+	[ -n "$acc" ] || fail "Consul has not exactly one token for svc's routes adapter"
+	tok=$(ccurl "http://$CONSUL_HTTP_ADDR/v1/acl/token/$acc")
+	jq -e '[.Policies[].Name]==["svc-routes"]' <<<"$tok" >/dev/null ||
+		fail "the routes adapter's Consul token has other policies than svc-routes: $(jq -c '.Policies' <<<"$tok")"
+	routes_tok=$(jq -r .SecretID <<<"$tok")
+	[ "$(rendered SVCADP_CONSUL_TOKEN | wc -l)" = 3 ] && [ "$(rendered SVCADP_CONSUL_TOKEN | sort -u)" = "$routes_tok" ] ||
+		fail "the three servers were not given the routes adapter's Consul token through their templates"
+	c=$(curl -sS -o /dev/null -w '%{http_code}' -X PUT -H "X-Consul-Token: $routes_tok" \
+		-d '{"Name":"svc-forged","Port":1}' "http://$CONSUL_HTTP_ADDR/v1/agent/service/register")
+	[ "$c" = 403 ] || fail "the routes adapter's Consul token may register a service: HTTP $c, want 403"
+	echo "consul: the routes token $acc (policy svc-routes) reads, and may not register a service (403)" >&2
+fi
+
 # --- A sample app through the nomad runtime ------------------------------------
 
 sample="${SAMPLE:-static-hello}"
@@ -317,11 +467,42 @@ app_id=$(jq -r .app.id <<<"$app")
 state=$(jq -r .app.state <<<"$app")
 [ "$state" = running ] || fail "$sample is $state after svc launch, not running"
 # The app's jobs: every job but the servers' own (the example's apps run in
-# namespace default).
-app_jobs() { curl -fsS "$NOMAD_ADDR/v1/jobs?namespace=*" | jq -r "[.[] | select(.ID != \"svc\") $1] | $2"; }
+# namespace default, or svc-apps with ACL=1).
+app_jobs() { ncurl "$NOMAD_ADDR/v1/jobs?namespace=*" | jq -r "[.[] | select(.ID != \"svc\") $1] | $2"; }
 jobs=$(app_jobs '| select(.Type=="service" and .Status=="running")' 'map("\(.Namespace)/\(.ID) \(.Status)") | join(", ")')
 echo "nomad: the app's service job: ${jobs:-none}" >&2
 [ -n "$jobs" ] || fail "$sample runs, says svc, but Nomad runs no service job for it"
+if [ -n "$CONSUL" ]; then
+	# The app's primary service, registered by Nomad with its workload
+	# identity, passing in Consul.
+	svc_name=$(ccurl "http://$CONSUL_HTTP_ADDR/v1/catalog/services" |
+		jq -r --arg t "svc-app=$app_id" 'to_entries[] | select(.value | index($t)) | .key' | head -n1)
+	[ -n "$svc_name" ] || fail "Consul has no service tagged svc-app=$app_id"
+	passing=""
+	for _ in $(seq 1 60); do
+		passing=$(ccurl "http://$CONSUL_HTTP_ADDR/v1/health/service/$svc_name?passing=true" | jq length)
+		[ "${passing:-0}" -ge 1 ] && break
+		sleep 2
+	done
+	[ "${passing:-0}" -ge 1 ] || fail "Consul's service $svc_name has no passing instance in 2 minutes"
+	echo "consul: $svc_name has $passing passing instance(s)" >&2
+fi
+# The app answers through svc's edge at its URL: the routes adapter found
+# its instance. (The three servers share this machine, so the app's edge
+# port is the one server's that bound it first.)
+url=$(jq -r '.app.url // empty' <<<"$app")
+[ -n "$url" ] || fail "$sample has no url"
+# A static sample's page title tells the app's answer from svc's own.
+marker=$(grep -o -m1 '<title>[^<]*' "samples/$sample/index.html" 2>/dev/null || true)
+st=""
+for _ in $(seq 1 60); do
+	st=$(curl -sS -o "$work/edge.body" -w '%{http_code}' -H "Authorization: Bearer $SVC_TOKEN" "$url" || true)
+	[ "$st" = 200 ] && grep -qF "$marker" "$work/edge.body" && break
+	sleep 1
+done
+[ "$st" = 200 ] && grep -qF "$marker" "$work/edge.body" ||
+	fail "$url through the edge: HTTP $st within a minute, want 200${marker:+ and the page with $marker} ($(head -c 200 "$work/edge.body"))"
+echo "edge: $url answers 200${marker:+ with $marker}" >&2
 say "deleting $sample ($app_id) ($(elapsed))"
 api -X DELETE "${apis[0]}/api/v1/apps/$app_id?force=true" >/dev/null || fail "DELETE /api/v1/apps/$app_id"
 for _ in $(seq 1 60); do
@@ -333,21 +514,30 @@ done
 # Purge what is left (dead jobs: builds, the app's), so that a namespace
 # the module made can go.
 for j in $(app_jobs '' 'map("\(.ID)?namespace=\(.Namespace)") | .[]'); do
-	curl -fsS -X DELETE "$NOMAD_ADDR/v1/job/$j&purge=true" >/dev/null
+	ncurl -X DELETE "$NOMAD_ADDR/v1/job/$j&purge=true" >/dev/null
 done
 
 # --- tofu destroy, and nothing left ----------------------------------------------
 
 tofu destroy -auto-approve -no-color
 left=()
-curl -fsS "$NOMAD_ADDR/v1/job/svc" >/dev/null 2>&1 && left+=("Nomad job svc")
-ns=$(curl -fsS "$NOMAD_ADDR/v1/namespaces" | jq -r '[.[].Name | select(. != "default")] | join(" ")')
+ncurl "$NOMAD_ADDR/v1/job/svc" >/dev/null 2>&1 && left+=("Nomad job svc")
+ns=$(ncurl "$NOMAD_ADDR/v1/namespaces" | jq -r '[.[].Name | select(. != "default")] | join(" ")')
 [ -z "$ns" ] || left+=("Nomad namespaces $ns")
 pol=$(curl -fsS -H "X-Vault-Token: $VAULT_TOKEN" "$VAULT_ADDR/v1/sys/policies/acl?list=true" | jq -r '.data.keys[]')
 for p in svc svc-apps svc-server; do grep -qx "$p" <<<"$pol" && left+=("Vault policy $p"); done
 auth=$(curl -fsS -H "X-Vault-Token: $VAULT_TOKEN" "$VAULT_ADDR/v1/sys/auth" | jq -r '.data | keys[]')
 for m in jwt-nomad/ approle/; do grep -qx "$m" <<<"$auth" && left+=("Vault auth mount $m"); done
+if [ "${ACL:-}" = 1 ]; then
+	ncurl "$NOMAD_ADDR/v1/acl/policies" | jq -e 'any(.[]; .Name=="svc")' >/dev/null && left+=("Nomad ACL policy svc")
+	ncurl "$NOMAD_ADDR/v1/acl/tokens" | jq -e 'any(.[]; .Name=="svc")' >/dev/null && left+=("Nomad ACL token svc")
+fi
+if [ -n "$CONSUL" ]; then
+	ccurl "http://$CONSUL_HTTP_ADDR/v1/acl/policies" | jq -e 'any(.[]; .Name=="svc-routes")' >/dev/null && left+=("Consul policy svc-routes")
+	ccurl "http://$CONSUL_HTTP_ADDR/v1/acl/auth-methods" | jq -e 'any(.[]; .Name=="nomad-workloads")' >/dev/null && left+=("Consul auth method nomad-workloads")
+	ccurl "http://$CONSUL_HTTP_ADDR/v1/acl/binding-rules" | jq -e 'length > 0' >/dev/null && left+=("Consul binding rules")
+fi
 [ ${#left[@]} -eq 0 ] || fail "left after tofu destroy: ${left[*]}"
 (cd "$ex" && "$TOFU" state list 2>/dev/null | grep . >&2) && fail "tofu state is not empty after destroy"
 
-say "PASSED in $(elapsed): apply, 3-node Raft cluster, config-file adapters, $sample deployed on Nomad, destroy left nothing"
+say "PASSED in $(elapsed) (ACLs: ${ACL:-0}, Consul: ${CONSUL:+yes}${CONSUL:-no}): apply, 3-node Raft cluster, config-file adapters, $sample deployed on Nomad and answering through the edge, destroy left nothing"

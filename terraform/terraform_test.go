@@ -301,6 +301,9 @@ var templateFuncs = map[string]function.Function{
 	"indent":     stdlib.IndentFunc,
 	"jsonencode": stdlib.JSONEncodeFunc,
 	"length":     stdlib.LengthFunc,
+	"join":       stdlib.JoinFunc,
+	"formatlist": stdlib.FormatListFunc,
+	"concat":     stdlib.ConcatFunc,
 }
 
 // templatefileKeys returns, for each templatefile("${path.module}/<file>",
@@ -519,6 +522,62 @@ func checkJobspec(t *testing.T, job string, servers int) {
 	for _, bad := range []string{"hvs.", "SVC_CLUSTER_SECRET=\"", "nomad-test", "consul-test"} {
 		if strings.Contains(job, bad) {
 			t.Errorf("the rendered jobspec contains %q: no secret may be in the job", bad)
+		}
+	}
+}
+
+// TestHashistackNomadPolicy checks that the hashistack module gives svc's
+// Nomad token exactly the policy the nomad runtime adapter needs
+// (nomad.ACLPolicy), which TestContractRealAgentACL runs the runtime's
+// contract suite with against a real agent: no capability missing (the
+// adapter would fail under ACLs) and none more.
+func TestHashistackNomadPolicy(t *testing.T) {
+	file := filepath.Join("modules", "hashistack", "main.tf")
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, diags := hclsyntax.ParseConfig(src, file, hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	var rules hclsyntax.Expression
+	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
+		if b.Type == "resource" && slices.Equal(b.Labels, []string{"nomad_acl_policy", "svc"}) {
+			if a, ok := b.Body.Attributes["rules_hcl"]; ok {
+				rules = a.Expr
+			}
+		}
+	}
+	if rules == nil {
+		t.Fatalf("%s has no resource nomad_acl_policy.svc with rules_hcl", file)
+	}
+	const ns = "svc-apps"
+	locals := map[string]cty.Value{}
+	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
+		if b.Type == "locals" {
+			if a, ok := b.Body.Attributes["nomad_capabilities"]; ok {
+				v, diags := a.Expr.Value(nil)
+				if diags.HasErrors() {
+					t.Fatalf("local.nomad_capabilities: %s", diags.Error())
+				}
+				locals["nomad_capabilities"] = v
+			}
+		}
+	}
+	words := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	for _, rawExec := range []bool{false, true} {
+		v, diags := rules.Value(&hcl.EvalContext{Functions: templateFuncs, Variables: map[string]cty.Value{
+			"var": cty.ObjectVal(map[string]cty.Value{
+				"nomad_namespace": cty.StringVal(ns), "nomad_raw_exec": cty.BoolVal(rawExec),
+			}),
+			"local": cty.ObjectVal(locals),
+		}})
+		if diags.HasErrors() {
+			t.Fatalf("rules_hcl does not evaluate: %s", diags.Error())
+		}
+		if got, want := words(v.AsString()), words(nomad.ACLPolicy(ns, rawExec)); got != want {
+			t.Errorf("the hashistack module's Nomad policy for namespace %s (raw_exec %v) is\n  %s\nwant the nomad adapter's (nomad.ACLPolicy)\n  %s", ns, rawExec, got, want)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package nomadsd
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,9 +23,10 @@ import (
 // suite) and is skipped, saying so, otherwise.
 
 type agentCluster struct {
-	addr string
-	tok  string
-	hc   *http.Client
+	agent *nomadtest.Agent
+	addr  string
+	tok   string
+	hc    *http.Client
 }
 
 var _ cluster = (*agentCluster)(nil)
@@ -42,61 +42,14 @@ func startAgent(t *testing.T) *agentCluster {
 	t.Helper()
 	a := nomadtest.Start(t, nomadtest.Options{ACL: true,
 		Skip: "the nomad route source's contract suite ran against the fake Nomad only (TestContractFake)"})
-	c := &agentCluster{addr: a.Addr, hc: &http.Client{Timeout: 30 * time.Second}}
-
-	// Starting an agent is the one wait that asks again: until it has a
-	// leader there is nothing to block on.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var boot struct{ SecretID string }
-		err := c.do(http.MethodPost, "/v1/acl/bootstrap", nil, &boot)
-		if err == nil && boot.SecretID != "" {
-			c.tok = boot.SecretID
-			break
-		}
-		select {
-		case <-a.Exited:
-			t.Fatalf("nomad exited while starting:\n%s", a.Output())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nomad's ACLs could not be bootstrapped within 60s (last error %v):\n%s", err, a.Output())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	c := &agentCluster{agent: a, addr: a.Addr, hc: &http.Client{Timeout: 30 * time.Second}}
+	c.tok = a.Bootstrap(t)
 	return c
 }
 
 // do sends a request with the management token and decodes the answer.
 func (c *agentCluster) do(method, path string, body, out any) error {
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(context.Background(), method, c.addr+path, r)
-	if err != nil {
-		return err
-	}
-	if c.tok != "" {
-		req.Header.Set("X-Nomad-Token", c.tok)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, b)
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
+	return c.agent.Call(method, path, c.tok, body, out)
 }
 
 func (c *agentCluster) address() string { return c.addr }

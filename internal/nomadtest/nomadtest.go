@@ -13,8 +13,11 @@
 package nomadtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,4 +162,78 @@ func unmountUnder(t testing.TB, dir string) {
 			t.Errorf("unmount %s, left by the nomad agent: %v", p, err)
 		}
 	}
+}
+
+// Bootstrap bootstraps the ACLs of an agent started with ACL and returns
+// the management token. Starting an agent is the one wait that asks
+// again: until it has a leader there is nothing to block on.
+func (a *Agent) Bootstrap(t testing.TB) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var boot struct{ SecretID string }
+		err := a.Call(http.MethodPost, "/v1/acl/bootstrap", "", nil, &boot)
+		if err == nil && boot.SecretID != "" {
+			return boot.SecretID
+		}
+		select {
+		case <-a.Exited:
+			t.Fatalf("nomad exited while starting:\n%s", a.Output())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nomad's ACLs could not be bootstrapped within 60s (last error %v):\n%s", err, a.Output())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// ClientToken makes an ACL policy named name with rules (HCL) and a client
+// token holding it alone, with the management token, and returns the
+// token's secret.
+func (a *Agent) ClientToken(t testing.TB, management, name, rules string) string {
+	t.Helper()
+	if err := a.Call(http.MethodPost, "/v1/acl/policy/"+name, management,
+		map[string]string{"Name": name, "Rules": rules}, nil); err != nil {
+		t.Fatalf("create nomad ACL policy %s: %v", name, err)
+	}
+	var tok struct{ SecretID string }
+	if err := a.Call(http.MethodPost, "/v1/acl/token", management,
+		map[string]any{"Name": name, "Type": "client", "Policies": []string{name}}, &tok); err != nil || tok.SecretID == "" {
+		t.Fatalf("create a nomad ACL token with policy %s: %v", name, err)
+	}
+	return tok.SecretID
+}
+
+// Call sends one request to the agent's HTTP API with token (none when
+// empty) and decodes a 200 answer into out (when not nil).
+func (a *Agent) Call(method, path, token string, body, out any) error {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, a.Addr+path, r)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("X-Nomad-Token", token)
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, b)
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
 }

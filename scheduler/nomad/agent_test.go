@@ -187,7 +187,10 @@ func writeVolumeMarker(ctx context.Context, t *testing.T, e *env, jobID string) 
 
 // waitAgent waits until the agent has a leader and a ready node with
 // raw_exec, polling up to a minute.
-func waitAgent(t testing.TB, addr string) {
+func waitAgent(t testing.TB, addr string) { t.Helper(); waitAgentToken(t, addr, "") }
+
+// waitAgentToken is waitAgent asking with an ACL token.
+func waitAgentToken(t testing.TB, addr, token string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -196,7 +199,7 @@ func waitAgent(t testing.TB, addr string) {
 			Status  string
 			Drivers map[string]struct{ Healthy bool }
 		}
-		if err := getJSON(ctx, addr+"/v1/nodes", &nodes); err == nil {
+		if err := getJSONToken(ctx, addr+"/v1/nodes", token, &nodes); err == nil {
 			for _, n := range nodes {
 				if n.Status == "ready" && n.Drivers["raw_exec"].Healthy {
 					return
@@ -212,9 +215,16 @@ func waitAgent(t testing.TB, addr string) {
 }
 
 func getJSON(ctx context.Context, url string, out any) error {
+	return getJSONToken(ctx, url, "", out)
+}
+
+func getJSONToken(ctx context.Context, url, token string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
+	}
+	if token != "" {
+		req.Header.Set("X-Nomad-Token", token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

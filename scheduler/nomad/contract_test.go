@@ -3,6 +3,7 @@ package nomad_test
 import (
 	"testing"
 
+	"github.com/svchost/svc/internal/nomadtest"
 	jobtemplates "github.com/svchost/svc/jobs-templates"
 	"github.com/svchost/svc/scheduler"
 	"github.com/svchost/svc/scheduler/nomad"
@@ -35,6 +36,24 @@ func TestContractRealAgent(t *testing.T) {
 	addr := startAgent(t)
 	runtimetest.Run(t, func(t *testing.T) (scheduler.Builder, scheduler.Runner) {
 		e := newEnv(t, options{address: addr, runtime: func(c *nomad.Config) { c.ServiceProvider = jobtemplates.ProviderNomad }})
+		return e.rt, e.rt
+	})
+}
+
+// TestContractRealAgentACL runs the suite against a real agent with ACLs
+// on, the runtime holding a client token with exactly the policy the
+// adapter documents for raw_exec apps (nomad.ACLPolicy, which the
+// hashistack Terraform module makes): a call the policy does not allow fails the suite.
+func TestContractRealAgentACL(t *testing.T) {
+	a := nomadtest.Start(t, nomadtest.Options{ACL: true,
+		Skip: "the contract suite ran against the fake Nomad only (TestContract)"})
+	token := a.ClientToken(t, a.Bootstrap(t), "svc", nomad.ACLPolicy("default", true))
+	waitAgentToken(t, a.Addr, token)
+	runtimetest.Run(t, func(t *testing.T) (scheduler.Builder, scheduler.Runner) {
+		e := newEnv(t, options{address: a.Addr, runtime: func(c *nomad.Config) {
+			c.ServiceProvider = jobtemplates.ProviderNomad
+			c.Token = token
+		}})
 		return e.rt, e.rt
 	})
 }

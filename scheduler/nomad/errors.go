@@ -66,7 +66,7 @@ func (r *Runtime) byStatus(code int, err error, op, what string) *errcode.Error 
 	switch code {
 	case http.StatusForbidden:
 		return errcode.Wrap(err, errcode.AdapterFailed, "nomad refused to %s: permission denied", op).
-			WithRemedy("check the nomad adapter's token: it needs a policy allowing submit-job, read-job, read-logs, alloc-exec, alloc-lifecycle, host-volume-create and host-volume-read in namespace %s, and node:read", r.namespace())
+			WithRemedy("check the nomad adapter's token: it needs a policy allowing %s; the namespace is %s", capabilitiesText(), r.namespace())
 	case http.StatusNotFound:
 		return errcode.Wrap(err, errcode.NotFound, "%s is not known to nomad", what)
 	default:

@@ -67,7 +67,7 @@ func KindFor(d KindDeps) adapters.Kind {
 			{Name: "vault_prefix", Description: "Path under the mount where the vault secrets adapter keeps values", Default: jobtemplates.DefaultVaultPrefix},
 			{Name: "vault_role", Description: "Vault role workloads log in with (workload identity); empty for the clients' default", Example: "svc-apps"},
 			{Name: "vault_audience", Description: "Comma-separated audience of the tasks' Vault identity, for clusters without vault.default_identity; empty for none", Example: "vault.io"},
-			{Name: "token", Description: "Nomad ACL token: submit-job, read-job, read-logs, alloc-exec, alloc-lifecycle, host-volume-create and host-volume-read in the namespace, node:read", Credential: true},
+			{Name: "token", Description: "Nomad ACL token: " + capabilitiesText(), Credential: true},
 		},
 		Validate: validateKind,
 		Open: func(_ context.Context, c adapters.Config) (adapters.Instance, error) {

@@ -25,3 +25,27 @@ variable "state_root" {
   type        = string
   default     = "/tmp/svc-state"
 }
+
+variable "nomad_acl_enabled" {
+  description = "The Nomad agent runs with ACLs (acl { enabled = true }): the Nomad provider's token comes from NOMAD_TOKEN (a management token, e.g. from nomad acl bootstrap), and svc gets a token of its own (the hashistack module's policy)."
+  type        = bool
+  default     = false
+}
+
+variable "consul_addr" {
+  description = "A Consul agent's HTTP address (host:port): the apps register their services there and svc routes with the consul routes adapter. Empty (the default) for Nomad's own service discovery, with no Consul."
+  type        = string
+  default     = ""
+}
+
+variable "consul_acl_enabled" {
+  description = "The Consul agent runs with ACLs (default deny): the Consul provider's token comes from CONSUL_HTTP_TOKEN (a management token), svc's routes adapter gets a read-only token, and Nomad's workload identities get the nomad-workloads auth method to register the apps' services (the Nomad agent's consul block names it)."
+  type        = bool
+  default     = false
+}
+
+variable "apps_namespace" {
+  description = "Nomad namespace of svc's app jobs; the hashistack module creates it unless it is default. With ACLs, a namespace other than the servers' (default) keeps svc's token away from its own job."
+  type        = string
+  default     = "default"
+}

@@ -1,4 +1,9 @@
 locals {
+  # What the nomad runtime adapter's token may do in its namespace
+  # (scheduler/nomad's NamespaceCapabilities; terraform_test.go checks that
+  # this policy is the adapter's).
+  nomad_capabilities = ["list-jobs", "submit-job", "read-job", "read-logs", "alloc-exec", "alloc-lifecycle", "host-volume-create", "host-volume-read"]
+
   kv_mount = var.create_kv_mount ? vault_mount.kv[0].path : var.kv_mount
   data     = "${local.kv_mount}/data/${var.kv_prefix}"
   metadata = "${local.kv_mount}/metadata/${var.kv_prefix}"
@@ -127,7 +132,10 @@ resource "nomad_acl_policy" "svc" {
   description = "svc's nomad runtime adapter"
   rules_hcl   = <<-RULES
     namespace "${var.nomad_namespace}" {
-      capabilities = ["submit-job", "read-job", "read-logs", "alloc-exec", "alloc-lifecycle", "host-volume-create", "host-volume-read"]
+      capabilities = [${join(", ", formatlist("%q", concat(local.nomad_capabilities, var.nomad_raw_exec ? ["alloc-node-exec"] : [])))}]
+    }
+    host_volume "svc-*" {
+      policy = "write"
     }
     node {
       policy = "read"
@@ -167,6 +175,38 @@ resource "consul_acl_token" "routes" {
 data "consul_acl_token_secret_id" "routes" {
   count       = var.consul_acl_enabled ? 1 : 0
   accessor_id = consul_acl_token.routes[0].id
+}
+
+# Consul: Nomad's workload identities log in here to register the apps'
+# services (a service's identity may register that service and nothing
+# else), as `nomad setup consul` sets it up; only with consul_auth_method.
+resource "consul_acl_auth_method" "nomad" {
+  count          = var.consul_acl_enabled && var.consul_auth_method != "" ? 1 : 0
+  name           = var.consul_auth_method
+  display_name   = var.consul_auth_method
+  type           = "jwt"
+  description    = "Nomad workload identities"
+  token_locality = "local"
+  config_json = jsonencode(merge({
+    JWKSURL          = "${trimsuffix(var.nomad_addr, "/")}/.well-known/jwks.json"
+    JWTSupportedAlgs = ["RS256"]
+    BoundAudiences   = [var.consul_workload_audience]
+    ClaimMappings = {
+      nomad_namespace = "nomad_namespace"
+      nomad_job_id    = "nomad_job_id"
+      nomad_task      = "nomad_task"
+      nomad_service   = "nomad_service"
+    }
+  }, var.nomad_jwks_ca_pem == "" ? {} : { JWKSCACert = var.nomad_jwks_ca_pem }))
+}
+
+resource "consul_acl_binding_rule" "services" {
+  count       = var.consul_acl_enabled && var.consul_auth_method != "" ? 1 : 0
+  auth_method = consul_acl_auth_method.nomad[0].name
+  description = "Nomad services register themselves"
+  bind_type   = "service"
+  bind_name   = "$${value.nomad_service}"
+  selector    = "\"nomad_service\" in value"
 }
 
 # The adapters' tokens, where the svc-nomad job's templates read them. They

@@ -90,6 +90,12 @@ variable "nomad_acl_enabled" {
   default     = false
 }
 
+variable "nomad_raw_exec" {
+  description = "With nomad_acl_enabled: svc's apps run with the raw_exec driver (the nomad adapter's driver setting), so svc's token also gets alloc-node-exec, which Nomad asks of an exec into a task without filesystem isolation (svc exec)."
+  type        = bool
+  default     = false
+}
+
 variable "nomad_namespace" {
   description = "Nomad namespace svc's app jobs run in (the nomad adapter's namespace); created unless it is \"default\"."
   type        = string
@@ -111,4 +117,21 @@ variable "service_prefix" {
   description = "Prefix of the Consul service names svc's jobs register (the routes adapter reads them)."
   type        = string
   default     = "svc-"
+}
+
+variable "consul_auth_method" {
+  description = "With consul_acl_enabled: name of a Consul JWT auth method to create for Nomad's workload identities (the Nomad servers' consul.service_auth_method, nomad-workloads by default), with the binding rule that lets each Nomad service register itself, as `nomad setup consul` makes them. Empty (the default) when Nomad is already set up for Consul."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.consul_auth_method == "" || can(regex("^[A-Za-z0-9_-]{1,128}$", var.consul_auth_method))
+    error_message = "consul_auth_method must be empty or 1 to 128 of A-Z a-z 0-9 _ -."
+  }
+}
+
+variable "consul_workload_audience" {
+  description = "Audience of the workload identities Nomad signs for Consul (the Nomad servers' consul.service_identity.aud); used with consul_auth_method."
+  type        = string
+  default     = "consul.io"
 }
