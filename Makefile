@@ -180,11 +180,13 @@ terraform-check:
 # Applies terraform/examples/local with OpenTofu against a real Nomad dev
 # agent and Vault dev server on this machine, checks the three svc servers
 # form one Raft cluster with the adapters from their config file, deploys
-# samples/static-hello through the nomad runtime, destroys, and checks
-# nothing is left (scripts/terraform-e2e.sh says what it needs: TOFU=,
-# NOMAD=, VAULT=, PROVIDERS_DIR=).
+# samples/static-hello through the nomad runtime, checks it answers through
+# the edge, destroys, and checks nothing is left (scripts/terraform-e2e.sh
+# says what it needs: TOFU=, NOMAD=, VAULT=, PROVIDERS_DIR=). ACL=1 runs
+# Nomad with ACLs; CONSUL=/path/to/consul adds Consul with ACLs and routes
+# through it.
 terraform-e2e:
-	TOFU="$(TOFU)" NOMAD="$(NOMAD)" VAULT="$(VAULT)" PROVIDERS_DIR="$(PROVIDERS_DIR)" bash scripts/terraform-e2e.sh
+	TOFU="$(TOFU)" NOMAD="$(NOMAD)" VAULT="$(VAULT)" PROVIDERS_DIR="$(PROVIDERS_DIR)" ACL="$(ACL)" CONSUL="$(CONSUL)" bash scripts/terraform-e2e.sh
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

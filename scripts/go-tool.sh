@@ -14,7 +14,11 @@
 # module is downloaded with `go mod download`, copied out of the read-only
 # module cache into a temporary directory, and GO_TOOL_MAIN is built there
 # with the module's own go.mod and go.sum, and GO_TOOL_LDFLAGS as -ldflags
-# (scripts/tofu-tool.sh). With
+# (scripts/tofu-tool.sh). GO_TOOL_DROP_REPLACES (module paths, space
+# separated) drops the replace directives of those modules first: ones
+# that point into the repository's own subdirectories, which are separate
+# modules and so absent from the root module's zip; the module's require
+# lines then take their published versions (scripts/consul-tool.sh). With
 # --path-if-built it only prints the path of a binary already built and
 # exits 1 (printing nothing) otherwise; it never builds. `make test` uses it
 # to find the binary without ever starting the build.
@@ -49,6 +53,9 @@ if [ -n "${GO_TOOL_MAIN:-}" ]; then
 	trap 'chmod -R u+w "$src" 2>/dev/null; rm -rf "$src"' EXIT
 	cp -R "$dir/." "$src"
 	chmod -R u+w "$src"
+	for m in ${GO_TOOL_DROP_REPLACES:-}; do
+		(cd "$src" && go mod edit -dropreplace="$m")
+	done
 	(cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags "${GO_TOOL_LDFLAGS:-}" -o "$bin.tmp" "$GO_TOOL_MAIN") >&2
 else
 	if [ ! -f go.mod ]; then

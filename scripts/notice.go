@@ -46,10 +46,13 @@ const testTools = `The following tools are used at test time only: the tests run
 separate processes (a Vault dev server for the vault secrets adapter's
 tests; versitygw, an S3-compatible server, for the s3 backup storage
 adapter's tests; OpenTofu for tofu fmt over terraform/ and make
-terraform-e2e). They are built outside the repository by
-scripts/vault-tool.sh, scripts/versitygw-tool.sh and scripts/tofu-tool.sh
-and are never linked into or shipped with svc.
+terraform-e2e; a Consul agent for the consul routes adapter's contract
+suite and make terraform-e2e CONSUL=, when one is given). They are built
+outside the repository by scripts/vault-tool.sh, scripts/versitygw-tool.sh,
+scripts/tofu-tool.sh and scripts/consul-tool.sh and are never linked into
+or shipped with svc.
 
+github.com/hashicorp/consul v1.20.6 BUSL-1.1 (test-time tool only)
 github.com/hashicorp/vault v1.21.0 BUSL-1.1 (test-time tool only)
 github.com/opentofu/opentofu v1.12.6 MPL-2.0 (test-time tool only)
 github.com/versity/versitygw v1.8.0 Apache-2.0 (test-time tool only)

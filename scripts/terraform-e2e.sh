@@ -125,7 +125,7 @@ say "tofu:  $TOFU ($(TF_CLI_CONFIG_FILE=/dev/null "$TOFU" version 2>/dev/null | 
 say "nomad: $NOMAD ($("$NOMAD" version | head -n1))"
 say "vault: $VAULT ($("$VAULT" version | head -n1))"
 [ -z "$CONSUL" ] || say "consul: $CONSUL ($("$CONSUL" version | head -n1))"
-say "ACLs: ${ACL:-0}, Consul: ${CONSUL:+yes}${CONSUL:-no}"
+say "ACLs: ${ACL:-0}, Consul: $([ -n "$CONSUL" ] && echo yes || echo no)"
 
 # --- A work directory and the stack ------------------------------------------
 
@@ -261,7 +261,10 @@ if [ -n "$CONSUL" ]; then
 fi
 export NOMAD_ADDR=http://127.0.0.1:4646
 say "starting nomad agent -dev ($(elapsed))"
-(cd "$work" && exec "$NOMAD" agent -dev -config="$work/nomad-dev.hcl" -config="$work/nomad-local.hcl" -alloc-dir="$work/allocs" \
+# Without this shell's Vault and Consul tokens: raw_exec tasks inherit the
+# client's environment, and the servers and apps must have only what their
+# jobs give them.
+(cd "$work" && exec env -u VAULT_TOKEN -u CONSUL_HTTP_TOKEN "$NOMAD" agent -dev -config="$work/nomad-dev.hcl" -config="$work/nomad-local.hcl" -alloc-dir="$work/allocs" \
 	-state-dir="$work/nomad-client" >"$work/nomad.log" 2>&1) &
 pids+=($!)
 if [ "${ACL:-}" = 1 ]; then
@@ -304,7 +307,7 @@ if [ "${ACL:-}" = 1 ]; then
 	apps_ns=svc-apps
 	export TF_VAR_nomad_acl_enabled=true TF_VAR_apps_namespace=$apps_ns
 fi
-[ -z "$CONSUL" ] || export TF_VAR_consul_addr="$CONSUL_HTTP_ADDR" TF_VAR_consul_acl_enabled=true
+[ -z "$CONSUL" ] || export TF_VAR_consul_addr="http://$CONSUL_HTTP_ADDR" TF_VAR_consul_acl_enabled=true
 export TF_IN_AUTOMATION=1 TF_INPUT=0
 
 # --- OpenTofu ----------------------------------------------------------------
@@ -485,7 +488,12 @@ if [ -n "$CONSUL" ]; then
 		sleep 2
 	done
 	[ "${passing:-0}" -ge 1 ] || fail "Consul's service $svc_name has no passing instance in 2 minutes"
-	echo "consul: $svc_name has $passing passing instance(s)" >&2
+	# Nomad registered it with a token its workload identity got from the
+	# hashistack module's auth method, not with the agent's own.
+	ccurl "http://$CONSUL_HTTP_ADDR/v1/acl/tokens" |
+		jq -e --arg s "$svc_name" 'any(.[]; .AuthMethod=="nomad-workloads" and any(.ServiceIdentities[]?; .ServiceName==$s))' >/dev/null ||
+		fail "no Consul token from the auth method nomad-workloads holds the service identity $svc_name"
+	echo "consul: $svc_name has $passing passing instance(s), registered with a nomad-workloads login" >&2
 fi
 # The app answers through svc's edge at its URL: the routes adapter found
 # its instance. (The three servers share this machine, so the app's edge
@@ -540,4 +548,4 @@ fi
 [ ${#left[@]} -eq 0 ] || fail "left after tofu destroy: ${left[*]}"
 (cd "$ex" && "$TOFU" state list 2>/dev/null | grep . >&2) && fail "tofu state is not empty after destroy"
 
-say "PASSED in $(elapsed) (ACLs: ${ACL:-0}, Consul: ${CONSUL:+yes}${CONSUL:-no}): apply, 3-node Raft cluster, config-file adapters, $sample deployed on Nomad and answering through the edge, destroy left nothing"
+say "PASSED in $(elapsed) (ACLs: ${ACL:-0}, Consul: $([ -n "$CONSUL" ] && echo yes || echo no)): apply, 3-node Raft cluster, config-file adapters, $sample deployed on Nomad and answering through the edge, destroy left nothing"

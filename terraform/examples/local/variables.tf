@@ -33,7 +33,7 @@ variable "nomad_acl_enabled" {
 }
 
 variable "consul_addr" {
-  description = "A Consul agent's HTTP address (host:port): the apps register their services there and svc routes with the consul routes adapter. Empty (the default) for Nomad's own service discovery, with no Consul."
+  description = "A Consul agent's HTTP API address (http://127.0.0.1:8500): the apps register their services there and svc routes with the consul routes adapter. Empty (the default) for Nomad's own service discovery, with no Consul."
   type        = string
   default     = ""
 }
