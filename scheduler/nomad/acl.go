@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// NamespaceCapabilities are what the nomad runtime adapter's token needs
+// namespaceCapabilities are what the nomad runtime adapter's token needs
 // in its namespace, each for the calls that use it: list-jobs to find
 // svc's jobs by their meta (after a restart, and to cancel a dead
 // server's builds); submit-job to register, plan, revert, promote, tag and
@@ -22,7 +22,7 @@ import (
 // The hashistack Terraform module's policy is this one
 // (terraform/terraform_test.go checks it), and TestContractRealAgentACL
 // runs the contract suite with exactly it.
-var NamespaceCapabilities = []string{
+var namespaceCapabilities = []string{
 	"list-jobs", "submit-job", "read-job", "read-logs", "alloc-exec", "alloc-lifecycle",
 	"host-volume-create", "host-volume-read",
 }
@@ -36,7 +36,7 @@ func ACLPolicy(ns string, rawExec bool) string {
 	if ns == "" {
 		ns = "default"
 	}
-	caps := NamespaceCapabilities
+	caps := namespaceCapabilities
 	if rawExec {
 		caps = append(slices.Clone(caps), rawExecCapability)
 	}
@@ -46,7 +46,7 @@ func ACLPolicy(ns string, rawExec bool) string {
 
 // capabilitiesText is what the token needs, for a sentence.
 func capabilitiesText() string {
-	c := NamespaceCapabilities
+	c := namespaceCapabilities
 	return strings.Join(c[:len(c)-1], ", ") + " and " + c[len(c)-1] + " (and " + rawExecCapability +
 		" for raw_exec apps) in the namespace, write on host volumes svc-*, and node:read"
 }

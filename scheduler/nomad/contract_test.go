@@ -43,7 +43,8 @@ func TestContractRealAgent(t *testing.T) {
 // TestContractRealAgentACL runs the suite against a real agent with ACLs
 // on, the runtime holding a client token with exactly the policy the
 // adapter documents for raw_exec apps (nomad.ACLPolicy, which the
-// hashistack Terraform module makes): a call the policy does not allow fails the suite.
+// hashistack Terraform module makes): a call the policy does not allow
+// fails the suite.
 func TestContractRealAgentACL(t *testing.T) {
 	a := nomadtest.Start(t, nomadtest.Options{ACL: true,
 		Skip: "the contract suite ran against the fake Nomad only (TestContract)"})

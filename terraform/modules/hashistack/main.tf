@@ -1,6 +1,6 @@
 locals {
   # What the nomad runtime adapter's token may do in its namespace
-  # (scheduler/nomad's NamespaceCapabilities; terraform_test.go checks that
+  # (scheduler/nomad's ACLPolicy; terraform_test.go checks that
   # this policy is the adapter's).
   nomad_capabilities = ["list-jobs", "submit-job", "read-job", "read-logs", "alloc-exec", "alloc-lifecycle", "host-volume-create", "host-volume-read"]
 
