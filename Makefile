@@ -184,9 +184,9 @@ terraform-check:
 # the edge, destroys, and checks nothing is left (scripts/terraform-e2e.sh
 # says what it needs: TOFU=, NOMAD=, VAULT=, PROVIDERS_DIR=). ACL=1 runs
 # Nomad with ACLs; CONSUL=/path/to/consul adds Consul with ACLs and routes
-# through it.
+# through it; DRIVER=exec runs the servers with the exec driver.
 terraform-e2e:
-	TOFU="$(TOFU)" NOMAD="$(NOMAD)" VAULT="$(VAULT)" PROVIDERS_DIR="$(PROVIDERS_DIR)" ACL="$(ACL)" CONSUL="$(CONSUL)" bash scripts/terraform-e2e.sh
+	TOFU="$(TOFU)" NOMAD="$(NOMAD)" VAULT="$(VAULT)" PROVIDERS_DIR="$(PROVIDERS_DIR)" ACL="$(ACL)" CONSUL="$(CONSUL)" DRIVER="$(DRIVER)" bash scripts/terraform-e2e.sh
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

@@ -21,6 +21,10 @@
 #      no Nomad ACL policy or token svc, no Consul policy svc-routes, no
 #      auth method nomad-workloads).
 #
+# DRIVER=exec runs the three servers with Nomad's exec driver, the
+# svc-nomad module's default (chrooted, their state at /srv/svc), instead
+# of raw_exec.
+#
 # ACL=1 runs the stack as production runs it: Nomad with ACLs on (the
 # script bootstraps them and gives tofu the management token), and the
 # apps in a namespace of their own, svc-apps. It then also checks that
@@ -126,7 +130,7 @@ say "tofu:  $TOFU ($(TF_CLI_CONFIG_FILE=/dev/null "$TOFU" version 2>/dev/null | 
 say "nomad: $NOMAD ($("$NOMAD" version | head -n1))"
 say "vault: $VAULT ($("$VAULT" version | head -n1))"
 [ -z "$CONSUL" ] || say "consul: $CONSUL ($("$CONSUL" version | head -n1))"
-say "ACLs: ${ACL:-0}, Consul: $([ -n "$CONSUL" ] && echo yes || echo no)"
+say "ACLs: ${ACL:-0}, Consul: $([ -n "$CONSUL" ] && echo yes || echo no), the servers' driver: ${DRIVER:-raw_exec}"
 
 # --- A work directory and the stack ------------------------------------------
 
@@ -141,11 +145,18 @@ cleanup() {
 		say "KEEP=1: left running (pids ${pids[*]:-none}); work directory $work"
 		exit "$rc"
 	fi
-	# Whatever the job left: the svc servers run under Nomad's executor.
+	# Whatever the job left: the svc servers run under Nomad's executor,
+	# which outlives the agent, so every allocation is stopped first and
+	# Nomad is given a minute to see them end.
 	if [ -n "${NOMAD_ADDR:-}" ] && ncurl "$NOMAD_ADDR/v1/job/svc" >/dev/null 2>&1; then
 		ncurl -X DELETE "$NOMAD_ADDR/v1/job/svc?purge=true" >/dev/null 2>&1 || true
-		sleep 5
 	fi
+	for _ in $(seq 1 60); do
+		live=$(ncurl "$NOMAD_ADDR/v1/allocations?namespace=*" 2>/dev/null |
+			jq '[.[] | select(.ClientStatus=="running" or .ClientStatus=="pending")] | length' 2>/dev/null || echo 0)
+		[ "${live:-0}" = 0 ] && break
+		sleep 1
+	done
 	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
 		kill "${pids[$i]}" 2>/dev/null || true
 	done
@@ -153,6 +164,19 @@ cleanup() {
 		for _ in $(seq 1 30); do kill -0 "$p" 2>/dev/null || break; sleep 1; done
 		kill -9 "$p" 2>/dev/null || true
 	done
+	# And any task process still running from the work directory (its
+	# root, a chroot there, or its working directory).
+	for d in /proc/[0-9]*; do
+		case "$(readlink "$d/root" 2>/dev/null)/ $(readlink "$d/cwd" 2>/dev/null)/" in
+		"$work"/*) kill -9 "${d#/proc/}" 2>/dev/null || true ;;
+		*" $work"/*) kill -9 "${d#/proc/}" 2>/dev/null || true ;;
+		esac
+	done
+	# What the stopped Nomad client left mounted under the work directory
+	# (the exec driver's bind mounts, the tasks' secrets tmpfs), deepest
+	# first, so that it can be removed.
+	awk -v d="$work/" 'index($5, d) == 1 { print length($5), $5 }' /proc/self/mountinfo 2>/dev/null |
+		sort -rn | cut -d' ' -f2- | while read -r m; do umount -l "$m" 2>/dev/null || true; done
 	if [ "$rc" -ne 0 ]; then
 		say "logs and state kept in $work (vault.log, nomad.log, tofu-*.log, allocs/)"
 	else
@@ -308,6 +332,9 @@ if [ "${ACL:-}" = 1 ]; then
 	apps_ns=svc-apps
 	export TF_VAR_nomad_acl_enabled=true TF_VAR_apps_namespace=$apps_ns
 fi
+# DRIVER=exec runs the servers as production does (the svc-nomad module's
+# default driver): chrooted, their state in the host volume at /srv/svc.
+export TF_VAR_server_driver="${DRIVER:-raw_exec}"
 [ -z "$CONSUL" ] || export TF_VAR_consul_addr="http://$CONSUL_HTTP_ADDR" TF_VAR_consul_acl_enabled=true
 export TF_IN_AUTOMATION=1 TF_INPUT=0
 
@@ -548,4 +575,4 @@ fi
 [ ${#left[@]} -eq 0 ] || fail "left after tofu destroy: ${left[*]}"
 (cd "$ex" && "$TOFU" state list 2>/dev/null | grep . >&2) && fail "tofu state is not empty after destroy"
 
-say "PASSED in $(elapsed) (ACLs: ${ACL:-0}, Consul: $([ -n "$CONSUL" ] && echo yes || echo no)): apply, 3-node Raft cluster, config-file adapters, $sample deployed on Nomad and answering through the edge, destroy left nothing"
+say "PASSED in $(elapsed) (ACLs: ${ACL:-0}, Consul: $([ -n "$CONSUL" ] && echo yes || echo no), driver: ${DRIVER:-raw_exec}): apply, 3-node Raft cluster, config-file adapters, $sample deployed on Nomad and answering through the edge, destroy left nothing"

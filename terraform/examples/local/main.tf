@@ -51,7 +51,7 @@ module "svc" {
   job_name         = "svc"
   server_count     = 3
   server_addresses = ["127.0.0.1", "127.0.0.1", "127.0.0.1"]
-  driver           = "raw_exec"
+  driver           = var.server_driver
   apps_driver      = "raw_exec"
   host_volume_root = var.state_root
   artifact_url     = var.artifact_url

@@ -49,3 +49,9 @@ variable "apps_namespace" {
   type        = string
   default     = "default"
 }
+
+variable "server_driver" {
+  description = "Task driver of the three svc servers: raw_exec (the default here) or exec, which the svc-nomad module defaults to in production: each server runs chrooted with its state in its host volume mounted at /srv/svc (Nomad's exec driver needs Linux, root and cgroups)."
+  type        = string
+  default     = "raw_exec"
+}
