@@ -213,9 +213,9 @@ curl -fsS "$VAULT_ADDR/v1/sys/health" >/dev/null || fail "vault dev server did n
 
 if [ -n "$CONSUL" ]; then
 	# ACLs on and deny by default, as production runs Consul; the initial
-	# management token is this run's, for tofu's Consul provider and for
-	# the Nomad agent's own registration. Off 8300-8302 (svc's Raft) and
-	# without DNS and gRPC, which nothing here uses.
+	# management token is this run's, for tofu's Consul provider. Off
+	# 8300-8302 (svc's Raft) and without DNS and gRPC, which nothing here
+	# uses.
 	export CONSUL_HTTP_ADDR=127.0.0.1:8500 CONSUL_HTTP_TOKEN
 	CONSUL_HTTP_TOKEN=$(python3 -c 'import uuid; print(uuid.uuid4())')
 	cat >"$work/consul.hcl" <<-EOF
@@ -246,6 +246,18 @@ if [ -n "$CONSUL" ]; then
 	done
 	ccurl "http://$CONSUL_HTTP_ADDR/v1/acl/token/self" >/dev/null ||
 		fail "consul agent -dev did not come up with ACLs and the management token (see $work/consul.log)"
+	# The agents' own tokens, with the policies examples/aws's
+	# bootstrap-acls.sh makes: Consul's agent registers its node; Nomad's
+	# agent has the minimal policy of Nomad's documentation (its apps'
+	# services log in with their workload identities instead).
+	printf '%s\n' 'node_prefix "" {' '  policy = "write"' '}' 'service_prefix "" {' '  policy = "read"' '}' |
+		"$CONSUL" acl policy create -name consul-agents -rules=- >/dev/null
+	printf '%s\n' 'agent_prefix "" {' '  policy = "read"' '}' 'node_prefix "" {' '  policy = "write"' '}' \
+		'service_prefix "" {' '  policy = "write"' '}' 'acl = "write"' 'mesh = "write"' |
+		"$CONSUL" acl policy create -name nomad-agents -rules=- >/dev/null
+	consul_agent=$("$CONSUL" acl token create -description "Consul agents" -policy-name consul-agents -format=json | jq -r .SecretID)
+	"$CONSUL" acl set-agent-token agent "$consul_agent" >/dev/null
+	nomad_consul=$("$CONSUL" acl token create -description "Nomad agents" -policy-name nomad-agents -format=json | jq -r .SecretID)
 fi
 
 # The example's nomad-dev.hcl with this run's host volume paths; it names
@@ -269,13 +281,13 @@ if [ "${ACL:-}" = 1 ]; then
 	echo 'acl { enabled = true }' >>"$work/nomad-local.hcl"
 fi
 if [ -n "$CONSUL" ]; then
-	# The agent registers itself with the management token; the apps'
-	# services log in with their workload identities (audience consul.io)
-	# through the auth method the hashistack module makes.
+	# The agent registers itself with its own token; the apps' services log
+	# in with their workload identities (audience consul.io) through the
+	# auth method the hashistack module makes.
 	cat >>"$work/nomad-local.hcl" <<-EOF
 		consul {
 		  address             = "$CONSUL_HTTP_ADDR"
-		  token               = "$CONSUL_HTTP_TOKEN"
+		  token               = "$nomad_consul"
 		  service_auth_method = "nomad-workloads"
 		  service_identity {
 		    aud = ["consul.io"]

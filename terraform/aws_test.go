@@ -22,7 +22,7 @@ import (
 
 // literalSecret is a secret written in place rather than read at run time
 // ($(vault kv get …)).
-var literalSecret = regexp.MustCompile(`(SVC_CLUSTER_SECRET|SVC_ADMIN_PASSWORD|VAULT_TOKEN)=[^$\s]|hvs\.|"root_token"|-----BEGIN `)
+var literalSecret = regexp.MustCompile(`(SVC_CLUSTER_SECRET|SVC_ADMIN_PASSWORD|VAULT_TOKEN|SVCADP_NOMAD_TOKEN|SVCADP_CONSUL_TOKEN|CONSUL_HTTP_TOKEN|NOMAD_TOKEN)=[^$\s]|hvs\.|"root_token"|-----BEGIN |(agent|token) += "[^%]`)
 
 // cloudConfig is the part of a cloud-config document the aws example
 // writes: files and the commands that run them.
@@ -44,7 +44,10 @@ type cloudConfig struct {
 // Nomad and Vault configurations parse as HCL and join every server; the
 // shell scripts pass sh -n; the binary is checked against its SHA-256;
 // svc's unit starts run.sh, which starts svc with that config file; only
-// the first VM bootstraps Vault; nothing secret is in the user data.
+// the first VM bootstraps Vault and Consul's and Nomad's ACLs, every VM
+// gives its agents their tokens before svc starts, and svc's config file
+// reads its Nomad and Consul tokens from the environment; nothing secret
+// is in the user data.
 func TestAWSCloudInit(t *testing.T) {
 	dir := filepath.Join("examples", "aws")
 	const sha = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -94,7 +97,8 @@ func TestAWSCloudInit(t *testing.T) {
 				if err := os.WriteFile(cfgFile, []byte(files["/etc/svc/svc.yaml"]), 0o600); err != nil {
 					t.Fatal(err)
 				}
-				env := []string{"SVC_CLUSTER_SECRET=" + strings.Repeat("ab", 32), "SVC_ADMIN_PASSWORD=Correct-Horse-Battery-9", "VAULT_TOKEN=hvs.test"}
+				env := []string{"SVC_CLUSTER_SECRET=" + strings.Repeat("ab", 32), "SVC_ADMIN_PASSWORD=Correct-Horse-Battery-9", "VAULT_TOKEN=hvs.test",
+					"SVCADP_NOMAD_TOKEN=11111111-2222-3333-4444-555555555555", "SVCADP_CONSUL_TOKEN=66666666-7777-8888-9999-000000000000"}
 				c, err := config.Load(config.LoadArgs{File: cfgFile, Env: env})
 				if err != nil {
 					t.Fatalf("svc does not load the config file cloud-init writes: %v\n%s", err, files["/etc/svc/svc.yaml"])
@@ -140,15 +144,31 @@ func TestAWSCloudInit(t *testing.T) {
 					}
 				}
 
+				// ACLs: Consul denies by default, Nomad's are on, and the apps'
+				// services log in with their workload identities.
+				for path, want := range map[string][]string{
+					"/etc/svc-bootstrap/consul.hcl": {`default_policy           = "deny"`, "enabled                  = true"},
+					"/etc/svc-bootstrap/nomad.hcl":  {"acl {\n  enabled = true\n}", `service_auth_method = "nomad-workloads"`, `aud = ["consul.io"]`},
+				} {
+					for _, w := range want {
+						if !strings.Contains(files[path], w) {
+							t.Errorf("%s does not contain %q", path, w)
+						}
+					}
+				}
+
 				// The scripts, the unit and the install.
-				scripts := []string{"/usr/local/lib/svc/install.sh", "/usr/local/lib/svc/run.sh"}
-				_, bootstraps := files["/usr/local/lib/svc/bootstrap-vault.sh"]
-				if bootstraps != (index == 0) {
-					t.Errorf("bootstrap-vault.sh written: %v; want it on the first VM only", bootstraps)
+				scripts := []string{"/usr/local/lib/svc/install.sh", "/usr/local/lib/svc/run.sh", "/usr/local/lib/svc/node-tokens.sh"}
+				for _, name := range []string{"bootstrap-vault.sh", "bootstrap-acls.sh"} {
+					_, ok := files["/usr/local/lib/svc/"+name]
+					if ok != (index == 0) {
+						t.Errorf("%s written: %v; want it on the first VM only", name, ok)
+					}
+					if ok {
+						scripts = append(scripts, "/usr/local/lib/svc/"+name)
+					}
 				}
-				if bootstraps {
-					scripts = append(scripts, "/usr/local/lib/svc/bootstrap-vault.sh")
-				}
+				bootstraps := index == 0
 				for _, s := range scripts {
 					if !strings.HasPrefix(files[s], "#!/bin/sh\n") {
 						t.Errorf("%s is missing or has no #!/bin/sh line", s)
@@ -162,8 +182,18 @@ func TestAWSCloudInit(t *testing.T) {
 						t.Errorf("install.sh does not contain %q", want)
 					}
 				}
-				if strings.Contains(install, "bootstrap-vault.sh") != (index == 0) {
-					t.Errorf("install.sh runs bootstrap-vault.sh: %v; want on the first VM only", !bootstraps)
+				if strings.Contains(install, "bootstrap-vault.sh") != bootstraps || strings.Contains(install, "bootstrap-acls.sh") != bootstraps {
+					t.Errorf("install.sh runs bootstrap-vault.sh and bootstrap-acls.sh: %v; want on the first VM only", !bootstraps)
+				}
+				// In order: the agents get their tokens before svc starts.
+				if i, j := strings.Index(install, "/usr/local/lib/svc/node-tokens.sh"), strings.Index(install, "systemctl enable --now svc"); i < 0 || j < i {
+					t.Errorf("install.sh does not run node-tokens.sh before it starts svc")
+				}
+				run := files["/usr/local/lib/svc/run.sh"]
+				for _, want := range []string{"export SVCADP_NOMAD_TOKEN SVCADP_CONSUL_TOKEN", "tokens=secret/svc/server/tokens"} {
+					if !strings.Contains(run, want) {
+						t.Errorf("run.sh does not contain %q", want)
+					}
 				}
 				if !strings.Contains(files["/etc/systemd/system/svc.service"], "ExecStart=/usr/local/lib/svc/run.sh\n") {
 					t.Errorf("svc.service does not start run.sh:\n%s", files["/etc/systemd/system/svc.service"])

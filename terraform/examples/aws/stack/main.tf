@@ -28,6 +28,9 @@ provider "vault" {
   address = var.vault_addr
 }
 
+# Nomad's and Consul's management tokens come from NOMAD_TOKEN and
+# CONSUL_HTTP_TOKEN (the first VM's /root/nomad-bootstrap.json and
+# /root/consul-bootstrap.json), never from variables.
 provider "nomad" {
   address = var.nomad_addr
 }
@@ -54,4 +57,13 @@ module "hashistack" {
   # so the AppRole secret_id this module makes is not used: keep only a
   # short-lived wrapping token of it in state.
   approle_secret_id_wrapping_ttl = "1m"
+
+  # The VMs run Nomad and Consul with ACLs (cloud-init): svc's Nomad token
+  # (its apps' namespace, default here: svc itself is not a Nomad job) and
+  # the routes adapter's Consul token, written to Vault where the VMs' svc
+  # reads them at start; and the auth method the apps' services register
+  # in Consul with (the VMs' Nomad names it in consul.service_auth_method).
+  nomad_acl_enabled  = true
+  consul_acl_enabled = true
+  consul_auth_method = "nomad-workloads"
 }
