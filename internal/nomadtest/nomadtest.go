@@ -6,8 +6,9 @@
 // committed), loopback ports, its data under the test's directory, the
 // cloud fingerprinters denied so that raw_exec and exec run, and, when
 // the test ends, the agent stopped and what its client left mounted under
-// that directory detached. Without a binary the test is skipped, saying
-// why.
+// that directory detached. With ACLs on it bootstraps them and makes
+// client tokens of a given policy (Bootstrap, ClientToken). Without a
+// binary the test is skipped, saying why.
 //
 // It must not import the packages it tests.
 package nomadtest
