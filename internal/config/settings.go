@@ -163,38 +163,10 @@ var defs = [...]def{
 		},
 		format: func(c *Config) string { return clientip.FormatList(c.Server.TrustedProxies) },
 	},
-	{
-		name: "app.port_start",
-		parse: func(c *Config, v string, _ Origin) (err error) {
-			c.App.PortStart, err = parsePort(v, 1)
-			return err
-		},
-		format: func(c *Config) string { return strconv.Itoa(c.App.PortStart) },
-	},
-	{
-		name: "app.port_end",
-		parse: func(c *Config, v string, _ Origin) (err error) {
-			c.App.PortEnd, err = parsePort(v, 1)
-			return err
-		},
-		format: func(c *Config) string { return strconv.Itoa(c.App.PortEnd) },
-	},
-	{
-		name: "runtime.workload_port_start",
-		parse: func(c *Config, v string, _ Origin) (err error) {
-			c.Runtime.WorkloadPortStart, err = parsePort(v, 1024)
-			return err
-		},
-		format: func(c *Config) string { return strconv.Itoa(c.Runtime.WorkloadPortStart) },
-	},
-	{
-		name: "runtime.workload_port_end",
-		parse: func(c *Config, v string, _ Origin) (err error) {
-			c.Runtime.WorkloadPortEnd, err = parsePort(v, 1024)
-			return err
-		},
-		format: func(c *Config) string { return strconv.Itoa(c.Runtime.WorkloadPortEnd) },
-	},
+	portDef("app.port_start", 1, func(c *Config) *int { return &c.App.PortStart }),
+	portDef("app.port_end", 1, func(c *Config) *int { return &c.App.PortEnd }),
+	portDef("runtime.workload_port_start", 1024, func(c *Config) *int { return &c.Runtime.WorkloadPortStart }),
+	portDef("runtime.workload_port_end", 1024, func(c *Config) *int { return &c.Runtime.WorkloadPortEnd }),
 	{
 		name: "admin.password", secret: true, emptyUnset: true,
 		parse: func(c *Config, v string, _ Origin) error {
@@ -558,6 +530,19 @@ func parseDuration(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s is not greater than zero", quote(v))
 	}
 	return d, nil
+}
+
+// portDef is a setting holding a port number from lo to 65535, in the
+// field field returns.
+func portDef(name string, lo int, field func(*Config) *int) def {
+	return def{
+		name: name,
+		parse: func(c *Config, v string, _ Origin) (err error) {
+			*field(c), err = parsePort(v, lo)
+			return err
+		},
+		format: func(c *Config) string { return strconv.Itoa(*field(c)) },
+	}
 }
 
 // parsePort reads a decimal port number from lo to 65535.

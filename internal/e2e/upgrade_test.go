@@ -167,25 +167,31 @@ func waitHook(t *testing.T, rc *soakReceiver, typ string, timeout time.Duration)
 	deadline := time.Now().Add(timeout)
 	for {
 		for _, r := range rc.requests() {
-			if r.eventType != typ {
-				continue
+			if r.eventType == typ {
+				return deliveryData(t, r)
 			}
-			if r.bad != "" {
-				t.Errorf("the %s delivery: %s", typ, r.bad)
-			}
-			var ev struct {
-				Data map[string]any `json:"data"`
-			}
-			if err := json.Unmarshal(r.body, &ev); err != nil {
-				t.Fatalf("the %s delivery's body: %v", typ, err)
-			}
-			return ev.Data
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s event delivered within %s", typ, timeout)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// deliveryData is a delivered event's data; a delivery whose signature or
+// headers were wrong (r.bad) is reported.
+func deliveryData(t *testing.T, r hookRequest) map[string]any {
+	t.Helper()
+	if r.bad != "" {
+		t.Errorf("the %s delivery: %s", r.eventType, r.bad)
+	}
+	var ev struct {
+		Data map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(r.body, &ev); err != nil {
+		t.Fatalf("the %s delivery's body: %v", r.eventType, err)
+	}
+	return ev.Data
 }
 
 // startUpgradable starts the old build, installed in its own directory,
