@@ -240,8 +240,8 @@ if [ -n "$CONSUL" ]; then
 		>"$work/consul.log" 2>&1) &
 	pids+=($!)
 	for _ in $(seq 1 60); do
-		[ "$(curl -fsS "http://$CONSUL_HTTP_ADDR/v1/status/leader" 2>/dev/null || true)" != "" ] &&
-			[ "$(curl -fsS "http://$CONSUL_HTTP_ADDR/v1/status/leader" 2>/dev/null)" != '""' ] && break
+		leader=$(curl -fsS "http://$CONSUL_HTTP_ADDR/v1/status/leader" 2>/dev/null || true)
+		[ -n "$leader" ] && [ "$leader" != '""' ] && break
 		sleep 1
 	done
 	ccurl "http://$CONSUL_HTTP_ADDR/v1/acl/token/self" >/dev/null ||
